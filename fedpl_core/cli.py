@@ -1,0 +1,202 @@
+"""Command line: ``python -m fedpl_core {run,report,reproduce,methods}``.
+
+Bad input (unknown method, missing data path, unknown class) ends with a one-line
+``fedpl: error: ...`` on stderr and exit status 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from .data.base import DataError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _engine_fields():
+    from .engine import EngineConfig
+    return dataclasses.fields(EngineConfig)
+
+
+def _add_config_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("experiment (override the --config file)")
+    g.add_argument("--config", help="YAML or JSON file with ExperimentConfig fields")
+    g.add_argument("--dataset", help="synthetic-cxr (default), synthetic-skin, nih, chexpert, mimic, ham10000, "
+                                     "isic2018, medmnist:<flag>, tb, covid")
+    g.add_argument("--data-root", help="folder holding the data set as its publisher ships it")
+    g.add_argument("--classes", help="comma-separated class names (default: the data set's)")
+    g.add_argument("--image-size", type=int)
+    g.add_argument("--n-train", type=int, help="synthetic: training images")
+    g.add_argument("--n-test", type=int, help="synthetic: test images")
+    g.add_argument("--data-seed", type=int)
+    g.add_argument("--partition", help="iid, dirichlet, missing_classes (default), label_set_mismatch, explicit, "
+                                       "by_source, shared_classes_split")
+    g.add_argument("--num-clients", type=int)
+    g.add_argument("--partition-kwargs", type=json.loads, help='JSON, e.g. \'{"missing": 7}\'')
+    g.add_argument("--model", help="cnn (default), resnet18, densenet121")
+    g.add_argument("--model-kwargs", type=json.loads, help='JSON, e.g. \'{"norm": "gn"}\'')
+    g.add_argument("--method", help="see `python -m fedpl_core methods`")
+    g.add_argument("--method-kwargs", type=json.loads, help='JSON, e.g. \'{"mu": 0.01}\'')
+    g.add_argument("--seed", type=int)
+    e = p.add_argument_group("engine")
+    for f in _engine_fields():
+        if f.name == "seed":
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        if f.type in ("bool", bool):
+            e.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), metavar="BOOL")
+        else:
+            typ = {"int": int, "float": float, "int | None": int}.get(str(f.type), str)
+            e.add_argument(flag, type=typ)
+
+
+def config_from_args(a: argparse.Namespace):
+    from .engine import EngineConfig
+    from .experiments import ExperimentConfig
+
+    d: dict[str, Any] = {}
+    if a.config:
+        cfg = ExperimentConfig.from_file(a.config)
+        d = cfg.to_dict()
+    top = ("dataset", "data_root", "image_size", "n_train", "n_test", "data_seed", "partition", "num_clients",
+           "partition_kwargs", "model", "model_kwargs", "method", "method_kwargs", "seed")
+    for k in top:
+        v = getattr(a, k, None)
+        if v is not None:
+            d[k] = v
+    if a.classes:
+        d["classes"] = [c.strip() for c in a.classes.split(",") if c.strip()]
+    eng = dict(d.get("engine", {}))
+    for f in dataclasses.fields(EngineConfig):
+        v = getattr(a, f.name, None) if f.name != "seed" else None
+        if v is not None:
+            eng[f.name] = v
+    d["engine"] = eng
+    return ExperimentConfig.from_dict(d)
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from .experiments import atomic_write_json, run
+
+    cfg = config_from_args(a)
+    res = run(cfg, results_dir=a.results_dir)
+    fin = res.final
+    out = {"run_id": res.run_id, "config": res.config, "class_names": res.class_names,
+           "final": fin, "best": res.best, "history": res.history, "timings": res.timings}
+    if a.out:
+        atomic_write_json(out, a.out)
+    auroc = fin.get("auroc_mean")
+    print(f"{cfg.method}: final auroc_mean={auroc if auroc is None else round(auroc, 4)} "
+          f"map={_r(fin.get('map'))} bacc={_r(fin.get('bacc'))} after {fin.get('round')} rounds "
+          f"({res.timings['total_s']:.1f} s)" + (f" -> {a.out}" if a.out else ""))
+    return 0
+
+
+def _r(v):
+    return None if v is None else round(v, 4)
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    from . import partitions as P
+    from .experiments import build_partition, load_data
+    from .plotting import savefig
+    from .tables import to_markdown
+
+    cfg = config_from_args(a)
+    train, test, extra = load_data(cfg)
+    part = build_partition(cfg, train)
+    print(train.summary())
+    print(test.summary())
+    rep = P.label_report(part, train, sizes_row=True)
+    print(to_markdown(rep))
+    fig = P.plot_label_report(part, train)
+    path = savefig(fig, a.figure)
+    print(f"heatmap -> {path}")
+    return 0
+
+
+def discover_notebooks(names: Sequence[str] | None = None) -> list[Path]:
+    nbs = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if names:
+        chosen = []
+        for n in names:
+            hits = [p for p in nbs if p.name == n or p.stem == n or p.stem.startswith(n)]
+            if not hits:
+                raise FileNotFoundError(f"no notebook matches {n!r}; have {[p.name for p in nbs]}")
+            chosen += hits
+        nbs = list(dict.fromkeys(chosen))
+    return nbs
+
+
+def cmd_reproduce(a: argparse.Namespace) -> int:
+    import papermill as pm
+    from tqdm.auto import tqdm
+
+    nbs = discover_notebooks(a.notebooks)
+    out_dir = Path(a.output)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    quick = not a.full
+    summary = []
+    for nb in tqdm(nbs, desc="notebooks", unit="nb"):
+        t0 = time.perf_counter()
+        status = "ok"
+        try:
+            pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters={"quick": quick},
+                                cwd=str(ROOT), progress_bar=False, kernel_name=a.kernel)
+        except Exception as e:  # keep going: report every notebook
+            status = f"FAILED: {type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
+        summary.append((nb.name, status, time.perf_counter() - t0))
+    print(f"\n{'notebook':40s} {'status':10s} seconds")
+    for name, status, sec in summary:
+        print(f"{name:40s} {status[:60]:10s} {sec:7.1f}")
+    print(f"executed notebooks -> {out_dir}/, figures and tables -> {ROOT / 'figures'}/")
+    return 0 if all(s == "ok" for _, s, _ in summary) else 1
+
+
+def cmd_methods(a: argparse.Namespace) -> int:
+    from .methods import METHODS, available_methods
+
+    for name in available_methods():
+        doc = (METHODS[name].__doc__ or "").strip().splitlines()[0]
+        print(f"{name:18s} {doc}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m fedpl_core", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run one experiment and write a results JSON")
+    _add_config_flags(r)
+    r.add_argument("--out", help="results JSON path (final metrics and history)")
+    r.add_argument("--results-dir", help="grid folder: skip the run if its result exists, resume its checkpoint")
+    r.set_defaults(func=cmd_run)
+    rep = sub.add_parser("report", help="data set and partition report (positives per client per class)")
+    _add_config_flags(rep)
+    rep.add_argument("--figure", default="partition_report.png", help="heatmap file name under figures/")
+    rep.set_defaults(func=cmd_report)
+    rp = sub.add_parser("reproduce", help="execute the notebooks with papermill")
+    mode = rp.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", default=True, help="quick parameters (CPU, minutes; default)")
+    mode.add_argument("--full", action="store_true", help="the papers' settings (GPU)")
+    rp.add_argument("--notebooks", nargs="*", help="names or prefixes (default: all in notebooks/)")
+    rp.add_argument("--output", default="outputs/notebooks", help="folder for the executed notebooks")
+    rp.add_argument("--kernel", default="python3")
+    rp.set_defaults(func=cmd_reproduce)
+    m = sub.add_parser("methods", help="list the available methods")
+    m.set_defaults(func=cmd_methods)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (DataError, ValueError, FileNotFoundError, KeyError, TypeError, RuntimeError) as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"fedpl: error: {msg}", file=sys.stderr)
+        return 2

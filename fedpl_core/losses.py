@@ -1,0 +1,48 @@
+"""Partial-label losses.
+
+The papers store an unannotated label as 0.  "Missing as negative" (FedAvg,
+Centralized) is plain BCE over every entry; the *partial loss* (FedAvg-PL, Surgical
+Aggregation's Eq. 4, FedPSL's IML, FedMLP's FedAvg-PL) averages BCE over the known
+entries only, so unannotated classes get no gradient at all.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def masked_bce(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None = None,
+               pos_weight: torch.Tensor | None = None) -> torch.Tensor:
+    """Binary cross-entropy, averaged over the known entries.
+
+    Args:
+        logits, targets: ``[B, C]``.
+        mask: ``[B, C]`` bool, True where the label is known; ``None`` = every entry
+            (missing labels count as negatives).
+        pos_weight: optional ``[C]`` weight of the positive term (e.g. N_neg / N_pos).
+
+    Normalisation (our choice; the papers write a sum): the sum of per-entry losses
+    divided by the number of known entries, so the loss scale does not depend on how
+    many classes a client annotates.  With no known entry the loss is 0 (still
+    differentiable, zero gradient).
+    """
+    loss = F.binary_cross_entropy_with_logits(logits, targets, pos_weight=pos_weight, reduction="none")
+    if mask is None:
+        return loss.mean()
+    m = mask.to(loss.dtype)
+    return (loss * m).sum() / m.sum().clamp_min(1.0)
+
+
+def masked_ce(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Cross-entropy for single-label tasks (one-hot ``targets``).
+
+    Rows whose label is unknown (``mask`` all False in the row, or a target row with no
+    positive among known classes) are left out of the mean.
+    """
+    y = targets.argmax(1)
+    has = targets.sum(1) > 0
+    if mask is not None:
+        has = has & (mask.to(torch.bool) & (targets > 0)).any(1)
+    loss = F.cross_entropy(logits, y, reduction="none")
+    w = has.to(loss.dtype)
+    return (loss * w).sum() / w.sum().clamp_min(1.0)

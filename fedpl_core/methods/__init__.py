@@ -1,0 +1,46 @@
+"""Registry of methods: ``get_method("fedavg", **hparams)``."""
+from __future__ import annotations
+
+from typing import Any
+
+from .base import ClientUpdate, Method
+from .baselines import PFL, Centralized, FedAvg, FedAvgPL, FedBN, FedProx, Local, Oracle
+
+METHODS: dict[str, type[Method]] = {}
+
+
+def register(cls: type[Method]) -> type[Method]:
+    """Class decorator (or call) adding a method to the registry under ``cls.name``."""
+    METHODS[cls.name] = cls
+    return cls
+
+
+for _cls in (FedAvg, FedAvgPL, FedProx, FedBN, Centralized, Oracle, Local, PFL):
+    register(_cls)
+
+
+def _load_optional() -> None:
+    """Paper methods register themselves on import; missing modules are skipped."""
+    import importlib
+
+    for mod in ("surgical", "fedpsl", "fedmlp", "fedlsm"):
+        try:
+            importlib.import_module(f"{__name__}.{mod}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{mod}":
+                raise
+
+
+def get_method(name: str, **hparams: Any) -> Method:
+    _load_optional()
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; available: {', '.join(sorted(METHODS))}")
+    return METHODS[name](**hparams)
+
+
+def available_methods() -> list[str]:
+    _load_optional()
+    return sorted(METHODS)
+
+
+__all__ = ["ClientUpdate", "Method", "METHODS", "register", "get_method", "available_methods"]

@@ -1,0 +1,90 @@
+"""Result tables: mean +- std over seeds, paired tests, markdown and LaTeX output."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+
+def summarize(df: pd.DataFrame, metrics: Sequence[str] = ("auroc_mean",), by: Sequence[str] = ("setting", "label"),
+              which: str | None = "final", scale: float = 100.0, decimals: int = 2) -> pd.DataFrame:
+    """``mean +- std`` (sample std, ddof=1; 0 for one seed) of each metric per group,
+    as strings, with the numeric means in ``<metric>_mean`` columns for sorting."""
+    d = df if which is None or "which" not in df else df[df["which"] == which]
+    by = [b for b in by if b in d.columns]
+    g = d.groupby(by, sort=False)[list(metrics)]
+    mean, std, n = g.mean() * scale, g.std(ddof=1).fillna(0.0) * scale, g.count()
+    out = pd.DataFrame(index=mean.index)
+    for m in metrics:
+        out[m] = [f"{a:.{decimals}f} ± {b:.{decimals}f}" for a, b in zip(mean[m], std[m])]
+        out[f"{m}_mean"] = mean[m]
+    out["n"] = n[list(metrics)[0]]
+    return out
+
+
+def pivot_mean_std(df: pd.DataFrame, metric: str = "auroc_mean", rows: str = "label", cols: str = "setting",
+                   which: str | None = "final", scale: float = 100.0, decimals: int = 2) -> pd.DataFrame:
+    """A paper-style table: rows (methods) x columns (settings) of ``mean ± std``."""
+    s = summarize(df, [metric], by=[cols, rows], which=which, scale=scale, decimals=decimals)
+    return s[metric].unstack(0).reindex(columns=list(dict.fromkeys(df[cols])), index=list(dict.fromkeys(df[rows])))
+
+
+def per_class_mean_std(df: pd.DataFrame, label_col: str = "label", which: str = "final",
+                       scale: float = 100.0, decimals: int = 1) -> pd.DataFrame:
+    """Rows: methods; columns: classes (``auroc:<class>`` columns) plus the mean."""
+    d = df[df["which"] == which] if "which" in df else df
+    cols = [c for c in d.columns if c.startswith("auroc:")] + ["auroc_mean"]
+    g = d.groupby(label_col, sort=False)[cols]
+    mean, std = g.mean() * scale, g.std(ddof=1).fillna(0.0) * scale
+    out = mean.copy().astype(object)
+    for c in cols:
+        out[c] = [f"{a:.{decimals}f} ± {b:.{decimals}f}" for a, b in zip(mean[c], std[c])]
+    out.columns = [c.replace("auroc:", "") if c != "auroc_mean" else "Mean" for c in cols]
+    return out
+
+
+def paired_ttest(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """Paired two-sided t-test (scipy.stats.ttest_rel): returns (t, p)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.shape != b.shape or a.size < 2:
+        raise ValueError(f"paired t-test needs two equal-length samples of size >= 2, got {a.shape} and {b.shape}")
+    r = stats.ttest_rel(a, b)
+    return float(r.statistic), float(r.pvalue)
+
+
+def stars(p: float | None) -> str:
+    """Significance stars: * p < 0.05, ** p < 0.01, *** p < 0.001."""
+    if p is None or not np.isfinite(p):
+        return ""
+    return "***" if p < 1e-3 else "**" if p < 1e-2 else "*" if p < 0.05 else ""
+
+
+def to_markdown(df: pd.DataFrame, index: bool = True) -> str:
+    """A GitHub markdown table (no extra dependency)."""
+    d = df.reset_index() if index else df
+    cols = [str(c) for c in d.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in d.itertuples(index=False):
+        lines.append("| " + " | ".join("" if (isinstance(v, float) and np.isnan(v)) else str(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = None) -> str:
+    """LaTeX through pandas' Styler (booktabs rules)."""
+    sty = df.style
+    return sty.to_latex(caption=caption, label=label, hrules=True).replace("±", r"$\pm$")
+
+
+def save_table(df: pd.DataFrame, stem: str, folder: str = "figures") -> dict[str, str]:
+    """Write ``<stem>.csv``, ``.md`` and ``.tex`` into ``folder``; returns the paths."""
+    from pathlib import Path
+
+    p = Path(folder)
+    p.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": str(p / f"{stem}.csv"), "md": str(p / f"{stem}.md"), "tex": str(p / f"{stem}.tex")}
+    df.to_csv(paths["csv"])
+    Path(paths["md"]).write_text(to_markdown(df) + "\n")
+    Path(paths["tex"]).write_text(to_latex(df))
+    return paths
