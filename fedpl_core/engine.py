@@ -43,6 +43,10 @@ class EngineConfig:
     or ``flip_shift`` (random horizontal flip, random translation by up to 1/8 of the size).
     ``selection``: the history key that picks the best round, with ``selection_mode``
     ``max`` or ``min``; ``patience`` (evaluations without improvement) stops early.
+    ``client_val_fraction`` > 0 holds out that share of every client's samples (seeded)
+    as a local validation split; each evaluation then records ``val_loss``, the mean
+    over clients of the global model's loss on their validation data (Surgical
+    Aggregation's model selection: ``selection="val_loss", selection_mode="min"``).
     """
 
     rounds: int = 20
@@ -65,6 +69,7 @@ class EngineConfig:
     device: str = "auto"
     amp: bool = False
     seed: int = 0
+    client_val_fraction: float = 0.0
     checkpoint_every: int = 0
     progress: bool = True
 
@@ -79,6 +84,7 @@ class ClientData:
     mask: torch.Tensor  # [n, C] bool
     class_mask: torch.Tensor  # [C] bool
     name: str = ""
+    val: "ClientData | None" = None  # local validation split (never trained on)
 
     @property
     def n(self) -> int:
@@ -257,6 +263,15 @@ def make_client_data(dataset: ImageDataset, partition: Partition) -> list[Client
     return out
 
 
+def split_validation(c: ClientData, fraction: float, seed: int) -> ClientData:
+    """Hold out ``fraction`` of a client's samples (at least one) as its validation split."""
+    n_val = max(1, int(round(fraction * c.n))) if c.n > 1 else 0
+    perm = torch.randperm(c.n, generator=torch.Generator().manual_seed(seed))
+    va, tr = perm[:n_val].sort().values, perm[n_val:].sort().values
+    val = ClientData(c.indices[va], c.labels[va], c.mask[va], c.class_mask, c.name)
+    return ClientData(c.indices[tr], c.labels[tr], c.mask[tr], c.class_mask, c.name, val=val)
+
+
 class Simulation:
     """Run a method over a partition of a training data set; evaluate on a test set."""
 
@@ -276,6 +291,9 @@ class Simulation:
             self.images = self.images.pin_memory() if self.images.numel() > 2**31 else self.images.to(self.device)
         self.preprocess = Preprocess(self.cfg.normalize, self.cfg.augment)
         clients = make_client_data(train, partition)
+        if self.cfg.client_val_fraction > 0:
+            clients = [split_validation(c, self.cfg.client_val_fraction, derive_seed(self.cfg.seed, k, 104729))
+                       for k, c in enumerate(clients)]
         self.clients = method.prepare_clients(clients, train)
         self.info = FederationInfo(len(self.clients), list(train.class_names), train.task,
                                    [c.name for c in self.clients])
@@ -365,6 +383,8 @@ class Simulation:
                 record.update(self.evaluate(self.test_set))
             for name, ds in self.extra_eval.items():
                 record.update({f"{name}/{k}": v for k, v in self.evaluate(ds).items()})
+            if any(c.val is not None for c in self.clients):
+                record["val_loss"] = self.validation_loss()
             record["eval_time"] = time.perf_counter() - t1
         self.method.on_round_end(self, r, record)
         self.history.append(record)
@@ -426,6 +446,26 @@ class Simulation:
                 logits = self.model(x).float()
             out.append(torch.softmax(logits, 1) if self.info.task == "multiclass" else torch.sigmoid(logits))
         return torch.cat(out).cpu().numpy() if out else np.zeros((0, self.info.num_classes), np.float32)
+
+    @torch.no_grad()
+    def validation_loss(self) -> float:
+        """Mean over clients of the global model's method loss on their validation split."""
+        self.load_state(self.server.global_state)
+        self.method.configure_model(self.model, train=False)
+        losses = []
+        for k, c in enumerate(self.clients):
+            if c.val is None or c.val.n == 0:
+                continue
+            ctx = ClientContext(self, k, self.round)
+            ctx.data = c.val
+            tot, n = 0.0, 0
+            for b in ctx.iterate_all():
+                with self.autocast():
+                    logits, feats = self.model.forward_features(b.x)
+                tot += float(self.method.loss(ctx, logits.float(), feats, b)) * len(b.pos)
+                n += len(b.pos)
+            losses.append(tot / max(n, 1))
+        return float(np.mean(losses)) if losses else float("nan")
 
     def client_model_state(self, k: int) -> dict[str, torch.Tensor]:
         """Client k's current model: the global arrays overlaid with its local ones."""

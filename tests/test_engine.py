@@ -218,3 +218,15 @@ def test_engine_config_rejects_unknown_values(toy, toy_partition):
     with pytest.raises(ValueError, match="augment"):
         make_sim(toy, toy_partition, augment="mixup")
     assert dataclasses.asdict(EngineConfig())["rounds"] == 20
+
+
+def test_client_validation_split_is_held_out_and_scored(toy, toy_partition):
+    sim = make_sim(toy, toy_partition, "fedavg_pl", rounds=2, client_val_fraction=0.2,
+                   selection="val_loss", selection_mode="min")
+    for c in sim.clients:
+        assert c.val is not None and c.val.n == 15 and c.n == 60
+        assert not set(c.val.indices.tolist()) & set(c.indices.tolist())
+    sim.run()
+    losses = [h["val_loss"] for h in sim.history]
+    assert all(np.isfinite(losses))
+    assert sim.best["val_loss"] == min(losses)
