@@ -66,7 +66,7 @@ class ExperimentConfig:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ExperimentConfig":
         names = {f.name for f in dataclasses.fields(cls)}
-        eng = {f.name for f in dataclasses.fields(EngineConfig)}
+        eng = _ENGINE_ONLY
         top, engine = {}, dict(d.get("engine", {}))
         for k, v in d.items():
             if k == "engine":
@@ -99,7 +99,7 @@ class ExperimentConfig:
         return asdict(self)
 
     def replace(self, **changes: Any) -> "ExperimentConfig":
-        eng = {k: changes.pop(k) for k in list(changes) if k in {f.name for f in dataclasses.fields(EngineConfig)}}
+        eng = {k: changes.pop(k) for k in list(changes) if k in _ENGINE_ONLY}
         new = dataclasses.replace(self, **changes)
         new.engine = dataclasses.replace(self.engine, **eng) if eng else dataclasses.replace(self.engine)
         return new
@@ -111,6 +111,10 @@ class ExperimentConfig:
         h = hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:10]
         stem = self.name or f"{self.method}"
         return f"{stem}-s{self.seed}-{h}"
+
+
+# engine fields settable at the top level of a config ("seed" is the experiment's own)
+_ENGINE_ONLY = {f.name for f in dataclasses.fields(EngineConfig)} - {"seed"}
 
 
 # --------------------------------------------------------------------------- data
@@ -161,7 +165,9 @@ def build_partition(cfg: ExperimentConfig, train: ImageDataset) -> P.Partition:
     if cfg.partition in ("explicit", "by_source"):
         return fn(train, **kw)
     if cfg.partition == "missing_classes":
-        kw.setdefault("missing", train.num_classes - 1)
+        # default: the fewest classes per client that still covers every class
+        # (one class per client when K >= C)
+        kw.setdefault("missing", train.num_classes - -(-train.num_classes // cfg.num_clients))
     return fn(train, num_clients=cfg.num_clients, **kw)
 
 
@@ -216,9 +222,9 @@ def _json_default(o: Any) -> Any:
 
 
 def build_simulation(cfg: ExperimentConfig, checkpoint_path: str | Path | None = None) -> Simulation:
+    method = get_method(cfg.method, **cfg.method_kwargs)  # fail fast on a bad method
     train, test, extra = load_data(cfg)
     partition = build_partition(cfg, train)
-    method = get_method(cfg.method, **cfg.method_kwargs)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model, train.num_classes, train.channels, train.image_size, **cfg.model_kwargs)
     ecfg = dataclasses.replace(cfg.engine, seed=cfg.seed)

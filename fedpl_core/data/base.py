@@ -121,7 +121,8 @@ class ImageDataset:
             groups=None if self.groups is None else np.asarray(self.groups)[idx],
             domains=None if self.domains is None else np.asarray(self.domains)[idx],
             label_mask=None if self.label_mask is None else self.label_mask[idx],
-            extra=dict(self.extra),
+            extra={k: (v[idx] if isinstance(v, np.ndarray) and len(v) == len(self) else v)
+                   for k, v in self.extra.items()},
         )
 
     def select_classes(self, names: Sequence[str]) -> "ImageDataset":

@@ -1,0 +1,33 @@
+# fedpl: `make reproduce` (set up + run every notebook on the built-in data, quick settings)
+#        `make test`      (set up + run the test suite)
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup reproduce reproduce-full test benchmark clean
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+reproduce: $(STAMP)
+	$(PY) -m fedpl_core reproduce --quick
+
+reproduce-full: $(STAMP)
+	$(PY) -m fedpl_core reproduce --full
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+benchmark: $(STAMP)
+	$(PY) benchmarks/engine_overhead.py --model cnn
+	$(PY) benchmarks/engine_overhead.py --model resnet18 --rounds 1 --per-client 256
+
+clean:
+	rm -rf $(VENV) outputs results .pytest_cache

@@ -1,0 +1,229 @@
+"""MedMNIST v2/v3 2-D data sets, read from their ``.npz`` files without the package.
+
+File names as published on Zenodo: ``{flag}.npz`` (28 px) and ``{flag}_{size}.npz``
+(64, 128, 224 px, MedMNIST+), with arrays ``train_images``, ``train_labels``,
+``val_images``, ``val_labels``, ``test_images``, ``test_labels``.  Images are uint8
+``[N, H, W]`` (gray) or ``[N, H, W, 3]`` (RGB); labels are int ``[N, 14]`` 0/1 for
+ChestMNIST (multi-label) and ``[N, 1]`` class indices for the other flags.
+
+Class names follow ``medmnist/info.py`` (``INFO[flag]["label"]``) except two, so that
+the MedMNIST versions line up with the full-size loaders: ChestMNIST uses the NIH
+spellings of :data:`~fedpl_core.data.nih.NIH_CLASSES` (same order; MedMNIST writes
+``pleural`` for ``Pleural_Thickening``) and DermaMNIST uses the HAM10000 / ISIC
+codes (``AKIEC, BCC, BKL, DF, MEL, NV, VASC``, MedMNIST's alphabetical order; reorder
+with ``classes=HAM_CLASSES``).
+
+The ``medmnist`` package is only used for ``download=True``.
+"""
+from __future__ import annotations
+
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from PIL import Image
+
+from .base import MULTICLASS, MULTILABEL, DataError, ImageDataset
+from .imageio import select_classes, subsample_index
+from .nih import NIH_CLASSES
+
+SPLITS = ("train", "val", "test")
+SIZES = (28, 64, 128, 224)
+
+
+@dataclass(frozen=True)
+class MedMNISTInfo:
+    task: str  # MedMNIST's task string
+    class_names: tuple[str, ...]
+    channels: int
+
+    @property
+    def fedpl_task(self) -> str:
+        return MULTILABEL if self.task.startswith("multi-label") else MULTICLASS
+
+
+_ORGANS = ("bladder", "femur-left", "femur-right", "heart", "kidney-left", "kidney-right",
+           "liver", "lung-left", "lung-right", "pancreas", "spleen")
+
+#: The 2-D flags of MedMNIST (``medmnist/info.py``, v3.0): task, class names, channels.
+MEDMNIST_INFO: dict[str, MedMNISTInfo] = {
+    "pathmnist": MedMNISTInfo("multi-class", (
+        "adipose", "background", "debris", "lymphocytes", "mucus", "smooth muscle",
+        "normal colon mucosa", "cancer-associated stroma", "colorectal adenocarcinoma epithelium"), 3),
+    "chestmnist": MedMNISTInfo("multi-label, binary-class", tuple(NIH_CLASSES), 1),
+    "dermamnist": MedMNISTInfo("multi-class", ("AKIEC", "BCC", "BKL", "DF", "MEL", "NV", "VASC"), 3),
+    "octmnist": MedMNISTInfo("multi-class", (
+        "choroidal neovascularization", "diabetic macular edema", "drusen", "normal"), 1),
+    "pneumoniamnist": MedMNISTInfo("binary-class", ("normal", "pneumonia"), 1),
+    "retinamnist": MedMNISTInfo("ordinal-regression", ("0", "1", "2", "3", "4"), 3),
+    "breastmnist": MedMNISTInfo("binary-class", ("malignant", "normal, benign"), 1),
+    "bloodmnist": MedMNISTInfo("multi-class", (
+        "basophil", "eosinophil", "erythroblast",
+        "immature granulocytes(myelocytes, metamyelocytes and promyelocytes)",
+        "lymphocyte", "monocyte", "neutrophil", "platelet"), 3),
+    "tissuemnist": MedMNISTInfo("multi-class", (
+        "Collecting Duct, Connecting Tubule", "Distal Convoluted Tubule",
+        "Glomerular endothelial cells", "Interstitial endothelial cells", "Leukocytes",
+        "Podocytes", "Proximal Tubule Segments", "Thick Ascending Limb"), 1),
+    "organamnist": MedMNISTInfo("multi-class", _ORGANS, 1),
+    "organcmnist": MedMNISTInfo("multi-class", _ORGANS, 1),
+    "organsmnist": MedMNISTInfo("multi-class", _ORGANS, 1),
+}
+
+
+def medmnist_filename(flag: str, size: int = 28) -> str:
+    """``chestmnist.npz`` for 28 px, ``chestmnist_64.npz`` for 64 px, ..."""
+    return f"{flag}.npz" if size == 28 else f"{flag}_{size}.npz"
+
+
+def _download(flag: str, size: int, root: Path) -> None:
+    try:
+        import medmnist  # noqa: F401
+        from medmnist.info import INFO
+    except ImportError:
+        raise DataError(
+            f"download=True needs the 'medmnist' package, which is not installed; "
+            f"install it, or download {medmnist_filename(flag, size)} from Zenodo "
+            f"(https://zenodo.org/records/10519652) into {root}"
+        ) from None
+    cls = getattr(medmnist, INFO[flag]["python_class"])
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        cls(split="test", download=True, root=str(root), **({} if size == 28 else {"size": size}))
+    except Exception as e:  # the package raises RuntimeError when offline
+        raise DataError(
+            f"medmnist could not download {medmnist_filename(flag, size)} into {root} "
+            f"(offline?): {str(e).strip()[:300]}"
+        ) from None
+
+
+def _resize(images: np.ndarray, image_size: int) -> np.ndarray:
+    mode = "L" if images.shape[1] == 1 else "RGB"
+    out = np.empty((len(images), images.shape[1], image_size, image_size), np.uint8)
+    for i, a in enumerate(images):
+        img = Image.fromarray(a[0] if mode == "L" else a.transpose(1, 2, 0), mode)
+        r = np.asarray(img.resize((image_size, image_size), Image.Resampling.BILINEAR))
+        out[i] = r[None] if mode == "L" else r.transpose(2, 0, 1)
+    return out
+
+
+def load_medmnist(
+    root: str | os.PathLike,
+    flag: str,
+    split: str | None = "train",
+    *,
+    size: int = 28,
+    image_size: int | None = None,
+    channels: int | None = None,
+    classes: Sequence[str] | None = None,
+    one_class: bool = False,
+    max_images: int | None = None,
+    seed: int = 0,
+    download: bool = False,
+    name: str | None = None,
+) -> ImageDataset:
+    """A MedMNIST 2-D data set as an :class:`ImageDataset`.
+
+    Args:
+        root: folder holding ``{flag}.npz`` / ``{flag}_{size}.npz``.
+        flag: e.g. ``"chestmnist"``, ``"dermamnist"``, ``"pneumoniamnist"`` (see
+            :data:`MEDMNIST_INFO`).
+        split: ``"train"``, ``"val"``, ``"test"`` or None for all three concatenated
+            (``extra["split"]`` tells which).
+        size: which file to read: 28 (``{flag}.npz``), 64, 128 or 224.
+        image_size: resize to this side length (None keeps ``size``).
+        channels: 1 or 3 (default: the flag's own); gray is repeated to RGB, RGB is
+            converted to luminance.
+        classes: keep / reorder classes; for single-label flags the rows of
+            unselected classes are dropped.
+        one_class: for the binary flags (PneumoniaMNIST, BreastMNIST), return a
+            multi-label data set with only the positive class (label 1).
+        max_images: random subset of this size (``seed``).
+        download: fetch the file with the ``medmnist`` package when absent.
+
+    Multi-class labels ``[N, 1]`` become one-hot rows; ChestMNIST stays multi-hot.
+    MedMNIST has no patient ids, so ``groups`` is None.
+    """
+    flag = flag.lower()
+    if flag not in MEDMNIST_INFO:
+        raise DataError(f"unknown MedMNIST flag {flag!r}; 2-D flags: {sorted(MEDMNIST_INFO)}")
+    info = MEDMNIST_INFO[flag]
+    if size not in SIZES:
+        raise DataError(f"MedMNIST size must be one of {SIZES}, got {size}")
+    splits = SPLITS if split is None else (split,)
+    if any(s not in SPLITS for s in splits):
+        raise DataError(f"MedMNIST split must be one of {SPLITS} or None, got {split!r}")
+    root = Path(root)
+    path = root / medmnist_filename(flag, size)
+    if not path.is_file() and download:
+        _download(flag, size, root)
+    if not path.is_file():
+        raise DataError(
+            f"MedMNIST file {path.name} not found in {root} (expected {path}); "
+            "download it from https://zenodo.org/records/10519652 or pass download=True"
+        )
+    images, labels, which = [], [], []
+    try:
+        with np.load(path) as z:
+            for s in splits:
+                for key in (f"{s}_images", f"{s}_labels"):
+                    if key not in z.files:
+                        raise DataError(f"{path.name}: missing array {key!r}; arrays present: {sorted(z.files)}")
+                images.append(z[f"{s}_images"])
+                labels.append(z[f"{s}_labels"])
+                which += [s] * len(images[-1])
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
+        raise DataError(f"cannot read MedMNIST file {path}: {e}") from None
+
+    x = np.concatenate(images)
+    y = np.concatenate(labels)
+    if x.ndim == 3:
+        x = x[:, None]
+    elif x.ndim == 4 and x.shape[-1] in (1, 3):
+        x = x.transpose(0, 3, 1, 2)
+    else:
+        raise DataError(f"{path.name}: images have shape {x.shape}, expected [N, H, W] or [N, H, W, 3]")
+    if x.dtype != np.uint8:
+        raise DataError(f"{path.name}: images are {x.dtype}, expected uint8")
+    if len(y) != len(x):
+        raise DataError(f"{path.name}: {len(x)} images but {len(y)} labels")
+    y = y.reshape(len(y), -1)
+    k = len(info.class_names)
+    if info.fedpl_task == MULTILABEL:
+        if y.shape[1] != k or not np.isin(y, (0, 1)).all():
+            raise DataError(f"{path.name}: multi-label labels must be 0/1 of shape [N, {k}], got {y.shape}")
+        onehot = y.astype(np.float32)
+    else:
+        if y.shape[1] != 1 or y.min() < 0 or y.max() >= k:
+            raise DataError(f"{path.name}: labels must be class indices [N, 1] in 0..{k - 1}")
+        onehot = np.eye(k, dtype=np.float32)[y[:, 0].astype(np.int64)]
+
+    task, names = info.fedpl_task, list(info.class_names)
+    if one_class:
+        if info.task != "binary-class":
+            raise DataError(f"one_class=True is for binary flags, {flag} is {info.task!r}")
+        onehot, names, task = onehot[:, 1:], names[1:], MULTILABEL
+    onehot, _, names, rows = select_classes(onehot, None, names, classes, task, flag)
+    sub = subsample_index(len(rows), max_images, seed)
+    keep = rows[sub]
+    x, onehot = x[keep], onehot[sub]
+
+    want_c = channels or info.channels
+    if want_c not in (1, 3):
+        raise DataError(f"channels must be 1 or 3, got {want_c}")
+    if want_c == 3 and x.shape[1] == 1:
+        x = np.repeat(x, 3, axis=1)
+    elif want_c == 1 and x.shape[1] == 3:
+        w = np.array([299, 587, 114], np.uint32)  # ITU-R 601-2 luma, as PIL's convert("L")
+        x = ((x.astype(np.uint32) * w[None, :, None, None]).sum(1, keepdims=True) // 1000).astype(np.uint8)
+    if image_size is not None and image_size != x.shape[-1]:
+        x = _resize(x, image_size)
+    return ImageDataset(
+        images=np.ascontiguousarray(x), labels=onehot, class_names=names, task=task,
+        name=name or (flag if size == 28 else f"{flag}_{size}"),
+        extra={"file": str(path), "split": np.asarray(which, dtype=object)[keep],
+               "medmnist_task": info.task},
+    )

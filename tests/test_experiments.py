@@ -1,0 +1,116 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedpl_core import experiments as E
+from fedpl_core.engine import EngineConfig
+from fedpl_core.tables import paired_ttest, pivot_mean_std, stars, summarize, to_latex, to_markdown
+
+TINY = dict(dataset="synthetic-cxr", classes=["Cardiomegaly", "Effusion", "Pneumothorax"], image_size=28,
+            n_train=240, n_test=120, num_clients=3, model_kwargs={"width": 8})
+
+
+def tiny(**kw):
+    kw.setdefault("engine", EngineConfig(rounds=2, batch_size=32, progress=False))
+    return E.ExperimentConfig(**{**TINY, **kw})
+
+
+def test_run_writes_result_atomically_and_skips_finished_runs(tmp_path, monkeypatch):
+    cfg = tiny(method="fedavg_pl")
+    res = E.run(cfg, tmp_path)
+    out = tmp_path / f"{cfg.run_id()}.json"
+    assert out.is_file() and not list(tmp_path.glob(".*tmp")) and not list(tmp_path.glob("*.ckpt"))
+    saved = json.loads(out.read_text())
+    assert saved["final"]["auroc_mean"] == res.final["auroc_mean"]
+    assert len(saved["history"]) == 2 and len(saved["final"]["auroc_per_class"]) == 3
+
+    def boom(*a, **k):
+        raise AssertionError("a finished run must not be re-run")
+
+    monkeypatch.setattr(E, "build_simulation", boom)
+    again = E.run(cfg, tmp_path)
+    assert again.final == res.final
+
+
+def test_interrupted_run_resumes_from_checkpoint(tmp_path):
+    cfg = tiny(method="fedavg", engine=EngineConfig(rounds=3, batch_size=32, progress=False, checkpoint_every=1))
+    full = E.run(cfg)  # no results dir: in memory
+    sim = E.build_simulation(cfg, checkpoint_path=tmp_path / f"{cfg.run_id()}.ckpt")
+    sim.run(rounds=1)  # interrupted after one round
+    resumed = E.run(cfg, tmp_path)
+    assert [h["auroc_mean"] for h in resumed.history] == [h["auroc_mean"] for h in full.history]
+
+
+def test_run_many_is_tidy_and_uses_identical_data(tmp_path):
+    df = E.run_many(tiny(), ["fedavg", ("prox", {"method": "fedprox", "method_kwargs": {"mu": 0.0}})],
+                    seeds=[0, 1], results_dir=tmp_path, progress=False)
+    assert len(df) == 2 * 2 * 2  # methods x seeds x (final, best)
+    assert set(df["label"]) == {"fedavg", "prox"} and set(df["which"]) == {"final", "best"}
+    final = df[df.which == "final"].set_index(["label", "seed"])["auroc_mean"]
+    # FedProx with mu=0 is FedAvg: identical data, partition and seed give identical numbers
+    assert final[("fedavg", 0)] == final[("prox", 0)]
+    assert final[("fedavg", 0)] != final[("fedavg", 1)]
+    assert {"auroc:Cardiomegaly", "auroc:Effusion"} <= set(df.columns)
+
+
+def test_config_from_json_and_yaml(tmp_path):
+    d = {"method": "fedprox", "method_kwargs": {"mu": 0.1}, "rounds": 7, "engine": {"lr": 0.01}}
+    (tmp_path / "c.json").write_text(json.dumps(d))
+    (tmp_path / "c.yaml").write_text("method: fedprox\nmethod_kwargs: {mu: 0.1}\nrounds: 7\nengine:\n  lr: 0.01\n")
+    for f in ("c.json", "c.yaml"):
+        cfg = E.ExperimentConfig.from_file(tmp_path / f)
+        assert cfg.method == "fedprox" and cfg.method_kwargs == {"mu": 0.1}
+        assert cfg.engine.rounds == 7 and cfg.engine.lr == 0.01
+    with pytest.raises(ValueError, match="unknown config key"):
+        E.ExperimentConfig.from_dict({"methd": "fedavg"})
+
+
+def test_summaries_and_tests_match_hand_computation():
+    df = pd.DataFrame({"setting": ["s"] * 4, "label": ["a", "a", "b", "b"], "which": ["final"] * 4,
+                       "auroc_mean": [0.80, 0.90, 0.70, 0.70]})
+    s = summarize(df)
+    # mean 85.00, sample std sqrt(((80-85)^2 + (90-85)^2) / 1) = 7.07
+    assert s.loc[("s", "a"), "auroc_mean"] == "85.00 ± 7.07"
+    assert s.loc[("s", "b"), "auroc_mean"] == "70.00 ± 0.00"
+    table = pivot_mean_std(df)
+    assert table.loc["a", "s"] == "85.00 ± 7.07"
+    assert "| a | 85.00 ± 7.07 |" in to_markdown(table)
+    assert r"$\pm$" in to_latex(table)
+    t, p = paired_ttest([1.0, 2.0, 3.0], [1.5, 2.0, 3.5])
+    # differences -0.5, 0, -0.5: mean -1/3, sd 0.2887, t = -1/3 / (0.2887 / sqrt 3) = -2.0
+    assert abs(t + 2.0) < 1e-9 and 0.18 < p < 0.19
+    assert stars(0.0005) == "***" and stars(0.004) == "**" and stars(0.03) == "*" and stars(0.2) == ""
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "fedpl_core", *args], capture_output=True, text=True)
+
+
+def test_cli_run_writes_results_json(tmp_path):
+    out = tmp_path / "r.json"
+    p = cli("run", "--method", "fedavg_pl", "--classes", "Cardiomegaly,Effusion,Pneumothorax", "--image-size", "28",
+            "--n-train", "240", "--n-test", "120", "--num-clients", "3", "--rounds", "1", "--model-kwargs",
+            '{"width": 8}', "--progress", "false", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    for k in ("auroc_mean", "auroc_per_class", "map", "bacc"):
+        assert k in r["final"]
+    assert len(r["history"]) == 1 and r["config"]["method"] == "fedavg_pl"
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--method", "fedmagic"], "unknown method 'fedmagic'"),
+    (["--dataset", "nih", "--data-root", "/no/such/folder"], "does not exist"),
+    (["--classes", "Effusion,Unicornitis"], "Unicornitis"),
+    (["--partition", "mystery"], "unknown partition"),
+])
+def test_cli_bad_input_is_one_line_error(args, needle):
+    p = cli("run", "--rounds", "1", "--n-train", "100", "--n-test", "50", "--image-size", "28", *args)
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("fedpl: error:") and needle in lines[0], p.stderr
