@@ -1,0 +1,541 @@
+"""FedPSL (IEEE TMI) experiments behind ``notebooks/01_fedpsl.ipynb``.
+
+The federations of the paper, on the built-in synthetic chest X-rays or on the real data:
+
+* **Table II** (``table="II"``): K = 4 clients of ChestX-ray14-like images (one source,
+  no domain shift), C = 6 classes, the class sets of Table I
+  (:data:`~fedpl_core.partitions.FEDPSL_TABLE_I`), 1,000 images per client.
+* **Table IV** (``table="IV"``): plus two one-class clients from other sources with a
+  domain shift (Tuberculosis, COVID-19), K = 6, C = 8 (Table III).
+* Test set: for every class an independent balanced block of 300 positive and 300
+  negative images from the class's own source; class c is evaluated on its block only
+  (``label_mask`` of the test set), as the paper's "balanced test set".
+
+Synthetic data (our choices, the paper uses real data): the ChestX-ray14 clients are drawn
+by :func:`~fedpl_core.data.synthetic.make_cxr` with the class prevalences of Table I (the
+mean positive rate of each class over the clients that label it), one contiguous pool per
+client (the paper's "batches"); the one-class clients are drawn in the synthetic
+``tb-source`` / ``covid-source`` hospital styles with the prevalences of Table III (16.7 %
+Tuberculosis, 26.2 % COVID-19, which are also the shares of the real databases).  A
+client of size n takes the *first* n images of its pool (Fig. 3: "we sample the first n
+examples in each batch"), so the sweeps are nested.
+
+Real data (``data_root``): NIH ChestX-ray14 batches 2-5 (folders ``images_002`` ...
+``images_005``, or the same ranges of image indices) for the four multi-class clients and
+test blocks from the other batches; the TB Chest X-ray Database and the COVID-19
+Radiography Database for the one-class clients (a seeded random share of each, test
+blocks from the rest).
+
+Every run goes through :class:`~fedpl_core.engine.Simulation`; results are cached as JSON
+under ``results_dir`` (a finished run is loaded instead of re-run) and collected into the
+tidy frame of :func:`fedpl_core.experiments.result_rows`, so the helpers of
+:mod:`fedpl_core.tables` apply.  ``which="best"`` is the paper's model selection (the
+round with the best mean test AUROC: optimistic, it looks at the test set);
+``which="final"`` is the last round.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .. import partitions as P
+from ..data.base import DataError, ImageDataset, concat_datasets
+from ..engine import EngineConfig, Simulation
+from ..experiments import RunResult, _summary, atomic_write_json, result_rows
+from ..methods import available_methods, get_method
+from ..models import build_model
+
+CLASSES_II = list(P.FEDPSL_CLASSES_I)
+CLASSES_IV = list(P.FEDPSL_CLASSES_III)
+ONE_CLASS = {"Tuberculosis": 0.167, "COVID-19": 0.262}  # Table III: 167 / 262 positives per 1,000
+
+#: (label, registry name, kwargs): the paper's methods in the order of Table II.  Methods
+#: that are not registered (yet) are skipped by :func:`paper_methods`.
+TABLE_II_METHODS: list[tuple[str, str, dict]] = [
+    ("FedAVG", "fedavg_wbce", {}),
+    ("FedProx", "fedprox_wbce", {"mu": 1e-3}),
+    ("FedSSP", "fedssp", {}),
+    ("FedMatch", "fedmatch", {}),
+    ("FedMatch+", "fedmatch_plus", {}),
+    ("IML", "iml_wbce", {}),
+    ("FixMatch", "fixmatch", {}),
+    ("MixUp-PME", "mixup_pme", {}),
+    ("FedPSL w/ TDMA", "fedpsl_tdma", {}),
+    ("FedPSL w/ TADL", "fedpsl_tadl", {}),
+    ("FedPSL", "fedpsl", {}),
+    ("Oracle", "oracle_wbce", {}),
+]
+TABLE_IV_LABELS = ["FedAVG", "FedMatch+", "FedPSL w/ TDMA", "FedPSL w/ TADL", "FedPSL", "Oracle"]
+TADL_METHODS = ("fedpsl", "fedpsl_tadl")
+
+
+def table1_prevalence() -> dict[str, float]:
+    """Mean positive rate of each class of Table I over the clients that label it."""
+    return {c: float(np.mean([v for v in counts if v > 0]) / 1000.0)
+            for c, counts in P.FEDPSL_TABLE_I_COUNTS.items()}
+
+
+def paper_methods(labels: Sequence[str] | None = None, first_order: bool = False,
+                  verbose: bool = True) -> list[tuple[str, str, dict]]:
+    """The paper's methods (all of Table II, or those named in ``labels``) that are
+    registered; TADL methods get ``first_order``.  Skipped ones are printed."""
+    have = set(available_methods())
+    chosen = [m for m in TABLE_II_METHODS if labels is None or m[0] in labels]
+    out, missing = [], []
+    for label, name, kw in chosen:
+        if name not in have:
+            missing.append(f"{label} ({name})")
+            continue
+        kw = dict(kw)
+        if name in TADL_METHODS:
+            kw["first_order"] = first_order
+        out.append((label, name, kw))
+    if missing and verbose:
+        print("not available yet, skipped:", ", ".join(missing))
+    return out
+
+
+# =========================================================================== data
+@dataclass(frozen=True)
+class DataSpec:
+    """Which data: ``table`` "II" (K=4, C=6) or "IV" (K=6, C=8); ``pool`` images per
+    client pool (a client of size n takes the first n); test blocks of ``test_pos`` +
+    ``test_neg`` images per class; ``seed`` of the synthetic data (or of the real-data
+    subsampling); ``data_root`` switches to the real data sets (``nih_root``,
+    ``tb_root``, ``covid_root`` default to it)."""
+
+    table: str = "II"
+    pool: int = 1000
+    image_size: int = 32
+    test_pos: int = 300
+    test_neg: int = 300
+    seed: int = 0
+    strength: float = 1.0
+    data_root: str | None = None
+    nih_root: str | None = None
+    tb_root: str | None = None
+    covid_root: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.table not in ("II", "IV"):
+            raise ValueError(f"table must be 'II' or 'IV', got {self.table!r}")
+
+    @property
+    def client_classes(self) -> dict[str, list[str]]:
+        return dict(P.FEDPSL_TABLE_I if self.table == "II" else P.FEDPSL_TABLE_III)
+
+    @property
+    def classes(self) -> list[str]:
+        return CLASSES_II if self.table == "II" else CLASSES_IV
+
+
+@dataclass
+class FedPSLData:
+    train: ImageDataset
+    test: ImageDataset
+    pools: list[np.ndarray]
+    spec: DataSpec
+
+    @property
+    def client_classes(self) -> dict[str, list[str]]:
+        return self.spec.client_classes
+
+    def partition(self, sizes: int | Sequence[int] | None = None) -> P.Partition:
+        """Clients of Table I / III; ``sizes``: one n for all, one per client, or None
+        (the whole pool).  Each client takes the first n images of its pool."""
+        if isinstance(sizes, (int, np.integer)):
+            sizes = [int(sizes)] * len(self.pools)
+        return P.explicit(self.train, self.client_classes, sizes=sizes, pools=self.pools, take="first",
+                          name=f"FedPSL Table {'I' if self.spec.table == 'II' else 'III'}")
+
+
+def _block_mask(ds: ImageDataset) -> np.ndarray:
+    """Known = class c on its own balanced block only."""
+    m = np.zeros(ds.labels.shape, bool)
+    for c, idx in ds.extra["blocks"].items():
+        m[np.asarray(idx), ds.class_names.index(c)] = True
+    return m
+
+
+def _with_block_mask(parts: list[ImageDataset], name: str) -> ImageDataset:
+    """Join balanced test sets (each with ``extra["blocks"]``) and keep each class known
+    on its own block only."""
+    masks = [_block_mask(p) for p in parts]
+    test = concat_datasets(parts, name=name) if len(parts) > 1 else parts[0]
+    full = np.zeros(test.labels.shape, bool)
+    off = 0
+    for p, m in zip(parts, masks):
+        cols = [test.class_names.index(c) for c in p.class_names]
+        full[off:off + len(p)][:, cols] = m
+        off += len(p)
+    test.label_mask = full
+    test.name = name
+    return test
+
+
+def synthetic_data(spec: DataSpec) -> FedPSLData:
+    from ..data import synthetic as S
+
+    prev = table1_prevalence()
+    k_nih = 4
+    size = spec.image_size
+    nih = S.make_cxr(k_nih * spec.pool, CLASSES_II, size, seed=spec.seed, domain=0, prevalence=prev,
+                     strength=spec.strength, name="chestxray14-like")
+    parts, pools = [nih], [np.arange(k * spec.pool, (k + 1) * spec.pool) for k in range(k_nih)]
+    tests = [S.make_balanced_test(CLASSES_II, spec.test_pos, spec.test_neg, size, seed=spec.seed + 10_000,
+                                  domain=0, prevalence=prev, strength=spec.strength, name="test-cxr14")]
+    if spec.table == "IV":
+        off = len(nih)
+        for j, (c, p) in enumerate(ONE_CLASS.items()):
+            dom = S.TB_DOMAIN if c == "Tuberculosis" else S.COVID_DOMAIN
+            src = S.make_cxr(spec.pool, [c], size, seed=spec.seed + 1 + j, domain=dom, prevalence={c: p},
+                             strength=spec.strength, name=c.lower())
+            parts.append(src)
+            pools.append(np.arange(off, off + spec.pool))
+            off += spec.pool
+            tests.append(S.make_balanced_test([c], spec.test_pos, spec.test_neg, size, seed=spec.seed + 20_000 + j,
+                                              domain=dom, strength=spec.strength, name=f"test-{c.lower()}"))
+    train = concat_datasets(parts, name=f"fedpsl-{spec.table}-train") if len(parts) > 1 else nih
+    test = _with_block_mask(tests, f"fedpsl-{spec.table}-test")
+    return FedPSLData(train, test, pools, spec)
+
+
+def nih_batches(ds: ImageDataset) -> np.ndarray:
+    """ChestX-ray14 batch (1..12) of every image: the ``images_0XX`` folder of its path,
+    else its rank in image-index order (batch 1 holds 4,999 images, the others 10,000)."""
+    paths = ds.extra.get("paths")
+    if paths is not None:
+        import re
+
+        got = [re.search(r"images_0*(\d+)", str(p)) for p in paths]
+        if all(got):
+            return np.array([int(g.group(1)) for g in got])
+    names = ds.extra.get("image_index")
+    order = np.argsort(np.asarray(names if names is not None else np.arange(len(ds)), dtype=str), kind="stable")
+    batch = np.empty(len(ds), np.int64)
+    batch[order] = np.where(np.arange(len(ds)) < 4999, 1, 2 + (np.arange(len(ds)) - 4999) // 10_000)
+    return batch
+
+
+def _balanced_blocks(labels: np.ndarray, classes: list[str], cand: np.ndarray, pos: int, neg: int,
+                     rng: np.random.Generator) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Pick, class by class, ``pos`` positives and ``neg`` negatives from ``cand``
+    (no image twice); returns the picked indices and each class's block positions."""
+    free = np.ones(len(labels), bool)
+    picked, blocks = [], {}
+    for j, c in enumerate(classes):
+        c_idx = cand[free[cand]]
+        p = rng.permutation(c_idx[labels[c_idx, j] > 0.5])[:pos]
+        n = rng.permutation(c_idx[labels[c_idx, j] < 0.5])[:neg]
+        if len(p) < pos or len(n) < neg:
+            raise DataError(f"not enough images for a balanced test block of {c!r}")
+        start = sum(len(x) for x in picked)
+        picked.append(np.concatenate([p, n]))
+        blocks[c] = np.arange(start, start + pos + neg)
+        free[picked[-1]] = False
+    return np.concatenate(picked), blocks
+
+
+def real_data(spec: DataSpec) -> FedPSLData:
+    """NIH ChestX-ray14 (+ TB, COVID-19 for Table IV) as in Sec. VII-E/F (needs the data)."""
+    from ..data.nih import load_nih
+
+    rng = np.random.default_rng(spec.seed)
+    nih = load_nih(spec.nih_root or spec.data_root, classes=CLASSES_II, image_size=spec.image_size)
+    batch = nih_batches(nih)
+    pools_nih = []
+    for b in (2, 3, 4, 5):
+        idx = np.flatnonzero(batch == b)
+        if len(idx) < spec.pool:
+            raise DataError(f"ChestX-ray14 batch {b} has {len(idx)} images, fewer than pool={spec.pool}")
+        pools_nih.append(idx[:spec.pool])
+    used = np.concatenate(pools_nih)
+    rest = np.setdiff1d(np.flatnonzero(~np.isin(batch, (2, 3, 4, 5))), used)
+    t_idx, t_blocks = _balanced_blocks(nih.labels, CLASSES_II, rest, spec.test_pos, spec.test_neg, rng)
+    train_parts = [nih.subset(used)]
+    t = nih.subset(t_idx)
+    t.extra["blocks"] = t_blocks
+    test_parts = [t]
+    if spec.table == "IV":
+        from ..data.tb_covid import load_covid, load_tb
+
+        for c, loader, root in (("Tuberculosis", load_tb, spec.tb_root), ("COVID-19", load_covid, spec.covid_root)):
+            src = loader(root or spec.data_root, image_size=spec.image_size)
+            perm = rng.permutation(len(src))
+            train_parts.append(src.subset(perm[:spec.pool]))
+            idx, blocks = _balanced_blocks(src.labels, [c], perm[spec.pool:], spec.test_pos, spec.test_neg, rng)
+            t = src.subset(idx)
+            t.extra["blocks"] = blocks
+            test_parts.append(t)
+    train = concat_datasets(train_parts, name=f"fedpsl-{spec.table}-train") if len(train_parts) > 1 else train_parts[0]
+    sizes = [len(p) for p in train_parts]
+    pools = [np.arange(k * spec.pool, (k + 1) * spec.pool) for k in range(4)]
+    off = sizes[0]
+    for s in sizes[1:]:
+        pools.append(np.arange(off, off + s))
+        off += s
+    return FedPSLData(train, _with_block_mask(test_parts, f"fedpsl-{spec.table}-test"), pools, spec)
+
+
+@lru_cache(maxsize=4)
+def load(spec: DataSpec) -> FedPSLData:
+    """Synthetic data unless ``spec.data_root`` is set (cached per process)."""
+    return real_data(spec) if spec.data_root else synthetic_data(spec)
+
+
+# =========================================================================== runs
+@dataclass
+class RunSpec:
+    """Model and training schedule shared by the runs of a grid."""
+
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    model: str = "cnn"
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def run_one(data: FedPSLData, method: str, method_kwargs: dict | None = None, seed: int = 0,
+            sizes: int | Sequence[int] | None = None, run: RunSpec | None = None,
+            results_dir: str | Path | None = None, name: str = "", engine_overrides: dict | None = None) -> RunResult:
+    """One method on one federation; cached as ``<results_dir>/<name>-<method>-s<seed>-<hash>.json``."""
+    run = run or RunSpec()
+    eng = dataclasses.replace(run.engine, seed=seed, **(engine_overrides or {}))
+    config = {"study": "fedpsl", "data": asdict(data.spec),
+              "sizes": sizes if sizes is None or isinstance(sizes, int) else [int(s) for s in sizes],
+              "method": method, "method_kwargs": dict(method_kwargs or {}), "seed": seed,
+              "model": run.model, "model_kwargs": dict(run.model_kwargs), "engine": asdict(eng)}
+    hashed = json.loads(json.dumps(config, default=str))
+    for k in ("progress", "device"):
+        hashed["engine"].pop(k, None)
+    h = hashlib.sha1(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:10]
+    rid = f"{method}-s{seed}-{h}"  # no setting name: identical runs of two experiments are shared
+    out = Path(results_dir) / f"{rid}.json" if results_dir is not None else None
+    if out is not None and out.is_file():
+        return RunResult.from_json(json.loads(out.read_text()))
+    t0 = time.perf_counter()
+    part = data.partition(sizes)
+    m = get_method(method, **(method_kwargs or {}))
+    torch.manual_seed(seed)
+    model = build_model(run.model, data.train.num_classes, data.train.channels, data.train.image_size,
+                        **run.model_kwargs)
+    sim = Simulation(m, model, data.train, part, data.test, eng)
+    t_setup = time.perf_counter() - t0
+    sim.run()
+    evaluated = [h for h in sim.history if "auroc_mean" in h]
+    res = RunResult(config=config, history=sim.history, final=_summary(evaluated[-1] if evaluated else None),
+                    best=_summary(sim.best), class_names=list(sim.info.class_names),
+                    timings={"setup_s": t_setup, "total_s": time.perf_counter() - t0,
+                             "train_s": float(sum(h.get("train_time", 0.0) for h in sim.history)),
+                             "eval_s": float(sum(h.get("eval_time", 0.0) for h in sim.history))},
+                    run_id=rid)
+    if out is not None:
+        atomic_write_json(res.to_json(), out)
+    return res
+
+
+def run_grid(data: FedPSLData, methods: Sequence[tuple[str, str, dict]], seeds: Sequence[int] = (0,),
+             sizes: int | Sequence[int] | None = None, run: RunSpec | None = None,
+             results_dir: str | Path | None = None, setting: str = "default",
+             engine_overrides: dict | None = None, **labels: Any) -> pd.DataFrame:
+    """Every (method, seed): one tidy row per run and ``which`` (final / best) with
+    ``auroc_mean``, ``auroc:<class>``, ``round``, ``setting``, ``label`` and ``labels``;
+    ``history`` of every run is kept in ``df.attrs["histories"][(label, seed)]``."""
+    rows, hist = [], {}
+    for label, name, kw in methods:
+        for s in seeds:
+            res = run_one(data, name, kw, s, sizes, run, results_dir, name=f"{setting}-{label}".replace(" ", "_")
+                          .replace("/", ""), engine_overrides=engine_overrides)
+            rows += result_rows(res, setting=setting, label=label, train_s=res.timings["total_s"], **labels)
+            hist[(label, s)] = res.history
+    df = pd.DataFrame(rows)
+    df.attrs["histories"] = hist
+    return df
+
+
+# =========================================================================== reports
+def per_class_table(df: pd.DataFrame, which: str = "best", decimals: int = 3) -> pd.DataFrame:
+    """The paper's table: methods x (classes, Average), ``mean ± std`` over seeds (AUROC in [0, 1])."""
+    from ..tables import per_class_mean_std
+
+    t = per_class_mean_std(df, which=which, scale=1.0, decimals=decimals)
+    return t.rename(columns={"Mean": "Average"})
+
+
+def selection_table(df: pd.DataFrame, decimals: int = 3) -> pd.DataFrame:
+    """Mean AUROC at the paper's best round (optimistic: picked on the test set) and at
+    the last round, side by side, with the mean best round."""
+    out = {}
+    for which, col in (("best", "Average, best round*"), ("final", "Average, last round")):
+        d = df[df["which"] == which].groupby("label", sort=False)["auroc_mean"]
+        m, s = d.mean(), d.std(ddof=1).fillna(0.0)
+        out[col] = [f"{a:.{decimals}f} ± {b:.{decimals}f}" for a, b in zip(m, s)]
+        idx = m.index
+    t = pd.DataFrame(out, index=idx)
+    t["best round"] = df[df["which"] == "best"].groupby("label", sort=False)["round"].mean().round(1)
+    t["last round"] = df[df["which"] == "final"].groupby("label", sort=False)["round"].max()
+    t.index.name = "method"
+    return t
+
+
+def sweep_table(df: pd.DataFrame, x: str = "n", which: str = "best", decimals: int = 3) -> pd.DataFrame:
+    """Methods x sweep values of ``mean ± std`` mean AUROC."""
+    d = df[df["which"] == which].groupby(["label", x], sort=False)["auroc_mean"]
+    m, s = d.mean().unstack(x), d.std(ddof=1).fillna(0.0).unstack(x)
+    out = m.astype(object)
+    for col in m.columns:
+        out[col] = [f"{u:.{decimals}f} ± {v:.{decimals}f}" for u, v in zip(m[col], s[col])]
+    out.columns.name = x
+    return out
+
+
+def plot_sweep(df: pd.DataFrame, x: str = "n", xlabel: str | None = None, title: str = "", logx: bool = True):
+    """Mean AUROC (mean ± std over seeds) against ``x``: best round (left) and last round (right)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    for ax, which, name in zip(axes, ("best", "final"), ("best round* (paper)", "last round")):
+        d = df[df["which"] == which].groupby(["label", x], sort=False)["auroc_mean"].agg(["mean", "std"]).reset_index()
+        for label, g in d.groupby("label", sort=False):
+            g = g.sort_values(x)
+            ax.errorbar(g[x], g["mean"], yerr=g["std"].fillna(0.0), marker="o", capsize=3, label=label)
+        if logx:
+            ax.set_xscale("log")
+            ax.minorticks_off()
+        values = sorted(df[x].dropna().unique())
+        ax.set_xticks(values)
+        ax.set_xticklabels([f"{v:g}" for v in values])
+        ax.set_xlabel(xlabel or x)
+        ax.set_title(name)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("mean AUROC")
+    axes[0].legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def head_weight_frames(data: FedPSLData, sizes: int | Sequence[int] | None = None) -> dict[str, pd.DataFrame]:
+    """Weight of each client in each class's head row: FedAvg (n_k / n) and TDMA
+    (n_k^c / sum_k n_k^c, Eq. 9), clients x classes."""
+    part = data.partition(sizes)
+    n = part.sizes().astype(float)
+    counts = np.stack([part.client_labels(data.train, k)[1].sum(0) for k in range(part.num_clients)]).astype(float)
+    names = [c.name for c in part.clients]
+    fedavg = np.repeat((n / n.sum())[:, None], counts.shape[1], 1)
+    tdma = counts / np.where(counts.sum(0) > 0, counts.sum(0), 1.0)
+    cols = list(data.train.class_names)
+    return {"FedAvg": pd.DataFrame(fedavg, index=names, columns=cols),
+            "TDMA": pd.DataFrame(tdma, index=names, columns=cols)}
+
+
+def plot_head_weights(data: FedPSLData, sizes=None, title: str = ""):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    frames = head_weight_frames(data, sizes)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.45 * len(frames["TDMA"]) + 2.2))
+    for ax, (name, f) in zip(axes, frames.items()):
+        sns.heatmap(f, annot=True, fmt=".2f", cmap="Greens", vmin=0, vmax=1, cbar=False, ax=ax)
+        ax.set_title(f"{name}: weight of client k in head row c")
+        ax.set_ylabel("client")
+        ax.tick_params(axis="x", rotation=45)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_sources(data: FedPSLData, per_client: int = 4):
+    """A few training images of every client (the one-class clients' domain shift)."""
+    import matplotlib.pyplot as plt
+
+    part = data.partition(None)
+    fig, axes = plt.subplots(part.num_clients, per_client, figsize=(1.3 * per_client, 1.3 * part.num_clients))
+    axes = np.atleast_2d(axes)
+    for k, c in enumerate(part.clients):
+        for j in range(per_client):
+            ax = axes[k, j]
+            ax.imshow(data.train.images[c.indices[j], 0], cmap="gray", vmin=0, vmax=255)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        axes[k, 0].set_ylabel(f"client {c.name}\n" + ", ".join(x[:5] for x in data.client_classes[c.name]), fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
+# =========================================================================== settings
+@dataclass
+class Settings:
+    """Everything the notebook varies between quick (CPU, minutes) and full (GPU) runs."""
+
+    seeds: list[int]
+    n: int                       # images per client (Tables II / IV, Table V)
+    image_size: int
+    test_pos: int
+    test_neg: int
+    run: RunSpec
+    first_order: bool            # TADL first-order
+    fig3_n: list[int]            # Fig. 3: n of every client
+    fig4_base: int               # Fig. 4: size of the normal clients
+    fig4_n: list[int]            # Fig. 4: n of the two extreme clients (2 and 3)
+    total_epochs: int            # Table V: epochs of training in total
+    table5_e: list[int]          # Table V: local epochs between synchronisations
+
+
+def settings(quick: bool = True, seeds: Sequence[int] | None = None, device: str = "auto") -> Settings:
+    """Quick: 32 px, small CNN, 120 images per client, 4 rounds x 2 epochs, 1 seed, TADL
+    first-order.  Full: ResNet-18 at 64 px on synthetic data (DenseNet-121 at 224 px is
+    the paper's; pass ``model="densenet121"`` with real data), 1,000 images per client,
+    100 epochs with synchronisation every 10 (10 rounds), 3 seeds, second-order TADL."""
+    common = dict(optimizer="adam", lr=1e-3, normalize="instance", augment="flip_shift", batch_size=32,
+                  device=device, progress=False, selection="auroc_mean", eval_every=1)
+    if quick:
+        eng = EngineConfig(rounds=4, local_epochs=2, eval_batch_size=400, **common)
+        return Settings(seeds=list(seeds or [0]), n=120, image_size=32, test_pos=100, test_neg=100,
+                        run=RunSpec(eng, "cnn", {"width": 16}), first_order=True,
+                        fig3_n=[60, 120, 240], fig4_base=120, fig4_n=[30, 120, 480],
+                        total_epochs=8, table5_e=[1, 2, 4, 8])
+    eng = EngineConfig(rounds=10, local_epochs=10, eval_batch_size=512, **common)
+    return Settings(seeds=list(seeds or [0, 1, 2]), n=1000, image_size=64, test_pos=300, test_neg=300,
+                    run=RunSpec(eng, "resnet18", {}), first_order=False,
+                    fig3_n=[100, 250, 500, 1000, 2500], fig4_base=1000, fig4_n=[100, 250, 500, 1000, 2500, 5000, 10000],
+                    total_epochs=100, table5_e=[10, 20, 50, 100])
+
+
+def data_spec(s: Settings, table: str = "II", pool: int | None = None, data_root: str | None = None,
+              seed: int = 0) -> DataSpec:
+    return DataSpec(table=table, pool=pool or s.n, image_size=s.image_size, test_pos=s.test_pos,
+                    test_neg=s.test_neg, seed=seed, data_root=data_root)
+
+
+def fig3(data: FedPSLData, s: Settings, methods, results_dir=None) -> pd.DataFrame:
+    """Fig. 3: every client of size n."""
+    return pd.concat([run_grid(data, methods, s.seeds, sizes=n, run=s.run, results_dir=results_dir,
+                               setting=f"fig3-n{n}", n=n) for n in s.fig3_n], ignore_index=True)
+
+
+def fig4(data: FedPSLData, s: Settings, methods, results_dir=None) -> pd.DataFrame:
+    """Fig. 4: clients 2 and 3 of size n, the others of size ``fig4_base``."""
+    b = s.fig4_base
+    return pd.concat([run_grid(data, methods, s.seeds, sizes=[b, n, n, b], run=s.run, results_dir=results_dir,
+                               setting=f"fig4-n{n}", n=n) for n in s.fig4_n], ignore_index=True)
+
+
+def table5(data: FedPSLData, s: Settings, methods, results_dir=None) -> pd.DataFrame:
+    """Table V: ``total_epochs`` of training, synchronised every E local epochs (T / E rounds)."""
+    frames = []
+    for e in s.table5_e:
+        if s.total_epochs % e:
+            raise ValueError(f"E={e} does not divide the {s.total_epochs} epochs")
+        frames.append(run_grid(data, methods, s.seeds, sizes=s.n, run=s.run, results_dir=results_dir,
+                               setting=f"table5-E{e}", engine_overrides={"local_epochs": e,
+                                                                         "rounds": s.total_epochs // e}, E=e))
+    return pd.concat(frames, ignore_index=True)
