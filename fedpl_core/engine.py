@@ -449,13 +449,15 @@ class Simulation:
 
     @torch.no_grad()
     def validation_loss(self) -> float:
-        """Mean over clients of the global model's method loss on their validation split."""
-        self.load_state(self.server.global_state)
-        self.method.configure_model(self.model, train=False)
+        """Mean over clients of the method loss on their validation split, scored with the
+        global model (or each client's own model for personalised methods)."""
+        personal = self.method.evaluation == "personalised"
         losses = []
         for k, c in enumerate(self.clients):
             if c.val is None or c.val.n == 0:
                 continue
+            self.load_state(self.client_model_state(k) if personal else self.server.global_state)
+            self.method.configure_model(self.model, train=False)
             ctx = ClientContext(self, k, self.round)
             ctx.data = c.val
             tot, n = 0.0, 0

@@ -34,6 +34,10 @@ if TYPE_CHECKING:  # pragma: no cover
 BN_POLICIES = ("aggregate", "local", "frozen")
 
 
+def _bn_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
+    return [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+
+
 @dataclass
 class ClientUpdate:
     """What a client sends to the server: model arrays and declared metadata only."""
@@ -65,9 +69,13 @@ class Method:
         federated: False for pooled baselines (Centralized, Oracle) and Local.
 
     Hyper-parameters (constructor keywords): ``bn_policy`` in ``aggregate`` (FedAvg),
-    ``local`` (FedBN: BatchNorm layers never leave the client) or ``frozen`` (FedBN+:
-    clients keep local BatchNorm layers and the global model keeps the BatchNorm
-    statistics of the initial, ideally pre-trained, model); ``weighting`` ``size``
+    ``local`` (FedBN: BatchNorm layers never leave the client) or ``frozen`` (FedBN+,
+    Kulkarni et al. 2023, as in the Surgical Aggregation code: every BatchNorm layer
+    stays at the initial, ideally pre-trained, model on the clients and in the global
+    model: inference-mode statistics, affine parameters not trained, not aggregated.
+    With a randomly initialised model that means BatchNorm is the identity unless its
+    statistics are first calibrated, see
+    :func:`fedpl_core.methods.surgical.calibrate_batchnorm`); ``weighting`` ``size``
     (n_k / n) or ``uniform``.
     """
 
@@ -94,6 +102,10 @@ class Method:
         """Called once with the working model (structure only) and the federation info."""
         self.info = info
         self._local_keys = {k for k in model.state_dict() if self.is_local_key(k, model)}
+        if self.bn_policy == "frozen":  # FedBN+: BatchNorm affine parameters never train
+            for m in _bn_modules(model):
+                for p in m.parameters(recurse=False):
+                    p.requires_grad_(False)
 
     def is_local_key(self, key: str, model: torch.nn.Module) -> bool:
         """Arrays that never leave a client (FedBN's BatchNorm, PFL's head)."""
@@ -108,8 +120,12 @@ class Method:
         return clients
 
     def configure_model(self, model: torch.nn.Module, train: bool) -> None:
-        """Set train/eval modes of the working model before local training or evaluation."""
+        """Set train/eval modes of the working model before local training or evaluation
+        (FedBN+: BatchNorm layers stay in inference mode while training)."""
         model.train(train)
+        if train and self.bn_policy == "frozen":
+            for m in _bn_modules(model):
+                m.eval()
 
     # ------------------------------------------------------------ server side
     def init_server(self, server: "Server") -> None:

@@ -64,10 +64,22 @@ def _pool(clients: list, labels=None, mask=None, name="pooled") -> list:
     from ..engine import ClientData  # the engine imports the method registry
 
     idx = torch.cat([c.indices for c in clients])
+    vals = [c.val for c in clients if c.val is not None]
     return [ClientData(idx,
                        torch.cat([c.labels for c in clients]) if labels is None else labels,
                        torch.cat([c.mask for c in clients]) if mask is None else mask,
-                       torch.stack([c.class_mask for c in clients]).any(0), name)]
+                       torch.stack([c.class_mask for c in clients]).any(0), name,
+                       val=_pool(vals, name=f"{name}-val")[0] if vals else None)]
+
+
+def _with_true_labels(c, dataset):
+    """A copy of pooled client data carrying every true label (and its val split too)."""
+    from ..engine import ClientData
+
+    idx = c.indices.numpy()
+    return ClientData(c.indices, torch.from_numpy(dataset.labels[idx]).float(), torch.from_numpy(dataset.known[idx]),
+                      torch.ones_like(c.class_mask), c.name,
+                      val=None if c.val is None else _with_true_labels(c.val, dataset))
 
 
 class Centralized(Method):
@@ -94,9 +106,7 @@ class Oracle(Method):
     federated = False
 
     def prepare_clients(self, clients, dataset):
-        idx = torch.cat([c.indices for c in clients]).numpy()
-        return _pool(clients, torch.from_numpy(dataset.labels[idx]).float(),
-                     torch.from_numpy(dataset.known[idx]), name="oracle")
+        return [_with_true_labels(c, dataset) for c in _pool(clients, name="oracle")]
 
 
 class Local(Method):

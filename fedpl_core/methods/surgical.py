@@ -1,0 +1,442 @@
+"""Surgical Aggregation (Kulkarni et al., ML4H 2024) and the paper's training protocol.
+
+Surgical aggregation trains one global multi-label model from clients whose label sets
+differ ("class heterogeneity").  Every client keeps a *local* head with only its own
+classes, in its own order; the server
+
+* aggregates the encoder with any strategy (Eq. 1: FedAvg size-weighted by default,
+  ``weighting="uniform"`` for the plain mean; ``bn_policy="local"`` FedBN;
+  ``bn_policy="frozen"`` FedBN+), and
+* builds the global head class by class (Eq. 2): the weights and bias of class c are the
+  plain mean over the clients that have c; a class unique to one client keeps that
+  client's weights (Eq. 3); a class that no client of this round has keeps its previous
+  global row.  Each client then receives a head rebuilt for it alone: its own rows, in
+  its own order.
+
+Clients never learn each other's classes: an update carries the client's head rows plus
+the *names* of its classes (declared metadata ``class_names``), and the server maps names
+to global rows.  With identical label sets and equal client sizes (or
+``head_weighting="size"``) the result equals FedAvg bit for bit (tested).
+
+How it lives in the engine.  The engine's working model has a head over the union of
+classes; a client's head occupies the rows of its classes there and every other row is
+zeroed when the client receives its payload, so a client holds nothing but its own head.
+It trains with the partial loss over its own classes (Eq. 4 restricted to the local
+head; on a batch where every label is known this is exactly FedAvg's BCE).
+
+* ``make_update`` packs ``head.weight`` / ``head.bias`` as ``[n_k, d]`` / ``[n_k]``
+  tensors in the client's order and ``metadata={"class_names": [...]}``;
+* ``aggregate`` runs :func:`surgical_head_aggregate` for the head and the encoder
+  strategy for every other shared array;
+* ``payload(server, k)`` returns the encoder plus :func:`rebuild_local_head` for client
+  k; before the server has heard from k (its first round) it sends the *initial* head,
+  the same random initialisation every method starts from, which carries no
+  information about any client, and the client takes its rows from it.
+
+A client's own class order (``class_order``): ``"permuted"`` (default) is a seeded
+random permutation of its classes per client, so the name-to-row mapping is exercised
+on every run and a bug in it cannot hide behind a shared order; ``"global"`` is the
+union order restricted to the client's classes; a dict ``{client name: [class names]}``
+gives explicit orders (e.g. each source data set's own column order).  The order has
+no effect on the numbers: the server maps rows by name.
+
+The paper's protocol (:class:`PaperProtocol`, shared with the baselines run beside it):
+
+* **Head warm-up** (``warmup_epochs``, ``warmup_lr``; paper 15 epochs at 5e-3): at a
+  client's first participation, the encoder frozen (inference mode: BatchNorm uses its
+  running statistics and is not updated), the head alone is trained with Adam on the
+  method's own loss over the client's data.  Without augmentation the features are
+  computed once and cached.  Warm-up batches use their own seeded generator, so the
+  subsequent local training sees the same batches with or without warm-up.
+* **FedBN+** (Kulkarni et al. 2023) is the engine's ``bn_policy="frozen"``: every
+  BatchNorm layer stays at the initial model (statistics and affine parameters), in
+  inference mode on the clients too, and out of aggregation.  With ImageNet weights this
+  is the published FedBN+; with a randomly initialised model every BatchNorm layer is
+  (up to ``1/sqrt(1 + eps)``) the identity unless :func:`calibrate_batchnorm` first sets
+  the statistics from public images.
+* **Model selection** by the mean over clients of the local validation BCE
+  (``EngineConfig(client_val_fraction=..., selection="val_loss", selection_mode="min",
+  patience=25)``); the engine scores personalised methods (PFL, individually trained
+  models) with each client's own model and pools the validation splits of the pooled
+  baselines (Centralized, Oracle).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import torch
+
+from ..aggregation import weighted_average
+from ..losses import masked_bce
+from ..models import HEAD_KEYS
+from . import register
+from .base import ClientUpdate, Method, _bn_modules
+
+W_KEY, B_KEY = HEAD_KEYS
+
+Head = tuple[Sequence[str], torch.Tensor, torch.Tensor]
+
+
+# ============================================================================ pure functions
+def _index(names: Sequence[str], what: str) -> dict[str, int]:
+    idx = {n: i for i, n in enumerate(names)}
+    if len(idx) != len(names):
+        raise ValueError(f"{what}: duplicate class names in {list(names)}")
+    return idx
+
+
+def surgical_head_aggregate(local_heads: Sequence[Head], global_names: Sequence[str],
+                            previous: tuple[torch.Tensor, torch.Tensor] | None = None,
+                            weights: Sequence[float] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Build the global head class by class (Surgical Aggregation Eq. 2 and 3).
+
+    Args:
+        local_heads: one ``(names, W, b)`` per client: its class names in its own order,
+            ``W [n_k, d]`` and ``b [n_k]`` with row j belonging to ``names[j]``.
+        global_names: the C global classes; row c of the result belongs to ``global_names[c]``.
+        previous: the previous global ``(W [C, d], b [C])``; a class that no client has
+            keeps its previous row (zeros when ``previous`` is None).
+        weights: per-client weights (default: 1 each, the plain mean of Eq. 2); class c
+            is averaged over the clients that have it, with their weights renormalised.
+
+    Returns ``(W [C, d], b [C])``.  A class held by one client gets that client's row
+    (Eq. 3).  The rows of the clients sharing a class are averaged with
+    :func:`~fedpl_core.aggregation.weighted_average` on full-size arrays, the very
+    operation FedAvg applies, so without class heterogeneity the head equals FedAvg's
+    bit for bit.
+    """
+    if not local_heads:
+        raise ValueError("surgical_head_aggregate: no client heads")
+    gidx = _index(global_names, "global classes")
+    C = len(global_names)
+    w0 = local_heads[0][1]
+    d, wdt, bdt, dev = w0.shape[1], w0.dtype, local_heads[0][2].dtype, w0.device
+    weights = [1.0] * len(local_heads) if weights is None else [float(w) for w in weights]
+    if len(weights) != len(local_heads):
+        raise ValueError(f"{len(weights)} weights for {len(local_heads)} client heads")
+    full: list[dict[str, torch.Tensor]] = []
+    has = torch.zeros(len(local_heads), C, dtype=torch.bool)
+    for k, (names, W, b) in enumerate(local_heads):
+        names = list(names)
+        _index(names, f"client head {k}")
+        if W.dim() != 2 or W.shape != (len(names), d) or b.shape != (len(names),):
+            raise ValueError(f"client head {k}: W {tuple(W.shape)} and b {tuple(b.shape)} do not fit "
+                             f"{len(names)} classes and {d} features")
+        unknown = [n for n in names if n not in gidx]
+        if unknown:
+            raise ValueError(f"client head {k}: unknown class(es) {unknown}; global classes: {list(global_names)}")
+        rows = torch.tensor([gidx[n] for n in names], dtype=torch.long)
+        fw = torch.zeros(C, d, dtype=wdt, device=dev)
+        fb = torch.zeros(C, dtype=bdt, device=dev)
+        fw[rows.to(dev)] = W.detach().to(dev, wdt)
+        fb[rows.to(dev)] = b.detach().to(dev, bdt)
+        full.append({"w": fw, "b": fb})
+        has[k, rows] = True
+    if previous is None:
+        out_w, out_b = torch.zeros(C, d, dtype=wdt, device=dev), torch.zeros(C, dtype=bdt, device=dev)
+    else:
+        pw, pb = previous
+        if pw.shape != (C, d) or pb.shape != (C,):
+            raise ValueError(f"previous head {tuple(pw.shape)}/{tuple(pb.shape)} does not fit [{C}, {d}]")
+        out_w, out_b = pw.detach().to(dev).clone(), pb.detach().to(dev).clone()
+    # one weighted average per distinct set of clients sharing a class
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for c in range(C):
+        members = tuple(torch.nonzero(has[:, c]).flatten().tolist())
+        if members:
+            groups.setdefault(members, []).append(c)
+    for members, classes in groups.items():
+        avg = weighted_average([full[k] for k in members], [weights[k] for k in members])
+        rows = torch.tensor(classes, dtype=torch.long, device=dev)
+        out_w[rows] = avg["w"][rows].to(out_w.dtype)
+        out_b[rows] = avg["b"][rows].to(out_b.dtype)
+    return out_w, out_b
+
+
+def rebuild_local_head(W: torch.Tensor, b: torch.Tensor, global_names: Sequence[str],
+                       client_names: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Client k's head from the global one: the rows of ``client_names``, in that order."""
+    gidx = _index(global_names, "global classes")
+    _index(client_names, "client classes")
+    unknown = [n for n in client_names if n not in gidx]
+    if unknown:
+        raise ValueError(f"unknown class(es) {unknown}; global classes: {list(global_names)}")
+    rows = torch.tensor([gidx[n] for n in client_names], dtype=torch.long, device=W.device)
+    return W[rows].clone(), b[rows].clone()
+
+
+def client_class_order(class_names: Sequence[str], class_mask: torch.Tensor, order: Any = "permuted",
+                       seed: int = 0, client_name: str = "") -> list[str]:
+    """A client's own class order (see the module docstring): ``"permuted"`` (seeded
+    random permutation), ``"global"`` or ``{client name: [names]}``."""
+    own = [n for n, m in zip(class_names, class_mask.tolist()) if m]
+    if isinstance(order, Mapping):
+        if client_name not in order:
+            return own
+        given = list(order[client_name])
+        if sorted(given) != sorted(own):
+            raise ValueError(f"class order for client {client_name!r} lists {given}, but it annotates {own}")
+        return given
+    if order == "global":
+        return own
+    if order == "permuted":
+        perm = torch.randperm(len(own), generator=torch.Generator().manual_seed(int(seed)))
+        return [own[i] for i in perm.tolist()]
+    raise ValueError(f"unknown class_order {order!r}; use 'permuted', 'global' or a dict")
+
+
+# ============================================================================ the protocol
+def _seed(*parts: int) -> int:
+    from ..engine import derive_seed  # the engine imports the method registry
+    return derive_seed(*parts)
+
+
+class PaperProtocol:
+    """Mixin: Surgical Aggregation's head warm-up for any :class:`Method`.
+
+    ``warmup_epochs`` / ``warmup_lr``: head warm-up at a client's first participation
+    (0 disables it).  FedBN+ (``bn_policy="frozen"``) and val-loss model selection are
+    engine features.  Use :func:`paper_method` to get a baseline with the protocol.
+    """
+
+    def __init__(self, *, warmup_epochs: float = 0, warmup_lr: float = 5e-3, **kw: Any):
+        super().__init__(**kw)
+        if warmup_epochs < 0 or warmup_lr <= 0:
+            raise ValueError(f"warmup_epochs must be >= 0 and warmup_lr > 0, got {warmup_epochs}, {warmup_lr}")
+        self.warmup_epochs = float(warmup_epochs)
+        self.warmup_lr = float(warmup_lr)
+
+    # -------------------------------------------------------------- warm-up
+    def before_training(self, ctx) -> None:
+        super().before_training(ctx)
+        if self.warmup_epochs > 0 and not ctx.state.get("warmed_up"):
+            warm_up_head(self, ctx, self.warmup_epochs, self.warmup_lr)
+            ctx.state["warmed_up"] = True
+
+
+def warm_up_head(method: Method, ctx, epochs: float, lr: float) -> float:
+    """Train the head alone (encoder frozen, in inference mode) for ``epochs`` epochs of
+    the client's data with its own Adam; returns the mean loss.  Leaves every encoder
+    array (parameters and BatchNorm buffers) untouched."""
+    from ..engine import Batch
+
+    model, data, cfg = ctx.model, ctx.data, ctx.cfg
+    head, enc = model.head, model.encoder
+    was_training = model.training
+    model.train(True)
+    enc.eval()
+    gen = torch.Generator().manual_seed(_seed(cfg.seed, ctx.client_id, 48611))
+    n = data.n
+    bs = min(cfg.batch_size, n)
+    per_epoch = max(1, n // bs)
+    steps = max(1, int(math.ceil(per_epoch * epochs)))
+    cached = None
+    if cfg.augment == "none":
+        with torch.no_grad(), ctx.autocast():
+            cached = torch.cat([enc(b.x).float() for b in ctx.iterate_all()])
+    opt = torch.optim.Adam([head.weight, head.bias], lr=lr)
+    total, done = 0.0, 0
+    try:
+        while done < steps:
+            perm = torch.randperm(n, generator=gen)
+            for s in range(0, n - bs + 1, bs):
+                pos = perm[s:s + bs]
+                batch = Batch(None, data.labels[pos].to(ctx.device), data.mask[pos].to(ctx.device), pos,
+                              data.indices[pos])
+                if cached is not None:
+                    feats = cached[pos.to(cached.device)]
+                else:
+                    x = ctx.engine.images[data.indices[pos]].to(ctx.device)
+                    batch.x = ctx.engine.preprocess(x, gen, train=True)
+                    with torch.no_grad(), ctx.autocast():
+                        feats = enc(batch.x).float()
+                opt.zero_grad(set_to_none=True)
+                loss = method.loss(ctx, head(feats).float(), feats, batch)
+                loss.backward()
+                opt.step()
+                total += float(loss.detach())
+                done += 1
+                if done == steps:
+                    break
+    finally:
+        head.weight.grad = head.bias.grad = None
+        model.train(was_training)
+    return total / max(done, 1)
+
+
+@torch.no_grad()
+def calibrate_batchnorm(model: torch.nn.Module, images, normalize: str = "fixed", batch_size: int = 256,
+                        device: str | torch.device | None = None) -> torch.nn.Module:
+    """Set every BatchNorm layer's running statistics to those of ``images`` under the
+    current weights (cumulative average over the batches); nothing else changes.
+
+    A stand-in for *pre-trained* BatchNorm statistics when no pre-trained weights are
+    available: FedBN+ freezes BatchNorm at the initial model, which for a randomly
+    initialised network means no normalisation at all.  Calibrating once on a public
+    set of images that belongs to no client (and giving every method the same
+    calibrated initial model) keeps FedBN+ meaningful.  ``images``: uint8 ``[N, C, H, W]``.
+    """
+    from ..engine import Preprocess
+
+    bns = _bn_modules(model)  # from .base
+    if not bns or len(images) == 0:
+        return model
+    dev = device if device is not None else next(model.parameters()).device
+    pre = Preprocess(normalize)
+    was, moms = model.training, [m.momentum for m in bns]
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None
+    model.train()
+    try:
+        for s in range(0, len(images), batch_size):
+            model(pre(torch.as_tensor(images[s:s + batch_size]).to(dev)))
+    finally:
+        for m, mom in zip(bns, moms):
+            m.momentum = mom
+        model.train(was)
+    return model
+
+
+_PAPER_CLASSES: dict[type, type] = {}
+
+
+def with_paper_protocol(cls: type[Method]) -> type[Method]:
+    """``cls`` with :class:`PaperProtocol` mixed in (same ``name``; not registered)."""
+    if issubclass(cls, PaperProtocol):
+        return cls
+    if cls not in _PAPER_CLASSES:
+        _PAPER_CLASSES[cls] = type(f"{cls.__name__}Paper", (PaperProtocol, cls),
+                                   {"__doc__": f"{cls.__name__} with Surgical Aggregation's protocol."})
+    return _PAPER_CLASSES[cls]
+
+
+def paper_method(name: str, **hparams: Any) -> Method:
+    """A registered method with the paper's protocol: ``paper_method("fedavg_pl",
+    bn_policy="frozen", warmup_epochs=15)`` is FL + partial loss with FedBN+ and warm-up."""
+    from . import METHODS, _load_optional
+
+    _load_optional()
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; available: {', '.join(sorted(METHODS))}")
+    return with_paper_protocol(METHODS[name])(**hparams)
+
+
+# ============================================================================ the method
+@register
+class SurgicalAggregation(PaperProtocol, Method):
+    """Surgical Aggregation: encoder by ``weighting`` / ``bn_policy``, head class by class.
+
+    Hyper-parameters: ``bn_policy`` (``aggregate`` FedAvg, ``local`` FedBN, ``frozen``
+    FedBN+), ``weighting`` (encoder: ``size`` or ``uniform``), ``head_weighting``
+    (``mean``: Eq. 2's plain mean over the clients having a class; ``size``: weighted by
+    client size, which makes the method FedAvg itself without class heterogeneity even
+    for unequal clients), ``class_order`` (``permuted``, ``global`` or a dict),
+    ``warmup_epochs`` (default 15) and ``warmup_lr`` (5e-3).
+    """
+
+    name = "surgical"
+    partial = True
+    metadata_keys = ("class_names",)
+
+    def __init__(self, head_weighting: str = "mean", class_order: Any = "permuted",
+                 warmup_epochs: float = 15, warmup_lr: float = 5e-3, **kw: Any):
+        super().__init__(warmup_epochs=warmup_epochs, warmup_lr=warmup_lr, **kw)
+        if head_weighting not in ("mean", "size"):
+            raise ValueError(f"unknown head_weighting {head_weighting!r}; use 'mean' or 'size'")
+        if not (isinstance(class_order, Mapping) or class_order in ("permuted", "global")):
+            raise ValueError(f"unknown class_order {class_order!r}; use 'permuted', 'global' or a dict")
+        self.head_weighting = head_weighting
+        self.class_order = class_order
+
+    # ------------------------------------------------------------ client side
+    def client_classes(self, ctx) -> list[str]:
+        """The client's own classes in its own order (fixed at its first round)."""
+        names = ctx.state.get("class_names")
+        if names is None:
+            names = client_class_order(ctx.info.class_names, ctx.data.class_mask, self.class_order,
+                                       seed=_seed(ctx.cfg.seed, ctx.client_id, 7717), client_name=ctx.data.name)
+            ctx.state["class_names"] = names
+        return list(names)
+
+    def _rows(self, ctx, names: Sequence[str]) -> torch.Tensor:
+        gidx = {n: i for i, n in enumerate(ctx.info.class_names)}
+        return torch.tensor([gidx[n] for n in names], dtype=torch.long, device=ctx.device)
+
+    def receive(self, ctx, payload: dict[str, Any]) -> None:
+        ctx.load_state(payload["state"])
+        names = self.client_classes(ctx)
+        rows = self._rows(ctx, names)
+        head = ctx.model.head
+        with torch.no_grad():
+            head.weight.zero_()
+            head.bias.zero_()
+            if "head" in payload:
+                if list(payload["head_classes"]) != names:
+                    raise RuntimeError(f"client {ctx.client_id}: the server rebuilt a head for "
+                                       f"{payload['head_classes']}, expected {names}")
+                W, b = payload["head"]
+                head.weight[rows] = W.to(head.weight)
+                head.bias[rows] = b.to(head.bias)
+            else:  # first contact: the initial head, shared by every client and method
+                W0, b0 = payload["init_head"]
+                head.weight[rows] = W0.to(head.weight)[rows]
+                head.bias[rows] = b0.to(head.bias)[rows]
+        local = ctx.state.get("local")
+        if local:
+            ctx.load_state(local)
+
+    def loss(self, ctx, logits, features, batch):
+        """Partial loss over the client's classes; when every entry of the batch is known
+        it is the plain BCE (FedAvg's very computation)."""
+        if ctx.info.task != "multilabel":
+            return super().loss(ctx, logits, features, batch)
+        mask = None if bool(batch.mask.all()) else batch.mask
+        return masked_bce(logits, batch.y, mask)
+
+    def update_metadata(self, ctx) -> dict[str, Any]:
+        return {"class_names": self.client_classes(ctx)}
+
+    def make_update(self, ctx) -> ClientUpdate:
+        upd = super().make_update(ctx)
+        names = upd.metadata["class_names"]
+        rows = self._rows(ctx, names).to(upd.state[W_KEY].device)
+        upd.state[W_KEY] = upd.state[W_KEY][rows].clone()
+        upd.state[B_KEY] = upd.state[B_KEY][rows].clone()
+        return upd
+
+    # ------------------------------------------------------------ server side
+    def init_server(self, server) -> None:
+        server.state["client_classes"] = {}
+        server.state["init_head"] = (server.global_state[W_KEY].detach().clone(),
+                                     server.global_state[B_KEY].detach().clone())
+
+    def payload(self, server, client_id: int) -> dict[str, Any]:
+        enc = {k: v for k, v in server.global_state.items() if k not in HEAD_KEYS}
+        names = server.state["client_classes"].get(client_id)
+        if names is None:
+            return {"state": enc, "init_head": server.state["init_head"]}
+        W, b = rebuild_local_head(server.global_state[W_KEY], server.global_state[B_KEY],
+                                  server.info.class_names, names)
+        return {"state": enc, "head": (W, b), "head_classes": list(names)}
+
+    def aggregate(self, server, updates: list[ClientUpdate]) -> None:
+        if not updates:
+            return
+        for u in updates:
+            server.state["client_classes"][u.client_id] = list(u.metadata["class_names"])
+        enc_keys = [k for k in updates[0].state if k not in HEAD_KEYS]
+        new = weighted_average([u.state for u in updates], self.client_weights(updates), keys=enc_keys)
+        hw = None if self.head_weighting == "mean" else [float(u.num_samples) for u in updates]
+        gw, gb = server.global_state[W_KEY], server.global_state[B_KEY]
+        W, b = surgical_head_aggregate([(u.metadata["class_names"], u.state[W_KEY], u.state[B_KEY]) for u in updates],
+                                       server.info.class_names, previous=(gw, gb), weights=hw)
+        new[W_KEY], new[B_KEY] = W.to(gw.device), b.to(gb.device)
+        server.global_state.update(new)
+
+
+__all__ = ["SurgicalAggregation", "PaperProtocol", "surgical_head_aggregate", "rebuild_local_head",
+           "client_class_order", "warm_up_head", "calibrate_batchnorm",
+           "with_paper_protocol",
+           "paper_method"]

@@ -1,0 +1,308 @@
+"""Surgical Aggregation: head aggregation by hand, per-client heads, FedAvg equivalence,
+warm-up, FedBN+ and the validation protocol."""
+import numpy as np
+import pytest
+import torch
+
+from fedpl_core.engine import ClientContext, EngineConfig, FederationInfo, Server, Simulation
+from fedpl_core.losses import masked_bce
+from fedpl_core.methods import get_method
+from fedpl_core.methods.base import ClientUpdate
+from fedpl_core.methods.surgical import (SurgicalAggregation, client_class_order, paper_method,
+                                         rebuild_local_head, surgical_head_aggregate, warm_up_head)
+from fedpl_core.models import build_model
+from fedpl_core.partitions import ClientSpec, Partition, iid
+
+GLOBAL = ["a", "b", "c", "d", "e"]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models gain nothing from a second thread, and on a busy 2-core machine waiting
+    threads slow them down many times; restored after each test."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def three_heads():
+    """Client 0 has (c, a), client 1 (a, b, c), client 2 (b, d): d is unique to client 2,
+    e belongs to nobody this round."""
+    return [
+        (["c", "a"], torch.tensor([[1., 2.], [3., 4.]]), torch.tensor([10., 20.])),
+        (["a", "b", "c"], torch.tensor([[5., 6.], [7., 8.], [9., 10.]]), torch.tensor([30., 40., 50.])),
+        (["b", "d"], torch.tensor([[11., 12.], [13., 14.]]), torch.tensor([60., 70.])),
+    ]
+
+
+PREVIOUS = (torch.arange(10.).view(5, 2) - 100, torch.tensor([-1., -2., -3., -4., -5.]))
+
+
+def test_head_aggregate_three_clients_by_hand():
+    W, b = surgical_head_aggregate(three_heads(), GLOBAL, previous=PREVIOUS)
+    expected_W = torch.tensor([[4., 5.],     # a: mean of client 0 row 1 and client 1 row 0
+                               [9., 10.],    # b: clients 1 and 2
+                               [5., 6.],     # c: client 0 row 0 and client 1 row 2
+                               [13., 14.],   # d: unique to client 2 (Eq. 3)
+                               [-92., -91.]])  # e: nobody -> previous global row
+    expected_b = torch.tensor([25., 50., 30., 70., -5.])
+    assert torch.equal(W, expected_W)
+    assert torch.equal(b, expected_b)
+    # without a previous head, a class nobody has is zero
+    W0, b0 = surgical_head_aggregate(three_heads(), GLOBAL)
+    assert torch.equal(W0[4], torch.zeros(2)) and b0[4] == 0
+    assert torch.equal(W0[:4], expected_W[:4])
+
+
+def test_head_aggregate_size_weights_and_errors():
+    W, b = surgical_head_aggregate(three_heads(), GLOBAL, previous=PREVIOUS, weights=[1, 3, 1])
+    assert torch.allclose(W[0], torch.tensor([4.5, 5.5]))            # (1*[3,4] + 3*[5,6]) / 4
+    assert torch.allclose(b[1], torch.tensor((3 * 40. + 60.) / 4))   # b: clients 1 (w 3) and 2 (w 1)
+    assert torch.equal(W[3], torch.tensor([13., 14.]))               # unique: weight irrelevant
+    heads = three_heads()
+    with pytest.raises(ValueError, match="unknown class"):
+        surgical_head_aggregate(heads + [(["z"], torch.ones(1, 2), torch.ones(1))], GLOBAL)
+    with pytest.raises(ValueError, match="do not fit"):
+        surgical_head_aggregate([(["a", "b"], torch.ones(1, 2), torch.ones(1))], GLOBAL)
+    with pytest.raises(ValueError, match="duplicate"):
+        surgical_head_aggregate([(["a", "a"], torch.ones(2, 2), torch.ones(2))], GLOBAL)
+
+
+def test_rebuild_local_head_gives_own_rows_in_own_order():
+    W, b = surgical_head_aggregate(three_heads(), GLOBAL, previous=PREVIOUS)
+    w0, b0 = rebuild_local_head(W, b, GLOBAL, ["c", "a"])
+    assert torch.equal(w0, torch.tensor([[5., 6.], [4., 5.]])) and torch.equal(b0, torch.tensor([30., 25.]))
+    w2, b2 = rebuild_local_head(W, b, GLOBAL, ["b", "d"])
+    assert torch.equal(w2, torch.tensor([[9., 10.], [13., 14.]])) and torch.equal(b2, torch.tensor([50., 70.]))
+    w2[0, 0] = 123.0  # a copy, not a view into the global head
+    assert W[1, 0] == 9.0
+    with pytest.raises(ValueError, match="unknown class"):
+        rebuild_local_head(W, b, GLOBAL, ["a", "x"])
+
+
+def test_server_aggregates_by_name_and_sends_each_client_its_own_head():
+    """Through the method's own aggregate / payload, with hand-made updates."""
+    info = FederationInfo(3, GLOBAL, "multilabel", ["A", "B", "C"])
+    m = SurgicalAggregation(warmup_epochs=0)
+    init = {"enc.w": torch.zeros(3), "head.weight": PREVIOUS[0].clone(), "head.bias": PREVIOUS[1].clone()}
+    server = Server(m, dict(init), info)
+    # before hearing from a client the server can only send the initial head
+    first = server.payload(1)
+    assert "head" not in first and torch.equal(first["init_head"][0], PREVIOUS[0])
+    updates = [ClientUpdate(k, {"enc.w": torch.full((3,), float(k)), "head.weight": W, "head.bias": b}, 10 * (k + 1),
+                            {"class_names": names}) for k, (names, W, b) in enumerate(three_heads())]
+    server.aggregate(updates)
+    # encoder: size-weighted FedAvg (10, 20, 30)
+    assert torch.allclose(server.global_state["enc.w"], torch.full((3,), (0 * 10 + 1 * 20 + 2 * 30) / 60.))
+    # head: plain mean over the clients having each class (Eq. 2), not size-weighted
+    assert torch.equal(server.global_state["head.weight"][0], torch.tensor([4., 5.]))
+    assert torch.equal(server.global_state["head.weight"][4], PREVIOUS[0][4])
+    p0 = server.payload(0)
+    assert p0["head_classes"] == ["c", "a"]
+    assert torch.equal(p0["head"][0], torch.tensor([[5., 6.], [4., 5.]]))
+    assert "head.weight" not in p0["state"] and "enc.w" in p0["state"]
+    p2 = server.payload(2)
+    assert p2["head_classes"] == ["b", "d"] and p2["head"][0].shape == (2, 2)
+
+
+def make_sim(toy, part, method, seed=0, **cfg):
+    train, test = toy
+    torch.manual_seed(seed)
+    model = build_model("cnn", train.num_classes, 1, 16, width=8)
+    kw = dict(rounds=2, batch_size=32, progress=False, seed=seed)
+    kw.update(cfg)
+    return Simulation(method, model, train, part, test, EngineConfig(**kw))
+
+
+def same_arrays(a, b):
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_equals_fedavg_exactly_with_identical_label_sets(toy):
+    part = iid(toy[0], 3, seed=0)  # 3 x 100 samples, every client has every class
+    fedavg = make_sim(toy, part, get_method("fedavg"))
+    fedavg.run()
+    sa = make_sim(toy, part, get_method("surgical", warmup_epochs=0))  # permuted class orders
+    sa.run()
+    orders = [s["class_names"] for s in sa.client_states]
+    assert len({tuple(o) for o in orders}) > 1, "the clients should use different class orders"
+    assert same_arrays(fedavg.server.global_state, sa.server.global_state)
+    assert [h["auroc_mean"] for h in fedavg.history] == [h["auroc_mean"] for h in sa.history]
+
+
+def test_equals_fedavg_with_unequal_clients_only_with_size_weighted_head(toy):
+    train = toy[0]
+    part = Partition([ClientSpec(np.arange(0, 60), np.ones(4, bool)), ClientSpec(np.arange(60, 300), np.ones(4, bool))],
+                     train.class_names)
+    fedavg = make_sim(toy, part, get_method("fedavg"))
+    fedavg.run()
+    size = make_sim(toy, part, get_method("surgical", warmup_epochs=0, head_weighting="size"))
+    size.run()
+    assert same_arrays(fedavg.server.global_state, size.server.global_state)
+    # Eq. 2's plain mean differs from FedAvg's size weighting on the head only
+    mean = make_sim(toy, part, get_method("surgical", warmup_epochs=0), rounds=1)
+    mean.run()
+    fa1 = make_sim(toy, part, get_method("fedavg"), rounds=1)
+    fa1.run()
+    a, b = fa1.server.global_state, mean.server.global_state
+    differ = {k for k in a if not torch.equal(a[k], b[k])}
+    assert differ == {"head.weight", "head.bias"}
+
+
+def shared_partition(train):
+    """Client 0: c0, c1; client 1: c1, c2; client 2: c3 (unique)."""
+    masks = np.array([[1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 0, 1]], bool)
+    return Partition([ClientSpec(np.arange(k * 100, (k + 1) * 100), masks[k]) for k in range(3)], train.class_names)
+
+
+def test_client_holds_and_sends_only_its_own_head(toy):
+    sim = make_sim(toy, shared_partition(toy[0]), get_method("surgical", warmup_epochs=0), rounds=1)
+    sim.run()  # the server now knows every client's classes
+    m = sim.method
+    ctx = ClientContext(sim, 1, 1)
+    m.receive(ctx, sim.server.payload(1))
+    names = ctx.state["class_names"]
+    assert sorted(names) == ["c1", "c2"]
+    rows = [sim.info.class_names.index(n) for n in names]
+    others = [i for i in range(4) if i not in rows]
+    head = sim.model.head
+    assert torch.equal(head.weight[others], torch.zeros(2, head.weight.shape[1]))
+    assert torch.equal(head.bias[others], torch.zeros(2))
+    assert torch.equal(head.weight[rows], sim.server.global_state["head.weight"][rows])
+    upd = m.make_update(ctx)
+    assert set(upd.metadata) == {"class_names"} and upd.metadata["class_names"] == names
+    assert upd.state["head.weight"].shape == (2, head.weight.shape[1])
+    assert torch.equal(upd.state["head.bias"], head.bias[rows])
+
+
+def test_warmup_trains_the_head_and_leaves_the_encoder_untouched(toy):
+    for augment in ("none", "flip_shift"):  # cached features / encoder forward per batch
+        part = shared_partition(toy[0])
+        sim = make_sim(toy, part, get_method("surgical", warmup_epochs=2, warmup_lr=5e-2), augment=augment)
+        ctx = ClientContext(sim, 0, 0)
+        sim.method.receive(ctx, sim.server.payload(0))
+        before = {k: v.clone() for k, v in sim.model.state_dict().items()}
+        warm_up_head(sim.method, ctx, 2, 5e-2)
+        after = sim.model.state_dict()
+        for k in before:
+            if k.startswith("encoder."):
+                assert torch.equal(before[k], after[k]), f"warm-up changed {k} ({augment})"
+        assert not torch.equal(before["head.weight"][:2], after["head.weight"][:2])  # own classes trained
+        assert torch.equal(after["head.weight"][2:], torch.zeros_like(after["head.weight"][2:]))  # others untouched
+    # in a run, warm-up happens once per client, at its first participation
+    calls = []
+
+    class Spy(SurgicalAggregation):
+        name = "surgical_spy"
+
+        def before_training(self, ctx):
+            had = bool(ctx.state.get("warmed_up"))
+            super().before_training(ctx)
+            calls.append((ctx.round, ctx.client_id, had, bool(ctx.state.get("warmed_up"))))
+
+    make_sim(toy, part, Spy(warmup_epochs=1), rounds=2).run()
+    assert [c[2] for c in calls if c[0] == 0] == [False] * 3 and all(c[2] for c in calls if c[0] == 1)
+    assert all(c[3] for c in calls)
+
+
+def test_fedbn_plus_freezes_batchnorm_everywhere(toy):
+    sim = make_sim(toy, shared_partition(toy[0]), get_method("surgical", warmup_epochs=1, bn_policy="frozen"))
+    init = {k: v.clone() for k, v in sim.server.global_state.items()}
+    bn_keys = [k for k in init if k in sim.method.local_keys]
+    assert bn_keys and all(".running_mean" in k or ".weight" in k or ".bias" in k or "num_batches" in k
+                           or "running_var" in k for k in bn_keys)
+    opt_params = {id(p) for g in sim.optimizer.param_groups for p in g["params"]}
+    bn_params = [p for n, p in sim.model.named_parameters() if n in bn_keys]
+    assert bn_params and not any(id(p) in opt_params for p in bn_params)
+    sim.run()
+    for k in bn_keys:
+        assert torch.equal(sim.server.global_state[k], init[k])
+        for cs in sim.client_states:
+            assert torch.equal(cs["local"][k], init[k]), f"client changed {k}"
+    assert not torch.equal(sim.server.global_state["encoder.0.weight"], init["encoder.0.weight"])
+
+
+def test_validation_for_pooled_and_personalised_baselines(toy):
+    train = toy[0]
+    part = shared_partition(train)
+    cfg = dict(client_val_fraction=0.2, selection="val_loss", selection_mode="min")
+    central = make_sim(toy, part, paper_method("centralized"), rounds=1, **cfg)
+    assert central.clients[0].val is not None and central.clients[0].val.n == 60
+    central.run()
+    assert np.isfinite(central.history[-1]["val_loss"])
+    oracle = make_sim(toy, part, get_method("oracle"), rounds=1, **cfg)
+    # the pooled validation split of the oracle carries the true labels of every class
+    val = oracle.clients[0].val
+    assert val.mask.all() and torch.equal(val.labels, torch.from_numpy(train.labels[val.indices.numpy()]))
+
+    pfl = make_sim(toy, part, paper_method("pfl"), rounds=2, **cfg)
+    pfl.run()
+    # independent computation: each client's own model on its own validation split
+    losses = []
+    for k, c in enumerate(pfl.clients):
+        state = pfl.client_model_state(k)
+        pfl.load_state(state)
+        pfl.model.eval()
+        with torch.no_grad():
+            x = pfl.preprocess(pfl.images[c.val.indices])
+            losses.append(float(masked_bce(pfl.model(x), c.val.labels, c.val.mask)))
+    assert pfl.history[-1]["val_loss"] == pytest.approx(float(np.mean(losses)), rel=1e-5)
+    # the global arrays (with the untrained initial head) would give another number
+    pfl.method.evaluation = "global"
+    assert pfl.history[-1]["val_loss"] != pytest.approx(pfl.validation_loss(), rel=1e-3)
+
+
+def test_class_orders():
+    mask = torch.tensor([True, False, True, True])
+    names = ["w", "x", "y", "z"]
+    assert client_class_order(names, mask, "global") == ["w", "y", "z"]
+    p = client_class_order(names, mask, "permuted", seed=3)
+    assert sorted(p) == ["w", "y", "z"] and p == client_class_order(names, mask, "permuted", seed=3)
+    assert {tuple(client_class_order(names, mask, "permuted", seed=s)) for s in range(20)} != {tuple(p)}
+    assert client_class_order(names, mask, {"A": ["z", "w", "y"]}, client_name="A") == ["z", "w", "y"]
+    with pytest.raises(ValueError, match="annotates"):
+        client_class_order(names, mask, {"A": ["x", "w"]}, client_name="A")
+
+
+def test_interrupted_run_resumes_to_identical_numbers(tmp_path, toy):
+    """Server memory (clients' class names, initial head) and client state (class order,
+    warm-up flag) survive a checkpoint."""
+    part = shared_partition(toy[0])
+    method = lambda: get_method("surgical", warmup_epochs=1, bn_policy="frozen")  # noqa: E731
+    full = make_sim(toy, part, method(), rounds=3)
+    full.run()
+    first = make_sim(toy, part, method(), rounds=3, checkpoint_every=1)
+    first.checkpoint_path = tmp_path / "run.ckpt"
+    first.run(rounds=1)
+    resumed = make_sim(toy, part, method(), rounds=3)
+    resumed.load_checkpoint(tmp_path / "run.ckpt")
+    resumed.run()
+    assert [h["auroc_mean"] for h in resumed.history] == [h["auroc_mean"] for h in full.history]
+    assert same_arrays(resumed.server.global_state, full.server.global_state)
+
+
+def test_real_data_path_on_the_published_layouts(tmp_path):
+    """The notebook's ``data_root`` branch on tiny copies of NIH / CheXpert / MIMIC-CXR-JPG:
+    NIH names mapped onto CheXpert's, 7 shared and 20 classes in all."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    fx = pytest.importorskip("fixtures_data")
+    from fedpl_core.studies import surgical as study
+
+    fx.write_nih(tmp_path / "nih")
+    fx.write_chexpert(tmp_path / "chexpert")
+    fx.write_mimic(tmp_path)
+    st = study.make_settings(quick=True, data_root=str(tmp_path), image_size=28, n_public=1)
+    data = study.load_real_data(str(tmp_path), st, cache_dir=str(tmp_path / "cache"))
+    nih, chx = data["noniid"]["NIH"][0], data["noniid"]["CheXpert"][0]
+    assert "Pleural Effusion" in nih.class_names and "Effusion" not in nih.class_names
+    assert len(nih.class_names) == 14 and len(chx.class_names) == 13 and "No Finding" not in chx.class_names
+    union, part, evals, orders = study.noniid_setup(st, data, heterogeneous=True)
+    assert union.num_classes == 20 and part.masks.sum(1).tolist() == [14, 13]
+    cols = {e.column: e.classes for e in evals}
+    assert len(cols["NIH: shared"]) == 7 and len(cols["CheXpert: unique"]) == 6
+    assert orders["CheXpert"] == chx.class_names
+    assert data["public"].shape[0] == 1 and data["ablation"]["external"].num_classes == 13
