@@ -494,7 +494,6 @@ def render_cxr(labels: np.ndarray, classes: Sequence[str] | None = None, image_s
     P = np.column_stack([1 + 0.05 * prng.standard_normal((npat, 4)), 0.52 + 0.03 * prng.standard_normal(npat)])
     P = P.astype(np.float32)
     out = np.empty((n, 1, s, s), np.uint8)
-    fidx = {c: list(FINDINGS).index(c) for c in classes}
     for k, (a, b) in enumerate(_chunks(n, s)):
         rng = _rng(seed, "anatomy", k)
         zoom = np.array([styles[d].zoom for d in dom[a:b]])
@@ -504,7 +503,7 @@ def render_cxr(labels: np.ndarray, classes: Sequence[str] | None = None, image_s
             pos = np.nonzero(labels[a:b, j] > 0)[0]
             if len(pos) == 0 or strength == 0:
                 continue
-            f, frng = FINDINGS[c], _rng(seed, "finding", fidx[c], k)
+            f, frng = FINDINGS[c], _rng(seed, "finding", c, k)
             sub = {key: v[pos] for key, v in geo.items()}
             sev = _col(frng.uniform(0.6, 1.4, len(pos))) * (f.strength * strength)
             img[pos] += sev * _render_finding(f, X[pos], Y[pos], sub, frng)
