@@ -38,6 +38,8 @@ def plot_per_class(df: pd.DataFrame, x: str = "class", y: str = "auroc", hue: st
     ax = ax or plt.subplots(figsize=(max(6, 0.6 * df[x].nunique() + 2), 4))[1]
     sns.barplot(df, x=x, y=y, hue=hue, order=order, ax=ax, errorbar="sd")
     ax.set_ylim(max(0.0, df[y].min() - 0.1), 1.0)
+    if ax.get_legend() is not None:
+        sns.move_legend(ax, "upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax.tick_params(axis="x", rotation=60)
     ax.set_title(title or f"per-class {y}")
     return ax.figure
