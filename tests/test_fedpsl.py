@@ -270,15 +270,9 @@ def test_tadl_updates_every_parameter_once_with_adam():
 
 # ------------------------------------------------------------------ through the engine
 def _toy(n=240, c=3, size=16, seed=0):
-    from fedpl_core.data.base import ImageDataset
+    from conftest import toy_dataset  # tests/ is on sys.path (pytest rootdir conftest)
 
-    rng = np.random.default_rng(seed)
-    y = (rng.random((n, c)) < 0.35).astype(np.float32)
-    img = (rng.random((n, 1, size, size)) * 60).astype(np.uint8)
-    w = size // c
-    for j in range(c):
-        img[y[:, j] > 0, 0, j * w:(j + 1) * w, : size // 2] += 120
-    return ImageDataset(img, y, [f"c{j}" for j in range(c)])
+    return toy_dataset(n, c, size, seed)
 
 
 @pytest.fixture(scope="module")
