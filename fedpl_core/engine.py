@@ -372,8 +372,7 @@ class Simulation:
             upd, loss = self.run_client(k, r, self.server.payload(k))
             updates.append(upd)
             losses.append(loss)
-        if self.method.federated or len(updates) > 0:
-            self.server.aggregate(updates)
+        self.server.aggregate(updates)
         self.round += 1
         record: dict[str, Any] = {"round": self.round, "train_loss": float(np.mean(losses)),
                                   "train_time": time.perf_counter() - t0}
