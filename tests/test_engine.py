@@ -5,9 +5,11 @@ import pytest
 import torch
 
 from fedpl_core.data.base import ImageDataset
-from fedpl_core.engine import ClientData, EngineConfig, Server, Simulation
+from fedpl_core.engine import EngineConfig, Simulation
+from fedpl_core.federation import ClientData, ClientUpdate, Server
 from fedpl_core.methods import get_method
-from fedpl_core.methods.base import ClientUpdate, Method
+from fedpl_core.methods import FedAvg
+from fedpl_core.methods.base import Method
 from fedpl_core.models import build_model
 
 
@@ -63,7 +65,7 @@ def test_server_never_holds_data_and_accepts_only_updates(toy, toy_partition):
 def test_server_sees_only_model_arrays_and_declared_metadata(toy, toy_partition):
     seen = []
 
-    class Spy(Method):
+    class Spy(FedAvg):
         name = "spy"
 
         def aggregate(self, server, updates):
@@ -78,7 +80,7 @@ def test_server_sees_only_model_arrays_and_declared_metadata(toy, toy_partition)
         assert set(u.state) <= set(sim.model.state_dict())
         assert set(u.metadata) <= set(Spy.metadata_keys)
 
-    class Leaky(Method):
+    class Leaky(FedAvg):
         name = "leaky"
 
         def update_metadata(self, ctx):
@@ -119,7 +121,7 @@ def test_fedprox_with_mu_zero_equals_fedavg(toy, toy_partition):
 def test_fedavg_global_is_size_weighted_mean_of_client_models(toy, toy_partition):
     captured = {}
 
-    class Capture(Method):
+    class Capture(FedAvg):
         name = "capture"
 
         def aggregate(self, server, updates):
@@ -167,7 +169,7 @@ def test_local_and_pfl_keep_their_arrays(toy, toy_partition):
 def test_client_fraction_and_local_iterations(toy, toy_partition):
     calls = []
 
-    class Count(Method):
+    class Count(FedAvg):
         name = "count"
 
         def train_step(self, ctx, batch):
@@ -217,7 +219,15 @@ def test_engine_config_rejects_unknown_values(toy, toy_partition):
         make_sim(toy, toy_partition, optimizer="lbfgs")
     with pytest.raises(ValueError, match="augment"):
         make_sim(toy, toy_partition, augment="mixup")
-    assert dataclasses.asdict(EngineConfig())["rounds"] == 20
+    # a fixed set of values is checked at construction, not silently mapped to another one
+    with pytest.raises(ValueError, match="selection_mode"):
+        EngineConfig(selection_mode="maximum")
+
+
+def test_method_is_an_abstract_interface():
+    with pytest.raises(TypeError, match="abstract"):
+        Method()
+    assert issubclass(FedAvg, Method) and FedAvg().name == "fedavg"
 
 
 def test_client_validation_split_is_held_out_and_scored(toy, toy_partition):

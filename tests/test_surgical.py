@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from fedpl_core.engine import ClientContext, EngineConfig, FederationInfo, Server, Simulation
+from fedpl_core import evaluation
+from fedpl_core.engine import EngineConfig, Simulation
+from fedpl_core.federation import FederationInfo, Server
 from fedpl_core.losses import masked_bce
 from fedpl_core.methods import get_method
 from fedpl_core.methods.base import ClientUpdate
@@ -160,7 +162,7 @@ def test_client_holds_and_sends_only_its_own_head(toy):
     sim = make_sim(toy, shared_partition(toy[0]), get_method("surgical", warmup_epochs=0), rounds=1)
     sim.run()  # the server now knows every client's classes
     m = sim.method
-    ctx = ClientContext(sim, 1, 1)
+    ctx = sim.client_context(1, 1)
     m.receive(ctx, sim.server.payload(1))
     names = ctx.state["class_names"]
     assert sorted(names) == ["c1", "c2"]
@@ -180,7 +182,7 @@ def test_warmup_trains_the_head_and_leaves_the_encoder_untouched(toy):
     for augment in ("none", "flip_shift"):  # cached features / encoder forward per batch
         part = shared_partition(toy[0])
         sim = make_sim(toy, part, get_method("surgical", warmup_epochs=2, warmup_lr=5e-2), augment=augment)
-        ctx = ClientContext(sim, 0, 0)
+        ctx = sim.client_context(0, 0)
         sim.method.receive(ctx, sim.server.payload(0))
         before = {k: v.clone() for k, v in sim.model.state_dict().items()}
         warm_up_head(sim.method, ctx, 2, 5e-2)
@@ -241,7 +243,7 @@ def test_validation_for_pooled_and_personalised_baselines(toy):
     # independent computation: each client's own model on its own validation split
     losses = []
     for k, c in enumerate(pfl.clients):
-        state = pfl.client_model_state(k)
+        state = evaluation.client_model_state(pfl, k)
         pfl.load_state(state)
         pfl.model.eval()
         with torch.no_grad():
@@ -250,7 +252,7 @@ def test_validation_for_pooled_and_personalised_baselines(toy):
     assert pfl.history[-1]["val_loss"] == pytest.approx(float(np.mean(losses)), rel=1e-5)
     # the global arrays (with the untrained initial head) would give another number
     pfl.method.evaluation = "global"
-    assert pfl.history[-1]["val_loss"] != pytest.approx(pfl.validation_loss(), rel=1e-3)
+    assert pfl.history[-1]["val_loss"] != pytest.approx(evaluation.validation_loss(pfl), rel=1e-3)
 
 
 def test_class_orders():

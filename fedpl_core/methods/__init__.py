@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from .base import ClientUpdate, Method
-from .baselines import PFL, Centralized, FedAvg, FedAvgPL, FedBN, FedProx, Local, Oracle
+from .baselines import PFL, Centralized, FedAvgPL, FedBN, FedProx, Local, Oracle
+from .fedavg import FedAvg
 
 METHODS: dict[str, type[Method]] = {}
 
@@ -43,4 +44,4 @@ def available_methods() -> list[str]:
     return sorted(METHODS)
 
 
-__all__ = ["ClientUpdate", "Method", "METHODS", "register", "get_method", "available_methods"]
+__all__ = ["ClientUpdate", "Method", "FedAvg", "METHODS", "register", "get_method", "available_methods"]

@@ -1,63 +1,52 @@
 """The method interface: what a federated partial-label method may change.
 
-A method is a small class with hooks on two sides that never share objects:
+A method is a small class with hooks on two sides that never share objects.  Every hook
+is listed here, in the order the engine calls it; a method overrides the few it needs.
 
-* **client side** (runs where the data is, sees a :class:`~fedpl_core.engine.ClientContext`):
-  ``receive`` a payload into the working model, ``before_training`` (pseudo-labels,
-  prototypes, difficulty estimates), ``loss`` / ``train_step`` / ``local_train``,
-  ``after_training``, and ``make_update`` which packs model arrays plus *declared*
-  metadata into a :class:`ClientUpdate`;
-* **server side** (sees only :class:`ClientUpdate` objects and its own
-  :class:`~fedpl_core.engine.Server`): ``aggregate`` and ``payload``, which may be
-  personalised per client.
+Once per run (harness):
+    ``setup(model, info)``       the working model's structure and the :class:`FederationInfo`;
+    ``prepare_clients(clients, dataset)``   pooled baselines reshape the clients (Centralized, Oracle).
+
+Server side (sees :class:`~fedpl_core.federation.Server` and ``ClientUpdate`` objects only):
+    ``init_server(server)``      initialise ``server.state``;
+    ``payload(server, k)``       what client k receives (may be personalised);
+    ``aggregate(server, updates)``   **abstract**: the new global arrays.
+
+Client side (sees a :class:`~fedpl_core.federation.ClientContext`: its own data and
+batches, the working model, the optimizer, its state; never the engine):
+    ``receive(ctx, payload)``    load the payload (and the client's local arrays);
+    ``before_training(ctx)``     pseudo-labels, prototypes, difficulty estimates;
+    ``local_train(ctx)``         the round's local steps, calling ``train_step`` and ``loss``;
+    ``loss(ctx, logits, features, batch)``   **abstract**: the local objective;
+    ``after_training(ctx)``;
+    ``update_metadata(ctx)``     declared metadata (keys listed in ``metadata_keys``);
+    ``make_update(ctx)``         model arrays + metadata -> ``ClientUpdate``.
 
 Per-client state that must survive between rounds (local heads, BatchNorm layers kept
 local, teachers, pseudo-label tags, optimizer state) lives in ``ctx.state``, a dict the
-engine keeps for each client and checkpoints.  The engine carries everything else:
-batching, optimizers, rounds, evaluation, checkpoints.
+engine keeps for each client and checkpoints (tensors and plain containers only).
+FedAvg (:class:`~fedpl_core.methods.fedavg.FedAvg`) is the smallest complete method.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
 
-import numpy as np
 import torch
 
-from ..aggregation import weighted_average
-from ..losses import masked_bce, masked_ce
+from ..federation import Batch, ClientContext, ClientUpdate, FederationInfo, Server
 from ..models import HEAD_KEYS, is_bn_key
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..engine import Batch, ClientContext, Server
-
 BN_POLICIES = ("aggregate", "local", "frozen")
+HEAD = HEAD_KEYS
 
 
 def _bn_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
     return [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
 
 
-@dataclass
-class ClientUpdate:
-    """What a client sends to the server: model arrays and declared metadata only."""
-
-    client_id: int
-    state: dict[str, torch.Tensor]
-    num_samples: int
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for k, v in self.state.items():
-            if not isinstance(v, torch.Tensor):
-                raise TypeError(f"update state {k!r} is {type(v).__name__}, expected a tensor")
-        for k, v in self.metadata.items():
-            if not isinstance(v, (torch.Tensor, np.ndarray, int, float, str, bool, list, tuple, type(None))):
-                raise TypeError(f"metadata {k!r} of type {type(v).__name__} cannot be sent to the server")
-
-
-class Method:
-    """Base class: FedAvg with missing labels as negatives.
+class Method(ABC):
+    """Abstract federated method (see the module docstring for the hooks).
 
     Class attributes a subclass sets:
         name: registry name.
@@ -79,7 +68,7 @@ class Method:
     (n_k / n) or ``uniform``.
     """
 
-    name: ClassVar[str] = "fedavg"
+    name: ClassVar[str] = "method"
     partial: ClassVar[bool] = False
     metadata_keys: ClassVar[tuple[str, ...]] = ("class_mask", "label_counts", "positive_counts")
     evaluation: ClassVar[str] = "global"
@@ -98,7 +87,7 @@ class Method:
             self.evaluation = "personalised"
 
     # ------------------------------------------------------------------ setup
-    def setup(self, model: torch.nn.Module, info) -> None:
+    def setup(self, model: torch.nn.Module, info: FederationInfo) -> None:
         """Called once with the working model (structure only) and the federation info."""
         self.info = info
         self._local_keys = {k for k in model.state_dict() if self.is_local_key(k, model)}
@@ -128,43 +117,40 @@ class Method:
                 m.eval()
 
     # ------------------------------------------------------------ server side
-    def init_server(self, server: "Server") -> None:
+    def init_server(self, server: Server) -> None:
         """Initialise ``server.state`` (method-specific server memory)."""
 
-    def payload(self, server: "Server", client_id: int) -> dict[str, Any]:
+    def payload(self, server: Server, client_id: int) -> dict[str, Any]:
         """What the server sends to client ``client_id`` (default: every global array;
         a client overlays its local arrays, so they only act before its first round)."""
         return {"state": server.global_state}
 
     def client_weights(self, updates: list[ClientUpdate]) -> list[float]:
+        """Aggregation weight of each update: ``n_k`` (``size``) or 1 (``uniform``)."""
         if self.weighting == "uniform":
             return [1.0] * len(updates)
         return [float(u.num_samples) for u in updates]
 
-    def aggregate(self, server: "Server", updates: list[ClientUpdate]) -> None:
-        """FedAvg (McMahan et al. 2017): weighted mean of every shared array."""
-        new = weighted_average([u.state for u in updates], self.client_weights(updates))
-        server.global_state.update(new)
+    @abstractmethod
+    def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
+        """Update ``server.global_state`` (and ``server.state``) from the round's updates."""
 
     # ------------------------------------------------------------ client side
-    def receive(self, ctx: "ClientContext", payload: dict[str, Any]) -> None:
+    def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         """Load the payload into the working model, then the client's own local arrays."""
         ctx.load_state(payload["state"])
         local = ctx.state.get("local")
         if local:
             ctx.load_state(local)
 
-    def before_training(self, ctx: "ClientContext") -> None:
+    def before_training(self, ctx: ClientContext) -> None:
         """Runs on the client after ``receive``, before local training."""
 
-    def loss(self, ctx: "ClientContext", logits: torch.Tensor, features: torch.Tensor, batch: "Batch") -> torch.Tensor:
-        """Missing labels as negatives (``partial=False``) or the partial loss."""
-        mask = batch.mask if self.partial else None
-        if ctx.info.task == "multiclass":
-            return masked_ce(logits, batch.y, mask)
-        return masked_bce(logits, batch.y, mask)
+    @abstractmethod
+    def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """The local objective on one batch (a scalar tensor)."""
 
-    def train_step(self, ctx: "ClientContext", batch: "Batch") -> torch.Tensor:
+    def train_step(self, ctx: ClientContext, batch: Batch) -> torch.Tensor:
         """One optimisation step; returns the detached loss."""
         ctx.optimizer.zero_grad(set_to_none=True)
         with ctx.autocast():
@@ -174,7 +160,7 @@ class Method:
         ctx.optimizer.step()
         return loss.detach()
 
-    def local_train(self, ctx: "ClientContext") -> float:
+    def local_train(self, ctx: ClientContext) -> float:
         """The local epochs / iterations of one round; returns the mean loss."""
         total, steps = torch.zeros((), device=ctx.device), 0
         for batch in ctx.batches():
@@ -182,10 +168,10 @@ class Method:
             steps += 1
         return float(total) / max(steps, 1)
 
-    def after_training(self, ctx: "ClientContext") -> None:
+    def after_training(self, ctx: ClientContext) -> None:
         """Runs on the client after local training, before ``make_update``."""
 
-    def update_metadata(self, ctx: "ClientContext") -> dict[str, Any]:
+    def update_metadata(self, ctx: ClientContext) -> dict[str, Any]:
         """Declared metadata: annotated classes and labelled / positive counts per class."""
         d = ctx.data
         return {
@@ -194,7 +180,9 @@ class Method:
             "positive_counts": (d.labels * d.mask).sum(0).cpu(),
         }
 
-    def make_update(self, ctx: "ClientContext") -> ClientUpdate:
+    def make_update(self, ctx: ClientContext) -> ClientUpdate:
+        """The client's shared arrays (its local ones stay in ``ctx.state["local"]``) and
+        its declared metadata."""
         state = ctx.extract_state()
         if self.local_keys:
             ctx.state["local"] = {k: state.pop(k) for k in self.local_keys}
@@ -204,9 +192,5 @@ class Method:
             raise ValueError(f"{self.name}: metadata {sorted(undeclared)} not declared in metadata_keys")
         return ClientUpdate(ctx.client_id, state, ctx.data.n, meta)
 
-    # ------------------------------------------------------------- hooks
-    def on_round_end(self, engine, round_idx: int, record: dict) -> None:
-        """Harness hook after aggregation (and evaluation): may add entries to ``record``."""
 
-
-HEAD = HEAD_KEYS
+__all__ = ["Method", "ClientUpdate", "BN_POLICIES", "HEAD"]

@@ -1,7 +1,7 @@
 """The FedAvg family and the non-federated reference points.
 
-Each baseline is the base :class:`~fedpl_core.methods.base.Method` (FedAvg with missing
-labels as negatives) with one thing changed.
+Each baseline is :class:`~fedpl_core.methods.fedavg.FedAvg` (missing labels as
+negatives) with one thing changed.
 """
 from __future__ import annotations
 
@@ -9,16 +9,12 @@ from typing import Any
 
 import torch
 
-from .base import HEAD, Method
+from ..federation import ClientData
+from .base import HEAD
+from .fedavg import FedAvg
 
 
-class FedAvg(Method):
-    """FedAvg (McMahan et al. 2017): missing labels are negatives; size-weighted mean."""
-
-    name = "fedavg"
-
-
-class FedAvgPL(Method):
+class FedAvgPL(FedAvg):
     """FedAvg with the partial loss: BCE over each client's annotated classes only
     (Surgical Aggregation Eq. 4, FedMLP's FedAvg-PL, FedPSL's FedAVG baseline)."""
 
@@ -26,7 +22,7 @@ class FedAvgPL(Method):
     partial = True
 
 
-class FedProx(Method):
+class FedProx(FedAvg):
     """FedProx (Li et al. 2020): local loss + mu/2 ||w - w_global||^2 over all trainable
     parameters.  ``partial`` selects the partial loss (FedPSL compares FedProx with the
     labelled-classes-only loss, mu = 0.001).  With mu = 0 it equals FedAvg exactly."""
@@ -48,7 +44,7 @@ class FedProx(Method):
         return base + 0.5 * self.mu * prox
 
 
-class FedBN(Method):
+class FedBN(FedAvg):
     """FedBN (Li et al. 2021): BatchNorm layers stay on the clients.  The global test set
     is scored by the clients' own models (personalised evaluation, see Method)."""
 
@@ -61,8 +57,6 @@ class FedBN(Method):
 
 
 def _pool(clients: list, labels=None, mask=None, name="pooled") -> list:
-    from ..engine import ClientData  # the engine imports the method registry
-
     idx = torch.cat([c.indices for c in clients])
     vals = [c.val for c in clients if c.val is not None]
     return [ClientData(idx,
@@ -74,7 +68,6 @@ def _pool(clients: list, labels=None, mask=None, name="pooled") -> list:
 
 def _with_true_labels(c, dataset):
     """A copy of pooled client data carrying every true label (and its val split too)."""
-    from ..engine import ClientData
 
     idx = c.indices.numpy()
     return ClientData(c.indices, torch.from_numpy(dataset.labels[idx]).float(), torch.from_numpy(dataset.known[idx]),
@@ -82,7 +75,7 @@ def _with_true_labels(c, dataset):
                       val=None if c.val is None else _with_true_labels(c.val, dataset))
 
 
-class Centralized(Method):
+class Centralized(FedAvg):
     """All clients' data pooled on one machine, each sample keeping its client's
     partial labels.  ``partial=False`` (default): missing = negative (Surgical
     Aggregation's Centralized); ``partial=True``: ignore missing labels (FedPSL's
@@ -99,7 +92,7 @@ class Centralized(Method):
         return _pool(clients)
 
 
-class Oracle(Method):
+class Oracle(FedAvg):
     """The upper bound: pooled data with every true label (fully supervised)."""
 
     name = "oracle"
@@ -109,7 +102,7 @@ class Oracle(Method):
         return [_with_true_labels(c, dataset) for c in _pool(clients, name="oracle")]
 
 
-class Local(Method):
+class Local(FedAvg):
     """Each client trains alone (no communication).  Scored per class by the clients
     that annotate the class (personalised evaluation)."""
 
@@ -128,7 +121,7 @@ class Local(Method):
         """Nothing is shared."""
 
 
-class PFL(Method):
+class PFL(FedAvg):
     """Personalised FL: the encoder is shared (FedAvg, or FedBN / FedBN+ through
     ``bn_policy``), each client keeps its own head, trained with the partial loss."""
 

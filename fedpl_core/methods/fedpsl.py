@@ -76,8 +76,8 @@ from ..aggregation import aggregate_with_head_weights
 from ..losses import masked_bce
 from ..models import HEAD_KEYS
 from . import register
-from .base import Method
 from .baselines import Centralized, FedProx, Oracle
+from .fedavg import FedAvg
 
 HEAD_WEIGHTS = {"labelled": "label_counts", "positive": "positive_counts"}
 
@@ -97,7 +97,7 @@ def class_pos_weight(labels: torch.Tensor, mask: torch.Tensor | None = None) -> 
     return torch.where(ok, neg / pos.clamp_min(1.0), torch.ones_like(pos)).to(torch.float32)
 
 
-class WeightedBCE(Method):
+class WeightedBCE(FedAvg):
     """BCE with the positive term of class c weighted by the client's ``N_neg / N_pos``
     of c (FedPSL, Sec. VII-D-3, used for every method of the paper).
 
@@ -132,14 +132,6 @@ class WeightedBCE(Method):
 
 
 # ----------------------------------------------------------------------------- TADL
-def _split(batch, h: int):
-    from ..engine import Batch  # the engine imports the method registry
-
-    first = Batch(batch.x[:h], batch.y[:h], batch.mask[:h], batch.pos[:h], batch.index[:h])
-    second = Batch(batch.x[h:], batch.y[h:], batch.mask[h:], batch.pos[h:], batch.index[h:])
-    return first, second
-
-
 def _check_model(model: torch.nn.Module) -> None:
     if not (hasattr(model, "encoder") and isinstance(getattr(model, "head", None), torch.nn.Linear)):
         raise TypeError("TADL needs a FedModel (an `encoder` module and a linear `head`)")
@@ -254,7 +246,7 @@ class FedPSL(WeightedBCE):
     def train_step(self, ctx, batch) -> torch.Tensor:
         if not self.tadl or len(batch.pos) < 2:
             return super().train_step(ctx, batch)
-        b_tr, b_val = _split(batch, len(batch.pos) // 2)
+        b_tr, b_val = batch.split(len(batch.pos) // 2)
         l_tr, l_val = tadl_step(ctx.model, ctx.optimizer, lambda lg, ft, b: self.loss(ctx, lg, ft, b), b_tr, b_val,
                                 alpha=self.alpha, first_order=self.first_order, autocast=ctx.autocast)
         return 0.5 * (l_tr + l_val)

@@ -68,10 +68,13 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from ..aggregation import weighted_average
+from ..federation import Batch, ClientUpdate, derive_seed
 from ..losses import masked_bce
 from ..models import HEAD_KEYS
+from ..preprocess import Preprocess
 from . import register
-from .base import ClientUpdate, Method, _bn_modules
+from .base import Method, _bn_modules
+from .fedavg import FedAvg
 
 W_KEY, B_KEY = HEAD_KEYS
 
@@ -187,9 +190,7 @@ def client_class_order(class_names: Sequence[str], class_mask: torch.Tensor, ord
 
 
 # ============================================================================ the protocol
-def _seed(*parts: int) -> int:
-    from ..engine import derive_seed  # the engine imports the method registry
-    return derive_seed(*parts)
+_seed = derive_seed
 
 
 class PaperProtocol:
@@ -219,8 +220,6 @@ def warm_up_head(method: Method, ctx, epochs: float, lr: float) -> float:
     """Train the head alone (encoder frozen, in inference mode) for ``epochs`` epochs of
     the client's data with its own Adam; returns the mean loss.  Leaves every encoder
     array (parameters and BatchNorm buffers) untouched."""
-    from ..engine import Batch
-
     model, data, cfg = ctx.model, ctx.data, ctx.cfg
     head, enc = model.head, model.encoder
     was_training = model.training
@@ -247,8 +246,7 @@ def warm_up_head(method: Method, ctx, epochs: float, lr: float) -> float:
                 if cached is not None:
                     feats = cached[pos.to(cached.device)]
                 else:
-                    x = ctx.engine.images[data.indices[pos]].to(ctx.device)
-                    batch.x = ctx.engine.preprocess(x, gen, train=True)
+                    batch.x = ctx.make_batch(pos, train=True, generator=gen).x
                     with torch.no_grad(), ctx.autocast():
                         feats = enc(batch.x).float()
                 opt.zero_grad(set_to_none=True)
@@ -277,8 +275,6 @@ def calibrate_batchnorm(model: torch.nn.Module, images, normalize: str = "fixed"
     set of images that belongs to no client (and giving every method the same
     calibrated initial model) keeps FedBN+ meaningful.  ``images``: uint8 ``[N, C, H, W]``.
     """
-    from ..engine import Preprocess
-
     bns = _bn_modules(model)  # from .base
     if not bns or len(images) == 0:
         return model
@@ -325,7 +321,7 @@ def paper_method(name: str, **hparams: Any) -> Method:
 
 # ============================================================================ the method
 @register
-class SurgicalAggregation(PaperProtocol, Method):
+class SurgicalAggregation(PaperProtocol, FedAvg):
     """Surgical Aggregation: encoder by ``weighting`` / ``bn_policy``, head class by class.
 
     Hyper-parameters: ``bn_policy`` (``aggregate`` FedAvg, ``local`` FedBN, ``frozen``

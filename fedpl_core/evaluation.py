@@ -1,0 +1,115 @@
+"""Scoring a simulation's models: on test sets (global or personalised) and on the
+clients' validation splits.  Harness code: it reads the engine's arrays, no method hook
+calls it with data it should not see.
+
+* **global** methods: the server's model scores every test image;
+* **personalised** methods (``Method.evaluation == "personalised"``: FedBN, PFL, Local):
+  class c's score is the mean over the clients that annotate c of their own model's
+  score (over all clients when none does);
+* a test set whose classes are a subset of the model's (a source scored on its own
+  classes) is scored on the model's columns of those classes, matched by name.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from .data.base import ImageDataset
+from .federation import ClientContext
+from .metrics import evaluate as compute_metrics
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import Simulation
+
+
+def _columns(sim: "Simulation", dataset: ImageDataset) -> list[int] | None:
+    model_classes = sim.info.class_names
+    if list(dataset.class_names) == list(model_classes):
+        return None
+    missing = [c for c in dataset.class_names if c not in model_classes]
+    if missing:
+        raise ValueError(f"test set {dataset.name!r} has class(es) {missing} the model does not predict")
+    if sim.info.task == "multiclass":
+        raise ValueError(f"multiclass test set {dataset.name!r} must have the model's classes")
+    return [model_classes.index(c) for c in dataset.class_names]
+
+
+@torch.inference_mode()
+def predict(sim: "Simulation", dataset: ImageDataset, state: dict[str, torch.Tensor] | None = None) -> np.ndarray:
+    """Probabilities of the global model (or of ``state``) on ``dataset``, over the
+    model's classes (sigmoid, or softmax for a multiclass task)."""
+    sim.load_state(sim.server.global_state if state is None else state)
+    sim.method.configure_model(sim.model, train=False)
+    imgs = torch.from_numpy(np.ascontiguousarray(dataset.images))
+    out, bs = [], sim.cfg.eval_batch_size
+    for s in range(0, len(imgs), bs):
+        x = sim.preprocess(imgs[s:s + bs].to(sim.device))
+        with sim.autocast():
+            logits = sim.model(x).float()
+        out.append(torch.softmax(logits, 1) if sim.info.task == "multiclass" else torch.sigmoid(logits))
+    return torch.cat(out).cpu().numpy() if out else np.zeros((0, sim.info.num_classes), np.float32)
+
+
+def client_model_state(sim: "Simulation", k: int) -> dict[str, torch.Tensor]:
+    """Client k's current model: the global arrays overlaid with its local ones."""
+    return {**sim.server.global_state, **sim.client_states[k].get("local", {})}
+
+
+def predict_personalised(sim: "Simulation", dataset: ImageDataset) -> np.ndarray:
+    """Class c's score = mean over the clients annotating c of their own model's score."""
+    masks = torch.stack([c.class_mask for c in sim.clients]).numpy()  # [K, C]
+    probs = np.stack([predict(sim, dataset, client_model_state(sim, k)) for k in range(len(sim.clients))])
+    w = masks.astype(np.float64)
+    w[:, ~masks.any(0)] = 1.0
+    out = (probs * w[:, None, :]).sum(0) / w.sum(0)[None, :]
+    if sim.info.task == "multiclass":
+        out = out / out.sum(1, keepdims=True)
+    return out.astype(np.float32)
+
+
+def evaluate(sim: "Simulation", dataset: ImageDataset) -> dict[str, Any]:
+    """Metrics of the simulation's current model(s) on ``dataset`` (see module docstring)."""
+    personal = sim.method.evaluation == "personalised"
+    probs = predict_personalised(sim, dataset) if personal else predict(sim, dataset)
+    cols = _columns(sim, dataset)
+    if cols is not None:
+        probs = probs[:, cols]
+    return compute_metrics(dataset.labels, probs, task=dataset.task, class_names=dataset.class_names,
+                           mask=dataset.label_mask)
+
+
+@torch.inference_mode()
+def validation_loss(sim: "Simulation") -> float | None:
+    """Mean over clients of the method's loss on their validation split, scored with the
+    global model (each client's own model for personalised methods)."""
+    personal = sim.method.evaluation == "personalised"
+    losses = []
+    for k, c in enumerate(sim.clients):
+        if c.val is None or c.val.n == 0:
+            continue
+        sim.load_state(client_model_state(sim, k) if personal else sim.server.global_state)
+        sim.method.configure_model(sim.model, train=False)
+        ctx = sim.client_context(k, sim.round, data=c.val)
+        tot, n = 0.0, 0
+        for b in ctx.iterate_all():
+            with sim.autocast():
+                logits, feats = sim.model.forward_features(b.x)
+            tot += float(sim.method.loss(ctx, logits.float(), feats, b)) * len(b.pos)
+            n += len(b.pos)
+        losses.append(tot / max(n, 1))
+    return float(np.mean(losses)) if losses else None
+
+
+def evaluate_round(sim: "Simulation") -> dict[str, Any]:
+    """Everything an evaluation round records: test metrics, ``<name>/<metric>`` for
+    each extra evaluation set, ``val_loss`` when the clients hold validation splits."""
+    record: dict[str, Any] = {}
+    if sim.test_set is not None:
+        record.update(evaluate(sim, sim.test_set))
+    for name, ds in sim.extra_eval.items():
+        record.update({f"{name}/{k}": v for k, v in evaluate(sim, ds).items()})
+    if any(c.val is not None for c in sim.clients):
+        record["val_loss"] = validation_loss(sim)
+    return record

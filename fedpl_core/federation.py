@@ -1,0 +1,205 @@
+"""The types shared by the engine and the methods: what a client holds, sees and sends.
+
+Nothing here knows the engine or any method, so both import this module and never each
+other:
+
+* :class:`ClientData` - one client's sample positions, labels (unannotated entries
+  zeroed) and known-label mask;
+* :class:`Batch` - a preprocessed minibatch of a client's data;
+* :class:`FederationInfo` - what every party may know (names and sizes, never data);
+* :class:`ClientUpdate` - what a client sends: model arrays and *declared* metadata;
+* :class:`ClientContext` - everything a method's client-side hooks may use: the client's
+  own data and batches over it, the working model, the optimizer, the per-client state;
+* :class:`Server` - the global arrays and the method's server memory, built without
+  any data set.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .methods.base import Method
+
+
+def derive_seed(*parts: int) -> int:
+    """A 32-bit seed derived from integers (one stream per (seed, round, client, ...))."""
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
+
+
+@dataclass
+class ClientData:
+    """A client's view of its data: indices into the training images, labels with every
+    unannotated entry zeroed, and the known-label mask."""
+
+    indices: torch.Tensor  # [n] long
+    labels: torch.Tensor  # [n, C] float
+    mask: torch.Tensor  # [n, C] bool
+    class_mask: torch.Tensor  # [C] bool
+    name: str = ""
+    val: "ClientData | None" = None  # local validation split (never trained on)
+
+    @property
+    def n(self) -> int:
+        return int(self.indices.numel())
+
+
+@dataclass
+class Batch:
+    x: torch.Tensor | None  # [B, C, H, W] float, preprocessed
+    y: torch.Tensor  # [B, K]
+    mask: torch.Tensor  # [B, K] bool
+    pos: torch.Tensor  # [B] positions in the client's data
+    index: torch.Tensor  # [B] indices into the training images
+
+    def split(self, h: int) -> tuple["Batch", "Batch"]:
+        """The first ``h`` samples and the rest."""
+        first = Batch(None if self.x is None else self.x[:h], self.y[:h], self.mask[:h], self.pos[:h], self.index[:h])
+        rest = Batch(None if self.x is None else self.x[h:], self.y[h:], self.mask[h:], self.pos[h:], self.index[h:])
+        return first, rest
+
+
+@dataclass
+class FederationInfo:
+    """What every party may know: sizes and names, never data."""
+
+    num_clients: int
+    class_names: list[str]
+    task: str
+    client_names: list[str]
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.class_names)
+
+
+_METADATA_TYPES = (torch.Tensor, np.ndarray, int, float, str, bool, list, tuple, type(None))
+
+
+@dataclass
+class ClientUpdate:
+    """What a client sends to the server: model arrays and declared metadata only."""
+
+    client_id: int
+    state: dict[str, torch.Tensor]
+    num_samples: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for k, v in self.state.items():
+            if not isinstance(v, torch.Tensor):
+                raise TypeError(f"update state {k!r} is {type(v).__name__}, expected a tensor")
+        for k, v in self.metadata.items():
+            if not isinstance(v, _METADATA_TYPES):
+                raise TypeError(f"metadata {k!r} of type {type(v).__name__} cannot be sent to the server")
+
+
+class ClientContext:
+    """Everything a method's client-side hooks may use for one client and one round.
+
+    ``data``: the client's :class:`ClientData`; ``state``: its dict kept across rounds
+    (checkpointed); ``model`` / ``optimizer``: the working model and its optimizer;
+    ``info``: the :class:`FederationInfo`; ``cfg``: the engine's schedule (read only);
+    ``generator``: seeded per (seed, round, client); ``scratch``: a dict for this round
+    only.  Batches are built from the client's own samples only: :meth:`make_batch` takes
+    positions in ``data``, never global indices.
+    """
+
+    def __init__(self, client_id: int, round_idx: int, data: ClientData, state: dict[str, Any],
+                 model: torch.nn.Module, optimizer: torch.optim.Optimizer | None, info: FederationInfo, cfg: Any,
+                 device: torch.device, images: torch.Tensor, preprocess: Callable[..., torch.Tensor],
+                 arrays: dict[str, torch.Tensor], autocast: Callable[[], Any] = contextlib.nullcontext):
+        self.client_id, self.round = client_id, round_idx
+        self.data, self.state = data, state
+        self.model, self.optimizer = model, optimizer
+        self.info, self.cfg, self.device = info, cfg, device
+        self.generator = torch.Generator().manual_seed(derive_seed(cfg.seed, round_idx, client_id))
+        self.scratch: dict[str, Any] = {}
+        self._images, self._preprocess, self._arrays, self._autocast = images, preprocess, arrays, autocast
+
+    # model arrays -----------------------------------------------------------
+    def load_state(self, state: dict[str, torch.Tensor]) -> None:
+        """Copy ``state`` into the working model's parameters and buffers, in place."""
+        with torch.no_grad():
+            for k, v in state.items():
+                self._arrays[k].copy_(v, non_blocking=True)
+
+    def extract_state(self) -> dict[str, torch.Tensor]:
+        """A detached copy of every parameter and buffer of the working model."""
+        return {k: t.detach().clone() for k, t in self._arrays.items()}
+
+    def autocast(self):
+        return self._autocast()
+
+    # data ---------------------------------------------------------------------
+    def num_steps(self) -> int:
+        """Local steps of this round: ``local_iters`` or ``local_epochs`` of full batches."""
+        cfg = self.cfg
+        if cfg.local_iters is not None:
+            return int(cfg.local_iters)
+        per_epoch = max(1, self.data.n // cfg.batch_size) if self.data.n >= cfg.batch_size else 1
+        return max(1, int(math.ceil(per_epoch * cfg.local_epochs)))
+
+    def batch_positions(self, steps: int | None = None, generator: torch.Generator | None = None,
+                        batch_size: int | None = None) -> Iterator[torch.Tensor]:
+        """Seeded shuffled positions: full batches only (one batch of all when n < B)."""
+        n = self.data.n
+        bs = min(batch_size or self.cfg.batch_size, n)
+        steps = self.num_steps() if steps is None else steps
+        gen = generator or self.generator
+        done = 0
+        while done < steps:
+            perm = torch.randperm(n, generator=gen)
+            for s in range(0, n - bs + 1, bs):
+                yield perm[s:s + bs]
+                done += 1
+                if done == steps:
+                    return
+
+    def make_batch(self, pos: torch.Tensor, train: bool = True, generator: torch.Generator | None = None) -> Batch:
+        """The samples at positions ``pos`` of the client's data, preprocessed (augmented
+        with ``generator``, default the round's, when ``train``)."""
+        d = self.data
+        idx = d.indices[pos]
+        x = self._images[idx].to(self.device, non_blocking=True)
+        x = self._preprocess(x, generator or self.generator, train=train)
+        return Batch(x, d.labels[pos].to(self.device), d.mask[pos].to(self.device), pos, idx)
+
+    def batches(self, train: bool = True) -> Iterator[Batch]:
+        """The round's training batches (:meth:`num_steps` of them)."""
+        for pos in self.batch_positions():
+            yield self.make_batch(pos, train)
+
+    def iterate_all(self, batch_size: int | None = None) -> Iterator[Batch]:
+        """Every local sample once, in order, without augmentation (for estimates)."""
+        bs = batch_size or self.cfg.eval_batch_size
+        for s in range(0, self.data.n, bs):
+            yield self.make_batch(torch.arange(s, min(s + bs, self.data.n)), train=False)
+
+
+class Server:
+    """The server: global arrays and the method's server memory; no data."""
+
+    def __init__(self, method: "Method", global_state: dict[str, torch.Tensor], info: FederationInfo):
+        self.method = method
+        self.info = info
+        self.global_state = global_state
+        self.state: dict[str, Any] = {}
+        method.init_server(self)
+
+    def payload(self, client_id: int) -> dict[str, Any]:
+        return self.method.payload(self, client_id)
+
+    def aggregate(self, updates: list[ClientUpdate]) -> None:
+        for u in updates:
+            if not isinstance(u, ClientUpdate):
+                raise TypeError(f"the server accepts ClientUpdate objects only, got {type(u).__name__}")
+        self.method.aggregate(self, updates)
+
+
+__all__ = ["ClientData", "Batch", "FederationInfo", "ClientUpdate", "ClientContext", "Server", "derive_seed"]
