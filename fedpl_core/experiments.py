@@ -1,32 +1,51 @@
-"""Experiments: one config -> data, partition, model, method, engine -> a saved result.
+"""The one experiment runner: a config -> data, partition, model, method, engine -> a result.
 
-``run(config)`` returns a :class:`RunResult`; ``run_many(base, methods, seeds)`` runs a
-grid and returns a tidy DataFrame, skipping runs whose result file already exists
-(resume of a grid) and resuming an interrupted run from its checkpoint.
+``run(config, results_dir)`` returns a :class:`RunResult`; ``run_many(base, methods,
+seeds, settings=...)`` runs a grid (settings x methods x seeds) on identical data and
+partitions and returns a tidy DataFrame.  Every notebook and study goes through these
+two functions and their one results cache:
+
+* ``<results_dir>/<run_id>.json`` is written atomically when a run finishes; a finished
+  run is loaded instead of re-run.  The run id hashes every field that changes the
+  numbers (not the ``name``, the device or the progress bar), so identical runs of two
+  experiments are shared.
+* an interrupted run resumes from ``<run_id>.ckpt`` (``engine.checkpoint_every``);
+* a corrupt result file or an unreadable checkpoint is reported with a warning and the
+  run is done again; temporary files left by a killed process are removed;
+* two processes on one ``results_dir`` never do the same run: a run is claimed with
+  ``<run_id>.lock`` (held by a live process, it is waited for, or skipped by ``run_many``
+  until the end).
 """
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
+import logging
+import math
 import os
+import socket
 import time
+import typing
+import warnings
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-import numpy as np
 import pandas as pd
 import torch
 
 from . import partitions as P
-from .data.base import DataError, ImageDataset
-from .engine import EngineConfig, Simulation
-from .methods import get_method
-from .models import build_model
+from .checkpoint import CheckpointError
+from .config import ConfigError, EngineConfig, check_seed, validate
+from .data.base import ImageDataset
+from .datasets import DataBundle, load_bundle
+from .engine import Simulation
+from .methods import available_methods, get_method
+from .models import MODELS, build_model
 
-SYNTHETIC = ("synthetic-cxr", "synthetic-skin")
+log = logging.getLogger("fedpl")
+
 PARTITIONS = ("iid", "dirichlet", "missing_classes", "label_set_mismatch", "explicit", "by_source",
               "shared_classes_split")
 
@@ -35,134 +54,151 @@ PARTITIONS = ("iid", "dirichlet", "missing_classes", "label_set_mismatch", "expl
 class ExperimentConfig:
     """Everything that defines one run.  ``seed`` fixes model initialisation, client
     sampling, batching and (unless ``partition_kwargs`` names its own seed) the partition;
-    ``data_seed`` fixes the synthetic data, so every method and seed sees the same images."""
+    ``data_seed`` fixes the synthetic data, so every method and seed sees the same images.
+    ``calibrate_bn``: set the initial model's BatchNorm statistics from the data source's
+    public images (Surgical Aggregation's FedBN+ without pre-trained weights).
+    Every field is checked on construction (:func:`fedpl_core.config.validate`)."""
 
     name: str = ""
     # data
     dataset: str = "synthetic-cxr"
     data_root: str | None = None
-    classes: list[str] | None = None
+    classes: list | None = None
     image_size: int = 32
     n_train: int = 8000
     n_test: int = 2000
     data_seed: int = 0
-    dataset_kwargs: dict[str, Any] = field(default_factory=dict)
+    dataset_kwargs: dict = field(default_factory=dict)
     # partition
     partition: str = "missing_classes"
     num_clients: int = 8
-    partition_kwargs: dict[str, Any] = field(default_factory=dict)
+    partition_kwargs: dict = field(default_factory=dict)
     # model and method
     model: str = "cnn"
-    model_kwargs: dict[str, Any] = field(default_factory=dict)
+    model_kwargs: dict = field(default_factory=dict)
+    calibrate_bn: bool = False
     method: str = "fedavg"
-    method_kwargs: dict[str, Any] = field(default_factory=dict)
+    method_kwargs: dict = field(default_factory=dict)
     engine: EngineConfig = field(default_factory=EngineConfig)
     seed: int = 0
+
+    _RANGES: typing.ClassVar[dict[str, str]] = {"image_size": ">=8", "n_train": ">=1", "n_test": ">=1",
+                                                "num_clients": ">=1", "data_seed": ">=0"}
 
     def __post_init__(self) -> None:
         if isinstance(self.engine, dict):
             self.engine = EngineConfig(**self.engine)
+        validate(self)
+        check_seed(self.seed)
+        if self.classes is not None:
+            self.classes = [str(c) for c in self.classes]
+        if self.partition not in PARTITIONS:
+            raise ConfigError(f"unknown partition {self.partition!r}; choose one of {', '.join(PARTITIONS)}")
+        if self.model not in MODELS:
+            raise ConfigError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
+        if self.method not in available_methods():
+            raise ConfigError(f"unknown method {self.method!r}; available: {', '.join(available_methods())}")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ExperimentConfig":
+        """From a nested dict (``to_dict``'s form); engine fields may also stand at the
+        top level (``rounds: 7``).  The experiment's ``seed`` is the engine's seed."""
+        if not isinstance(d, dict):
+            raise ConfigError(f"a config must be a mapping of field names to values, got {type(d).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
-        eng = _ENGINE_ONLY
-        top, engine = {}, dict(d.get("engine", {}))
+        top, engine = {}, d.get("engine") or {}
+        if not isinstance(engine, dict):
+            raise ConfigError(f"engine must be a mapping, got {type(engine).__name__}")
+        engine = dict(engine)
         for k, v in d.items():
             if k == "engine":
                 continue
             if k in names:
                 top[k] = v
-            elif k in eng:
+            elif k in ENGINE_FIELDS:
                 engine[k] = v
             else:
-                raise ValueError(f"unknown config key {k!r}")
-        unknown = set(engine) - eng
+                raise ConfigError(f"unknown config key {k!r}")
+        unknown = set(engine) - ENGINE_FIELDS - {"seed"}
         if unknown:
-            raise ValueError(f"unknown engine config key(s) {sorted(unknown)}")
-        return cls(**top, engine=EngineConfig(**engine))
+            raise ConfigError(f"unknown engine config key(s) {sorted(unknown)}")
+        if "seed" in engine:
+            top.setdefault("seed", engine.pop("seed"))
+        try:
+            return cls(**top, engine=EngineConfig(**engine))
+        except TypeError as e:
+            raise ConfigError(str(e)) from None
 
     @classmethod
     def from_file(cls, path: str | Path) -> "ExperimentConfig":
+        """A YAML (``.yaml``/``.yml``) or JSON file with :meth:`from_dict`'s fields."""
         p = Path(path)
         if not p.is_file():
             raise FileNotFoundError(f"config file not found: {p}")
         text = p.read_text()
-        if p.suffix in (".yaml", ".yml"):
-            import yaml
-            d = yaml.safe_load(text)
-        else:
-            d = json.loads(text)
-        return cls.from_dict(d or {})
+        try:
+            if p.suffix in (".yaml", ".yml"):
+                import yaml
+
+                d = yaml.safe_load(text)
+            else:
+                d = json.loads(text)
+        except Exception as e:  # yaml.YAMLError, json.JSONDecodeError
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ConfigError(f"config file {p} is not valid {'YAML' if p.suffix != '.json' else 'JSON'}: "
+                              f"{first}") from None
+        return cls.from_dict({} if d is None else d)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["engine"].pop("seed")  # the experiment's seed is the engine's
+        return d
 
     def replace(self, **changes: Any) -> "ExperimentConfig":
-        eng = {k: changes.pop(k) for k in list(changes) if k in _ENGINE_ONLY}
-        new = dataclasses.replace(self, **changes)
-        new.engine = dataclasses.replace(self.engine, **eng) if eng else dataclasses.replace(self.engine)
-        return new
+        """A copy with top-level or engine fields changed (``cfg.replace(rounds=5)``)."""
+        eng = {k: changes.pop(k) for k in list(changes) if k in ENGINE_FIELDS}
+        engine = changes.pop("engine", self.engine)
+        if isinstance(engine, dict):
+            engine = EngineConfig(**engine)
+        return dataclasses.replace(self, engine=dataclasses.replace(engine, **eng), **changes)
+
+    def engine_config(self) -> EngineConfig:
+        return dataclasses.replace(self.engine, seed=self.seed)
 
     def run_id(self) -> str:
+        """``<method>-s<seed>-<hash of everything that changes the numbers>``."""
         d = self.to_dict()
-        d["engine"].pop("progress", None)
-        d["engine"].pop("device", None)
+        for k in ("name",):
+            d.pop(k)
+        for k in ("progress", "device", "checkpoint_every"):
+            d["engine"].pop(k, None)
         h = hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:10]
-        stem = self.name or f"{self.method}"
-        return f"{stem}-s{self.seed}-{h}"
+        return f"{self.method}-s{self.seed}-{h}"
 
 
-# engine fields settable at the top level of a config ("seed" is the experiment's own)
-_ENGINE_ONLY = {f.name for f in dataclasses.fields(EngineConfig)} - {"seed"}
+ENGINE_FIELDS = {f.name for f in dataclasses.fields(EngineConfig)} - {"seed"}
 
 
 # --------------------------------------------------------------------------- data
-def _key(cfg: ExperimentConfig) -> str:
-    return json.dumps([cfg.dataset, cfg.data_root, cfg.classes, cfg.image_size, cfg.n_train, cfg.n_test,
-                       cfg.data_seed, cfg.dataset_kwargs], sort_keys=True, default=str)
-
-
-@lru_cache(maxsize=4)
-def _load_data(key: str) -> tuple[ImageDataset, ImageDataset, dict[str, ImageDataset]]:
-    dataset, root, classes, size, n_train, n_test, seed, kw = json.loads(key)
-    kw = dict(kw)
-    if dataset in SYNTHETIC:
-        from .data import synthetic as S
-
-        make = S.make_cxr if dataset == "synthetic-cxr" else S.make_skin
-        external = kw.pop("external_domain", None)
-        train_domains = kw.pop("train_domains", None)
-        ckw = {"classes": classes} if dataset == "synthetic-cxr" else {}
-        ckw.update(kw)
-        tr_kw = dict(ckw)
-        if train_domains is not None:
-            tr_kw["domains"] = np.resize(np.asarray(train_domains), n_train)
-        train = make(n_train, image_size=size, seed=seed, **tr_kw)
-        test = make(n_test, image_size=size, seed=seed + 10_000, **ckw)
-        extra = {}
-        if external is not None:
-            ekw = dict(ckw, domain=external)
-            extra["external"] = make(n_test, image_size=size, seed=seed + 20_000, **ekw)
-        return train, test, extra
-    from .data import registry
-
-    train, test = registry.load_split(dataset, root, classes=classes, image_size=size, seed=seed, **kw)
-    return train, test, {}
-
-
-def load_data(cfg: ExperimentConfig) -> tuple[ImageDataset, ImageDataset, dict[str, ImageDataset]]:
-    """Training set, test set and extra evaluation sets (cached in memory per process)."""
-    return _load_data(_key(cfg))
+def load_data(cfg: ExperimentConfig) -> DataBundle:
+    """The run's data (:mod:`fedpl_core.datasets`, cached in memory per process)."""
+    return load_bundle(cfg.dataset, cfg.data_root, cfg.classes, cfg.image_size, cfg.n_train, cfg.n_test,
+                       cfg.data_seed, cfg.dataset_kwargs)
 
 
 def build_partition(cfg: ExperimentConfig, train: ImageDataset) -> P.Partition:
-    if cfg.partition not in PARTITIONS:
-        raise ValueError(f"unknown partition {cfg.partition!r}; choose one of {PARTITIONS}")
+    """The partition named by ``cfg.partition``; ``explicit`` takes its client classes and
+    pools from the data source when it provides them (``train.extra``)."""
     kw = dict(cfg.partition_kwargs)
     kw.setdefault("seed", cfg.seed)
     fn = getattr(P, cfg.partition)
-    if cfg.partition in ("explicit", "by_source"):
+    if cfg.partition == "explicit":
+        if "client_classes" not in kw and "client_classes" in train.extra:
+            kw["client_classes"] = train.extra["client_classes"]
+        if "pools" not in kw and "pools" in train.extra:
+            kw["pools"] = train.extra["pools"]
+        return fn(train, **kw)
+    if cfg.partition == "by_source":
         return fn(train, **kw)
     if cfg.partition == "missing_classes":
         # default: the fewest classes per client that still covers every class
@@ -171,7 +207,22 @@ def build_partition(cfg: ExperimentConfig, train: ImageDataset) -> P.Partition:
     return fn(train, num_clients=cfg.num_clients, **kw)
 
 
-# --------------------------------------------------------------------------- run
+def build_simulation(cfg: ExperimentConfig, checkpoint_path: str | Path | None = None) -> Simulation:
+    method = get_method(cfg.method, **cfg.method_kwargs)  # fail fast on a bad hyper-parameter
+    data = load_data(cfg)
+    partition = build_partition(cfg, data.train)
+    torch.manual_seed(cfg.seed)
+    train = data.train
+    model = build_model(cfg.model, train.num_classes, train.channels, train.image_size, **cfg.model_kwargs)
+    if cfg.calibrate_bn and data.public is not None:
+        from .methods.surgical import calibrate_batchnorm
+
+        calibrate_batchnorm(model, data.public, normalize=cfg.engine.normalize)
+    return Simulation(method, model, train, partition, data.test, cfg.engine_config(), extra_eval=data.extra,
+                      checkpoint_path=checkpoint_path)
+
+
+# --------------------------------------------------------------------------- results
 @dataclass
 class RunResult:
     config: dict[str, Any]
@@ -197,116 +248,248 @@ class RunResult:
 METRIC_KEYS = ("auroc_mean", "map", "bacc", "f1", "precision", "recall", "accuracy", "n_defined")
 
 
-def _summary(record: dict[str, Any] | None) -> dict[str, Any]:
-    if not record:
-        return {}
-    return {k: v for k, v in record.items() if k != "class_names"}
+def finite_or_none(obj: Any) -> Any:
+    """``obj`` with every NaN / infinity replaced by None and numpy scalars by Python ones
+    (results JSON never holds NaN)."""
+    if isinstance(obj, float) or (hasattr(obj, "dtype") and getattr(obj, "shape", None) == ()):
+        v = obj.item() if hasattr(obj, "item") else obj
+        return None if isinstance(v, float) and not math.isfinite(v) else v
+    if isinstance(obj, dict):
+        return {k: finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_or_none(v) for v in obj]
+    if hasattr(obj, "tolist"):
+        return finite_or_none(obj.tolist())
+    return obj
 
 
 def atomic_write_json(obj: Any, path: str | Path) -> None:
+    """Write JSON to a temporary name beside ``path``, then :func:`os.replace`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, indent=1, default=_json_default, allow_nan=False))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(finite_or_none(obj), indent=1, allow_nan=False))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
-def _json_default(o: Any) -> Any:
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"cannot serialise {type(o).__name__}")
+# --------------------------------------------------------------------------- locks
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
-def build_simulation(cfg: ExperimentConfig, checkpoint_path: str | Path | None = None) -> Simulation:
-    method = get_method(cfg.method, **cfg.method_kwargs)  # fail fast on a bad method
-    train, test, extra = load_data(cfg)
-    partition = build_partition(cfg, train)
-    torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model, train.num_classes, train.channels, train.image_size, **cfg.model_kwargs)
-    ecfg = dataclasses.replace(cfg.engine, seed=cfg.seed)
-    return Simulation(method, model, train, partition, test, ecfg, extra_eval=extra, checkpoint_path=checkpoint_path)
+def _owner_alive(lock: Path) -> bool:
+    try:
+        host, pid = lock.read_text().split()[:2]
+    except (OSError, ValueError):
+        return False
+    return host != socket.gethostname() or _pid_alive(int(pid))
 
 
-def run(cfg: ExperimentConfig, results_dir: str | Path | None = None, resume: bool = True) -> RunResult:
-    """Run one experiment; with ``results_dir`` the result JSON is written atomically
-    (``<run_id>.json``), a finished run is loaded instead of re-run, and an interrupted
-    run resumes from ``<run_id>.ckpt`` (checkpoint every ``engine.checkpoint_every``)."""
+def claim(lock: Path) -> bool:
+    """Create ``lock`` for this process; False when a live process holds it (a lock of
+    a dead process on this host is stale and taken over)."""
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            if _owner_alive(lock):
+                return False
+            lock.unlink(missing_ok=True)
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{socket.gethostname()} {os.getpid()} {time.time():.0f}\n")
+        return True
+    return False
+
+
+def clean_stale_files(results_dir: str | Path) -> list[Path]:
+    """Remove temporary files (``.<name>.<pid>.tmp``) of processes that no longer run."""
+    removed = []
+    for tmp in Path(results_dir).glob(".*.tmp"):
+        try:
+            pid = int(tmp.name.rsplit(".", 2)[-2])
+        except ValueError:
+            continue
+        if not _pid_alive(pid):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
+# --------------------------------------------------------------------------- run
+def _read_result(out: Path) -> RunResult | None:
+    try:
+        return RunResult.from_json(json.loads(out.read_text()))
+    except (OSError, ValueError, TypeError) as e:
+        warnings.warn(f"ignoring corrupt result file {out} ({type(e).__name__}); the run is done again")
+        return None
+
+
+def check_writable(path: str | Path) -> Path:
+    """Raise ``OSError`` now (before training) when a result cannot be written to ``path``."""
+    p = Path(path)
+    if p.is_dir():
+        raise IsADirectoryError(f"--out {p} is a folder; give a file name")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    probe = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    try:
+        probe.write_text("")
+    finally:
+        probe.unlink(missing_ok=True)
+    return p
+
+
+def run(cfg: ExperimentConfig, results_dir: str | Path | None = None, resume: bool = True,
+        wait: bool = True) -> RunResult | None:
+    """Run one experiment (see the module docstring for the results cache).  With
+    ``wait=False`` a run claimed by another live process returns None at once."""
     rid = cfg.run_id()
-    out = ckpt = None
+    out = ckpt = lock = None
     if results_dir is not None:
-        out = Path(results_dir) / f"{rid}.json"
-        ckpt = Path(results_dir) / f"{rid}.ckpt"
-        if resume and out.is_file():
-            return RunResult.from_json(json.loads(out.read_text()))
+        rd = Path(results_dir)
+        rd.mkdir(parents=True, exist_ok=True)
+        clean_stale_files(rd)
+        out, ckpt, lock = rd / f"{rid}.json", rd / f"{rid}.ckpt", rd / f"{rid}.lock"
+        while True:
+            if resume and out.is_file() and (res := _read_result(out)) is not None:
+                return res
+            if claim(lock):
+                break
+            if not wait:
+                return None
+            time.sleep(1.0)
+    try:
+        return _execute(cfg, rid, out, ckpt, resume)
+    finally:
+        if lock is not None:
+            lock.unlink(missing_ok=True)
+
+
+def _execute(cfg: ExperimentConfig, rid: str, out: Path | None, ckpt: Path | None, resume: bool) -> RunResult:
     t0 = time.perf_counter()
     sim = build_simulation(cfg, checkpoint_path=ckpt)
     t_setup = time.perf_counter() - t0
     if ckpt is not None and resume and ckpt.is_file():
-        sim.load_checkpoint(ckpt)
+        try:
+            sim.load_checkpoint(ckpt)
+        except CheckpointError as e:
+            warnings.warn(f"{e}; the run starts again from round 0")
+            sim = build_simulation(cfg, checkpoint_path=ckpt)
     sim.run()
-    evaluated = [h for h in sim.history if any(k in h for k in ("auroc_mean", "accuracy"))]
+    evaluated = [h for h in sim.history if any(k in h for k in ("auroc_mean", "accuracy", "val_loss"))]
     final = evaluated[-1] if evaluated else sim.history[-1]
     res = RunResult(
-        config=cfg.to_dict(), history=sim.history, final=_summary(final), best=_summary(sim.best),
+        config=cfg.to_dict(), history=sim.history, final=dict(final), best=dict(sim.best or {}),
         class_names=list(sim.info.class_names),
         timings={"setup_s": t_setup, "total_s": time.perf_counter() - t0,
                  "train_s": float(sum(h.get("train_time", 0.0) for h in sim.history)),
                  "eval_s": float(sum(h.get("eval_time", 0.0) for h in sim.history))},
         run_id=rid,
     )
+    res = RunResult.from_json(finite_or_none(res.to_json()))  # as a cached load reads it: no NaN
     if out is not None:
         atomic_write_json(res.to_json(), out)
-        if ckpt is not None and ckpt.exists():
-            ckpt.unlink()
+        if ckpt is not None:
+            ckpt.unlink(missing_ok=True)
     return res
 
 
 def result_rows(res: RunResult, **labels: Any) -> list[dict[str, Any]]:
-    """Tidy rows: one per (which in final/best, metric)."""
+    """Tidy rows: one per ``which`` (``final``: the last evaluated round; ``best``: the
+    round picked by ``engine.selection``, absent when nothing was selected) with the
+    summary metrics, ``auroc:<class>`` and ``<eval set>/<metric>`` columns."""
     rows = []
     for which in ("final", "best"):
         rec = getattr(res, which) or {}
+        if not rec:
+            continue
         row = {"method": res.config["method"], "seed": res.config["seed"], "which": which,
                "round": rec.get("round"), **labels}
-        for k in METRIC_KEYS:
+        for k in METRIC_KEYS + ("val_loss",):
             if k in rec:
                 row[k] = rec[k]
         for k, v in rec.items():
             if "/" in k and not isinstance(v, list):
                 row[k] = v
-        for c, v in zip(res.class_names, rec.get("auroc_per_class") or []):
+        names = rec.get("class_names") or res.class_names
+        for c, v in zip(names, rec.get("auroc_per_class") or []):
             row[f"auroc:{c}"] = v
+        for k, v in rec.items():
+            if k.endswith("/auroc_per_class"):
+                prefix = k[:-len("auroc_per_class")]
+                for c, a in zip(rec.get(prefix + "class_names") or [], v):
+                    row[f"{prefix}auroc:{c}"] = a
         rows.append(row)
     return rows
 
 
+@dataclass
+class Study:
+    """A declarative grid: ``settings`` (label -> config overrides) x ``methods`` (names
+    or ``(label, overrides)``) x ``seeds`` on one ``base`` config."""
+
+    base: ExperimentConfig
+    methods: Sequence[Any]
+    seeds: Sequence[int] = (0,)
+    settings: dict[str, dict[str, Any]] | None = None
+
+    def jobs(self) -> list[tuple[str, str, ExperimentConfig]]:
+        out = []
+        for sname, sover in (self.settings or {"default": {}}).items():
+            for m in self.methods:
+                label, over = (m, {"method": m}) if isinstance(m, str) else m
+                for s in self.seeds:
+                    cfg = self.base.replace(**{**sover, **over, "seed": s})
+                    cfg.name = cfg.name or f"{sname}-{label}"
+                    out.append((sname, label, cfg))
+        return out
+
+
 def run_many(base: ExperimentConfig, methods: Sequence[str | tuple[str, dict]], seeds: Iterable[int] = (0,),
              results_dir: str | Path | None = None, settings: dict[str, dict[str, Any]] | None = None,
-             progress: bool = True) -> pd.DataFrame:
+             progress: bool = True, histories: bool = False) -> pd.DataFrame:
     """Grid over settings x methods x seeds on identical data and partitions.
 
     ``methods`` items are names or ``(label, overrides)`` pairs, e.g.
     ``("fedprox_mu0.01", {"method": "fedprox", "method_kwargs": {"mu": 0.01}})``;
     ``settings`` maps a setting label to config overrides.  Returns one row per run and
-    ``which`` (final / best) with the summary metrics and per-class AUROC columns.
+    ``which`` (final / best, see :func:`result_rows`).  With ``histories`` the per-round
+    records are kept in ``df.attrs["histories"][(setting, label, seed)]``.  Runs that
+    another process holds (a lock in ``results_dir``) are done last, waiting for it.
     """
-    settings = settings or {"default": {}}
-    jobs = []
-    for sname, sover in settings.items():
-        for m in methods:
-            label, over = (m, {"method": m}) if isinstance(m, str) else m
-            for s in seeds:
-                jobs.append((sname, label, base.replace(**{**sover, **over, "seed": s})))
-    rows = []
     from tqdm.auto import tqdm
 
-    for sname, label, cfg in tqdm(jobs, desc="runs", disable=not progress):
-        cfg.name = cfg.name or f"{sname}-{label}"
-        res = run(cfg, results_dir)
-        for r in result_rows(res, setting=sname, label=label):
-            rows.append(r)
-    return pd.DataFrame(rows)
+    jobs = Study(base, methods, list(seeds), settings).jobs()
+    results: dict[int, RunResult] = {}
+    pending = []
+    for i, (_, _, cfg) in enumerate(tqdm(jobs, desc="runs", disable=not progress)):
+        res = run(cfg, results_dir, wait=False)
+        if res is None:
+            pending.append(i)
+        else:
+            results[i] = res
+    for i in pending:  # claimed by another process: wait for its result
+        results[i] = run(jobs[i][2], results_dir)
+    rows, hist = [], {}
+    for i, (sname, label, cfg) in enumerate(jobs):
+        res = results[i]
+        rows += result_rows(res, setting=sname, label=label)
+        if histories:
+            hist[(sname, label, cfg.seed)] = res.history
+    df = pd.DataFrame(rows)
+    if histories:
+        df.attrs["histories"] = hist
+    return df
+
+
+__all__ = ["ExperimentConfig", "Study", "RunResult", "run", "run_many", "result_rows", "load_data",
+           "build_partition", "build_simulation", "atomic_write_json", "finite_or_none", "ConfigError"]

@@ -33,10 +33,22 @@ def _load_optional() -> None:
 
 
 def get_method(name: str, **hparams: Any) -> Method:
+    """A registered method with its hyper-parameters.
+
+    ``warmup_epochs`` / ``warmup_lr`` (Surgical Aggregation's head warm-up at a client's
+    first round) are accepted by every method, so that baselines can run under the same
+    protocol: a method that does not take them gets
+    :class:`~fedpl_core.methods.surgical.PaperProtocol` mixed in.
+    """
     _load_optional()
     if name not in METHODS:
         raise ValueError(f"unknown method {name!r}; available: {', '.join(sorted(METHODS))}")
-    return METHODS[name](**hparams)
+    cls = METHODS[name]
+    if {"warmup_epochs", "warmup_lr"} & set(hparams):
+        from .surgical import with_paper_protocol
+
+        cls = with_paper_protocol(cls)
+    return cls(**hparams)
 
 
 def available_methods() -> list[str]:

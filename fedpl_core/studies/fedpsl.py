@@ -26,21 +26,18 @@ test blocks from the other batches; the TB Chest X-ray Database and the COVID-19
 Radiography Database for the one-class clients (a seeded random share of each, test
 blocks from the rest).
 
-Every run goes through :class:`~fedpl_core.engine.Simulation`; results are cached as JSON
-under ``results_dir`` (a finished run is loaded instead of re-run) and collected into the
-tidy frame of :func:`fedpl_core.experiments.result_rows`, so the helpers of
-:mod:`fedpl_core.tables` apply.  ``which="best"`` is the paper's model selection (the
+This module is declarative: it registers the data source ``"fedpsl"`` (dataset kwargs
+``table``, ``pool``, ``test_pos``, ``test_neg``, ``strength``, ``nih_root``, ``tb_root``,
+``covid_root``) and describes each experiment as settings x methods x seeds for the one
+runner, :func:`fedpl_core.experiments.run_many`, whose tidy frame the helpers of
+:mod:`fedpl_core.tables` read.  ``which="best"`` is the paper's model selection (the
 round with the best mean test AUROC: optimistic, it looks at the test set);
 ``which="final"`` is the last round.
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import time
-from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -49,11 +46,11 @@ import pandas as pd
 import torch
 
 from .. import partitions as P
+from ..config import EngineConfig
 from ..data.base import DataError, ImageDataset, concat_datasets
-from ..engine import EngineConfig, Simulation
-from ..experiments import RunResult, _summary, atomic_write_json, result_rows
-from ..methods import available_methods, get_method
-from ..models import build_model
+from ..datasets import DataBundle, register_source
+from ..experiments import ExperimentConfig, build_partition, load_data, run_many
+from ..methods import available_methods
 
 CLASSES_II = list(P.FEDPSL_CLASSES_I)
 CLASSES_IV = list(P.FEDPSL_CLASSES_III)
@@ -86,9 +83,10 @@ def table1_prevalence() -> dict[str, float]:
 
 
 def paper_methods(labels: Sequence[str] | None = None, first_order: bool = False,
-                  verbose: bool = True) -> list[tuple[str, str, dict]]:
+                  verbose: bool = True) -> list[tuple[str, dict]]:
     """The paper's methods (all of Table II, or those named in ``labels``) that are
-    registered; TADL methods get ``first_order``.  Skipped ones are printed."""
+    registered, as ``(label, config overrides)`` for :func:`~fedpl_core.experiments.run_many`;
+    TADL methods get ``first_order``.  Skipped ones are printed."""
     have = set(available_methods())
     chosen = [m for m in TABLE_II_METHODS if labels is None or m[0] in labels]
     out, missing = [], []
@@ -99,64 +97,25 @@ def paper_methods(labels: Sequence[str] | None = None, first_order: bool = False
         kw = dict(kw)
         if name in TADL_METHODS:
             kw["first_order"] = first_order
-        out.append((label, name, kw))
+        out.append((label, {"method": name, "method_kwargs": kw}))
     if missing and verbose:
         print("not available yet, skipped:", ", ".join(missing))
     return out
 
 
 # =========================================================================== data
-@dataclass(frozen=True)
-class DataSpec:
-    """Which data: ``table`` "II" (K=4, C=6) or "IV" (K=6, C=8); ``pool`` images per
-    client pool (a client of size n takes the first n); test blocks of ``test_pos`` +
-    ``test_neg`` images per class; ``seed`` of the synthetic data (or of the real-data
-    subsampling); ``data_root`` switches to the real data sets (``nih_root``,
-    ``tb_root``, ``covid_root`` default to it)."""
-
-    table: str = "II"
-    pool: int = 1000
-    image_size: int = 32
-    test_pos: int = 300
-    test_neg: int = 300
-    seed: int = 0
-    strength: float = 1.0
-    data_root: str | None = None
-    nih_root: str | None = None
-    tb_root: str | None = None
-    covid_root: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.table not in ("II", "IV"):
-            raise ValueError(f"table must be 'II' or 'IV', got {self.table!r}")
-
-    @property
-    def client_classes(self) -> dict[str, list[str]]:
-        return dict(P.FEDPSL_TABLE_I if self.table == "II" else P.FEDPSL_TABLE_III)
-
-    @property
-    def classes(self) -> list[str]:
-        return CLASSES_II if self.table == "II" else CLASSES_IV
+def client_classes(table: str) -> dict[str, list[str]]:
+    """Clients and their classes: Table I (``"II"``, K = 4) or Table III (``"IV"``, K = 6)."""
+    if table not in ("II", "IV"):
+        raise ValueError(f"table must be 'II' or 'IV', got {table!r}")
+    return dict(P.FEDPSL_TABLE_I if table == "II" else P.FEDPSL_TABLE_III)
 
 
-@dataclass
-class FedPSLData:
-    train: ImageDataset
-    test: ImageDataset
-    pools: list[np.ndarray]
-    spec: DataSpec
-
-    @property
-    def client_classes(self) -> dict[str, list[str]]:
-        return self.spec.client_classes
-
-    def partition(self, sizes: int | Sequence[int] | None = None) -> P.Partition:
-        """Clients of Table I / III; ``sizes``: one n for all, one per client, or None
-        (the whole pool).  Each client takes the first n images of its pool."""
-        if isinstance(sizes, (int, np.integer)):
-            sizes = [int(sizes)] * len(self.pools)
-        return P.explicit(self.train, self.client_classes, sizes=sizes, pools=self.pools, take="first",
-                          name=f"FedPSL Table {'I' if self.spec.table == 'II' else 'III'}")
+def _bundle(train: ImageDataset, test: ImageDataset, pools: list[np.ndarray], table: str) -> DataBundle:
+    """The training set carries its clients' pools and classes for the ``explicit``
+    partition (a client of size n takes the first n images of its pool)."""
+    train.extra.update(pools=[p.tolist() for p in pools], client_classes=client_classes(table))
+    return DataBundle(train, test)
 
 
 def _block_mask(ds: ImageDataset) -> np.ndarray:
@@ -183,31 +142,34 @@ def _with_block_mask(parts: list[ImageDataset], name: str) -> ImageDataset:
     return test
 
 
-def synthetic_data(spec: DataSpec) -> FedPSLData:
+def synthetic_data(table: str = "II", pool: int = 1000, image_size: int = 32, test_pos: int = 300,
+                   test_neg: int = 300, seed: int = 0, strength: float = 1.0) -> DataBundle:
+    """The synthetic federation of Table I (``"II"``) or Table III (``"IV"``)."""
     from ..data import synthetic as S
 
+    client_classes(table)
     prev = table1_prevalence()
     k_nih = 4
-    size = spec.image_size
-    nih = S.make_cxr(k_nih * spec.pool, CLASSES_II, size, seed=spec.seed, domain=0, prevalence=prev,
-                     strength=spec.strength, name="chestxray14-like")
-    parts, pools = [nih], [np.arange(k * spec.pool, (k + 1) * spec.pool) for k in range(k_nih)]
-    tests = [S.make_balanced_test(CLASSES_II, spec.test_pos, spec.test_neg, size, seed=spec.seed + 10_000,
-                                  domain=0, prevalence=prev, strength=spec.strength, name="test-cxr14")]
-    if spec.table == "IV":
+    size = image_size
+    nih = S.make_cxr(k_nih * pool, CLASSES_II, size, seed=seed, domain=0, prevalence=prev,
+                     strength=strength, name="chestxray14-like")
+    parts, pools = [nih], [np.arange(k * pool, (k + 1) * pool) for k in range(k_nih)]
+    tests = [S.make_balanced_test(CLASSES_II, test_pos, test_neg, size, seed=seed + 10_000,
+                                  domain=0, prevalence=prev, strength=strength, name="test-cxr14")]
+    if table == "IV":
         off = len(nih)
         for j, (c, p) in enumerate(ONE_CLASS.items()):
             dom = S.TB_DOMAIN if c == "Tuberculosis" else S.COVID_DOMAIN
-            src = S.make_cxr(spec.pool, [c], size, seed=spec.seed + 1 + j, domain=dom, prevalence={c: p},
-                             strength=spec.strength, name=c.lower())
+            src = S.make_cxr(pool, [c], size, seed=seed + 1 + j, domain=dom, prevalence={c: p},
+                             strength=strength, name=c.lower())
             parts.append(src)
-            pools.append(np.arange(off, off + spec.pool))
-            off += spec.pool
-            tests.append(S.make_balanced_test([c], spec.test_pos, spec.test_neg, size, seed=spec.seed + 20_000 + j,
-                                              domain=dom, strength=spec.strength, name=f"test-{c.lower()}"))
-    train = concat_datasets(parts, name=f"fedpsl-{spec.table}-train") if len(parts) > 1 else nih
-    test = _with_block_mask(tests, f"fedpsl-{spec.table}-test")
-    return FedPSLData(train, test, pools, spec)
+            pools.append(np.arange(off, off + pool))
+            off += pool
+            tests.append(S.make_balanced_test([c], test_pos, test_neg, size, seed=seed + 20_000 + j,
+                                              domain=dom, strength=strength, name=f"test-{c.lower()}"))
+    train = concat_datasets(parts, name=f"fedpsl-{table}-train") if len(parts) > 1 else nih
+    test = _with_block_mask(tests, f"fedpsl-{table}-test")
+    return _bundle(train, test, pools, table)
 
 
 def nih_batches(ds: ImageDataset) -> np.ndarray:
@@ -246,123 +208,92 @@ def _balanced_blocks(labels: np.ndarray, classes: list[str], cand: np.ndarray, p
     return np.concatenate(picked), blocks
 
 
-def real_data(spec: DataSpec) -> FedPSLData:
+def real_data(data_root: str, table: str = "II", pool: int = 1000, image_size: int = 224, test_pos: int = 300,
+              test_neg: int = 300, seed: int = 0, nih_root: str | None = None, tb_root: str | None = None,
+              covid_root: str | None = None) -> DataBundle:
     """NIH ChestX-ray14 (+ TB, COVID-19 for Table IV) as in Sec. VII-E/F (needs the data)."""
     from ..data.nih import load_nih
 
-    rng = np.random.default_rng(spec.seed)
-    nih = load_nih(spec.nih_root or spec.data_root, classes=CLASSES_II, image_size=spec.image_size)
+    client_classes(table)
+    rng = np.random.default_rng(seed)
+    nih = load_nih(nih_root or data_root, classes=CLASSES_II, image_size=image_size)
     batch = nih_batches(nih)
     pools_nih = []
     for b in (2, 3, 4, 5):
         idx = np.flatnonzero(batch == b)
-        if len(idx) < spec.pool:
-            raise DataError(f"ChestX-ray14 batch {b} has {len(idx)} images, fewer than pool={spec.pool}")
-        pools_nih.append(idx[:spec.pool])
+        if len(idx) < pool:
+            raise DataError(f"ChestX-ray14 batch {b} has {len(idx)} images, fewer than pool={pool}")
+        pools_nih.append(idx[:pool])
     used = np.concatenate(pools_nih)
     rest = np.setdiff1d(np.flatnonzero(~np.isin(batch, (2, 3, 4, 5))), used)
-    t_idx, t_blocks = _balanced_blocks(nih.labels, CLASSES_II, rest, spec.test_pos, spec.test_neg, rng)
+    t_idx, t_blocks = _balanced_blocks(nih.labels, CLASSES_II, rest, test_pos, test_neg, rng)
     train_parts = [nih.subset(used)]
     t = nih.subset(t_idx)
     t.extra["blocks"] = t_blocks
     test_parts = [t]
-    if spec.table == "IV":
+    if table == "IV":
         from ..data.tb_covid import load_covid, load_tb
 
-        for c, loader, root in (("Tuberculosis", load_tb, spec.tb_root), ("COVID-19", load_covid, spec.covid_root)):
-            src = loader(root or spec.data_root, image_size=spec.image_size)
+        for c, loader, root in (("Tuberculosis", load_tb, tb_root), ("COVID-19", load_covid, covid_root)):
+            src = loader(root or data_root, image_size=image_size)
             perm = rng.permutation(len(src))
-            train_parts.append(src.subset(perm[:spec.pool]))
-            idx, blocks = _balanced_blocks(src.labels, [c], perm[spec.pool:], spec.test_pos, spec.test_neg, rng)
+            train_parts.append(src.subset(perm[:pool]))
+            idx, blocks = _balanced_blocks(src.labels, [c], perm[pool:], test_pos, test_neg, rng)
             t = src.subset(idx)
             t.extra["blocks"] = blocks
             test_parts.append(t)
-    train = concat_datasets(train_parts, name=f"fedpsl-{spec.table}-train") if len(train_parts) > 1 else train_parts[0]
+    train = concat_datasets(train_parts, name=f"fedpsl-{table}-train") if len(train_parts) > 1 else train_parts[0]
     sizes = [len(p) for p in train_parts]
-    pools = [np.arange(k * spec.pool, (k + 1) * spec.pool) for k in range(4)]
+    pools = [np.arange(k * pool, (k + 1) * pool) for k in range(4)]
     off = sizes[0]
     for s in sizes[1:]:
         pools.append(np.arange(off, off + s))
         off += s
-    return FedPSLData(train, _with_block_mask(test_parts, f"fedpsl-{spec.table}-test"), pools, spec)
+    return _bundle(train, _with_block_mask(test_parts, f"fedpsl-{table}-test"), pools, table)
 
 
-@lru_cache(maxsize=4)
-def load(spec: DataSpec) -> FedPSLData:
-    """Synthetic data unless ``spec.data_root`` is set (cached per process)."""
-    return real_data(spec) if spec.data_root else synthetic_data(spec)
+@register_source("fedpsl")
+def source(name: str, data_root, classes, image_size, n_train, n_test, data_seed, table: str = "II",
+           pool: int = 1000, test_pos: int = 300, test_neg: int = 300, strength: float = 1.0,
+           nih_root: str | None = None, tb_root: str | None = None, covid_root: str | None = None) -> DataBundle:
+    """The runner's ``"fedpsl"`` data source: synthetic unless ``data_root`` is set
+    (``classes``, ``n_train`` and ``n_test`` do not apply: the tables fix them)."""
+    if data_root:
+        return real_data(data_root, table, pool, image_size, test_pos, test_neg, data_seed, nih_root, tb_root,
+                         covid_root)
+    return synthetic_data(table, pool, image_size, test_pos, test_neg, data_seed, strength)
 
 
 # =========================================================================== runs
-@dataclass
-class RunSpec:
-    """Model and training schedule shared by the runs of a grid."""
-
-    engine: EngineConfig = field(default_factory=EngineConfig)
-    model: str = "cnn"
-    model_kwargs: dict[str, Any] = field(default_factory=dict)
-
-
-def run_one(data: FedPSLData, method: str, method_kwargs: dict | None = None, seed: int = 0,
-            sizes: int | Sequence[int] | None = None, run: RunSpec | None = None,
-            results_dir: str | Path | None = None, name: str = "", engine_overrides: dict | None = None) -> RunResult:
-    """One method on one federation; cached as ``<results_dir>/<name>-<method>-s<seed>-<hash>.json``."""
-    run = run or RunSpec()
-    eng = dataclasses.replace(run.engine, seed=seed, **(engine_overrides or {}))
-    config = {"study": "fedpsl", "data": asdict(data.spec),
-              "sizes": sizes if sizes is None or isinstance(sizes, int) else [int(s) for s in sizes],
-              "method": method, "method_kwargs": dict(method_kwargs or {}), "seed": seed,
-              "model": run.model, "model_kwargs": dict(run.model_kwargs), "engine": asdict(eng)}
-    hashed = json.loads(json.dumps(config, default=str))
-    for k in ("progress", "device"):
-        hashed["engine"].pop(k, None)
-    h = hashlib.sha1(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:10]
-    rid = f"{method}-s{seed}-{h}"  # no setting name: identical runs of two experiments are shared
-    out = Path(results_dir) / f"{rid}.json" if results_dir is not None else None
-    if out is not None and out.is_file():
-        return RunResult.from_json(json.loads(out.read_text()))
-    t0 = time.perf_counter()
-    part = data.partition(sizes)
-    m = get_method(method, **(method_kwargs or {}))
-    torch.manual_seed(seed)
-    model = build_model(run.model, data.train.num_classes, data.train.channels, data.train.image_size,
-                        **run.model_kwargs)
-    sim = Simulation(m, model, data.train, part, data.test, eng)
-    t_setup = time.perf_counter() - t0
-    sim.run()
-    evaluated = [h for h in sim.history if "auroc_mean" in h]
-    res = RunResult(config=config, history=sim.history, final=_summary(evaluated[-1] if evaluated else None),
-                    best=_summary(sim.best), class_names=list(sim.info.class_names),
-                    timings={"setup_s": t_setup, "total_s": time.perf_counter() - t0,
-                             "train_s": float(sum(h.get("train_time", 0.0) for h in sim.history)),
-                             "eval_s": float(sum(h.get("eval_time", 0.0) for h in sim.history))},
-                    run_id=rid)
-    if out is not None:
-        atomic_write_json(res.to_json(), out)
-    return res
+def config(table: str = "II", pool: int = 1000, image_size: int = 32, test_pos: int = 300, test_neg: int = 300,
+           data_seed: int = 0, data_root: str | None = None, n: int | None = None, model: str = "cnn",
+           model_kwargs: dict | None = None, engine: EngineConfig | None = None, **dataset_kwargs: Any
+           ) -> ExperimentConfig:
+    """The base config of a FedPSL experiment: the Table I / III federation with every
+    client of size ``n`` (None: the whole pool), the model and the schedule."""
+    return ExperimentConfig(
+        dataset="fedpsl", data_root=data_root, image_size=image_size, data_seed=data_seed,
+        dataset_kwargs={"table": table, "pool": pool, "test_pos": test_pos, "test_neg": test_neg, **dataset_kwargs},
+        partition="explicit", partition_kwargs=sizes_kwargs(n), model=model, model_kwargs=dict(model_kwargs or {}),
+        engine=engine or EngineConfig())
 
 
-def run_grid(data: FedPSLData, methods: Sequence[tuple[str, str, dict]], seeds: Sequence[int] = (0,),
-             sizes: int | Sequence[int] | None = None, run: RunSpec | None = None,
-             results_dir: str | Path | None = None, setting: str = "default",
-             engine_overrides: dict | None = None, **labels: Any) -> pd.DataFrame:
-    """Every (method, seed): one tidy row per run and ``which`` (final / best) with
-    ``auroc_mean``, ``auroc:<class>``, ``round``, ``setting``, ``label`` and ``labels``;
-    ``history`` of every run is kept in ``df.attrs["histories"][(label, seed)]``."""
-    rows, hist = [], {}
-    for label, name, kw in methods:
-        for s in seeds:
-            res = run_one(data, name, kw, s, sizes, run, results_dir, name=f"{setting}-{label}".replace(" ", "_")
-                          .replace("/", ""), engine_overrides=engine_overrides)
-            rows += result_rows(res, setting=setting, label=label, train_s=res.timings["total_s"], **labels)
-            hist[(label, s)] = res.history
-    df = pd.DataFrame(rows)
-    df.attrs["histories"] = hist
-    return df
+def sizes_kwargs(sizes: int | Sequence[int] | None) -> dict[str, Any]:
+    """``partition_kwargs`` for clients of size ``sizes`` (one n for all, one per client,
+    or None for the whole pool), each taking the first n images of its pool."""
+    if sizes is not None and not isinstance(sizes, (int, np.integer)):
+        sizes = [int(x) for x in sizes]
+    return {"sizes": None if sizes is None else (int(sizes) if isinstance(sizes, (int, np.integer)) else sizes),
+            "take": "first", "name": "FedPSL Table I/III"}
+
+
+def partition(cfg: ExperimentConfig) -> P.Partition:
+    """The partition a run of ``cfg`` trains on."""
+    return build_partition(cfg, load_data(cfg).train)
 
 
 # =========================================================================== reports
-def per_class_table(df: pd.DataFrame, which: str = "best", decimals: int = 3) -> pd.DataFrame:
+def paper_table(df: pd.DataFrame, which: str = "best", decimals: int = 3) -> pd.DataFrame:
     """The paper's table: methods x (classes, Average), ``mean ± std`` over seeds (AUROC in [0, 1])."""
     from ..tables import per_class_mean_std
 
@@ -423,25 +354,26 @@ def plot_sweep(df: pd.DataFrame, x: str = "n", xlabel: str | None = None, title:
     return fig
 
 
-def head_weight_frames(data: FedPSLData, sizes: int | Sequence[int] | None = None) -> dict[str, pd.DataFrame]:
+def head_weight_frames(cfg: ExperimentConfig) -> dict[str, pd.DataFrame]:
     """Weight of each client in each class's head row: FedAvg (n_k / n) and TDMA
     (n_k^c / sum_k n_k^c, Eq. 9), clients x classes."""
-    part = data.partition(sizes)
+    train = load_data(cfg).train
+    part = partition(cfg)
     n = part.sizes().astype(float)
-    counts = np.stack([part.client_labels(data.train, k)[1].sum(0) for k in range(part.num_clients)]).astype(float)
+    counts = np.stack([part.client_labels(train, k)[1].sum(0) for k in range(part.num_clients)]).astype(float)
     names = [c.name for c in part.clients]
     fedavg = np.repeat((n / n.sum())[:, None], counts.shape[1], 1)
     tdma = counts / np.where(counts.sum(0) > 0, counts.sum(0), 1.0)
-    cols = list(data.train.class_names)
+    cols = list(train.class_names)
     return {"FedAvg": pd.DataFrame(fedavg, index=names, columns=cols),
             "TDMA": pd.DataFrame(tdma, index=names, columns=cols)}
 
 
-def plot_head_weights(data: FedPSLData, sizes=None, title: str = ""):
+def plot_head_weights(cfg: ExperimentConfig, title: str = ""):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    frames = head_weight_frames(data, sizes)
+    frames = head_weight_frames(cfg)
     fig, axes = plt.subplots(1, 2, figsize=(12, 0.45 * len(frames["TDMA"]) + 2.2))
     for ax, (name, f) in zip(axes, frames.items()):
         sns.heatmap(f, annot=True, fmt=".2f", cmap="Greens", vmin=0, vmax=1, cbar=False, ax=ax)
@@ -453,20 +385,22 @@ def plot_head_weights(data: FedPSLData, sizes=None, title: str = ""):
     return fig
 
 
-def plot_sources(data: FedPSLData, per_client: int = 4):
+def plot_sources(cfg: ExperimentConfig, per_client: int = 4):
     """A few training images of every client (the one-class clients' domain shift)."""
     import matplotlib.pyplot as plt
 
-    part = data.partition(None)
+    train = load_data(cfg).train
+    part = partition(cfg)
     fig, axes = plt.subplots(part.num_clients, per_client, figsize=(1.3 * per_client, 1.3 * part.num_clients))
     axes = np.atleast_2d(axes)
     for k, c in enumerate(part.clients):
         for j in range(per_client):
             ax = axes[k, j]
-            ax.imshow(data.train.images[c.indices[j], 0], cmap="gray", vmin=0, vmax=255)
+            ax.imshow(train.images[c.indices[j], 0], cmap="gray", vmin=0, vmax=255)
             ax.set_xticks([])
             ax.set_yticks([])
-        axes[k, 0].set_ylabel(f"client {c.name}\n" + ", ".join(x[:5] for x in data.client_classes[c.name]), fontsize=6)
+        axes[k, 0].set_ylabel(f"client {c.name}\n" + ", ".join(x[:5] for x in train.extra["client_classes"][c.name]),
+                              fontsize=6)
     fig.tight_layout()
     return fig
 
@@ -481,7 +415,9 @@ class Settings:
     image_size: int
     test_pos: int
     test_neg: int
-    run: RunSpec
+    engine: EngineConfig
+    model: str
+    model_kwargs: dict
     first_order: bool            # TADL first-order
     fig3_n: list[int]            # Fig. 3: n of every client
     fig4_base: int               # Fig. 4: size of the normal clients
@@ -489,53 +425,61 @@ class Settings:
     total_epochs: int            # Table V: epochs of training in total
     table5_e: list[int]          # Table V: local epochs between synchronisations
 
+    def config(self, table: str = "II", pool: int | None = None, data_seed: int = 0,
+               data_root: str | None = None) -> ExperimentConfig:
+        """The base config of the Table I / III federation with clients of size ``n``."""
+        return config(table, pool or self.n, self.image_size, self.test_pos, self.test_neg, data_seed, data_root,
+                      n=self.n, model=self.model, model_kwargs=self.model_kwargs, engine=self.engine)
+
 
 def settings(quick: bool = True, seeds: Sequence[int] | None = None, device: str = "auto") -> Settings:
     """Quick: 32 px, small CNN, 120 images per client, 4 rounds x 2 epochs, 1 seed, TADL
     first-order.  Full: ResNet-18 at 64 px on synthetic data (DenseNet-121 at 224 px is
     the paper's; pass ``model="densenet121"`` with real data), 1,000 images per client,
-    100 epochs with synchronisation every 10 (10 rounds), 3 seeds, second-order TADL."""
+    100 epochs with synchronisation every 10 (10 rounds), 3 seeds, second-order TADL.
+    Model selection is the paper's: the round with the best mean test AUROC (optimistic;
+    the last round is reported beside it)."""
     common = dict(optimizer="adam", lr=1e-3, normalize="instance", augment="flip_shift", batch_size=32,
                   device=device, progress=False, selection="auroc_mean", eval_every=1)
     if quick:
         eng = EngineConfig(rounds=4, local_epochs=2, eval_batch_size=400, **common)
         return Settings(seeds=list(seeds or [0]), n=120, image_size=32, test_pos=100, test_neg=100,
-                        run=RunSpec(eng, "cnn", {"width": 16}), first_order=True,
+                        engine=eng, model="cnn", model_kwargs={"width": 16}, first_order=True,
                         fig3_n=[60, 120, 240], fig4_base=120, fig4_n=[30, 120, 480],
                         total_epochs=8, table5_e=[1, 2, 4, 8])
     eng = EngineConfig(rounds=10, local_epochs=10, eval_batch_size=512, **common)
     return Settings(seeds=list(seeds or [0, 1, 2]), n=1000, image_size=64, test_pos=300, test_neg=300,
-                    run=RunSpec(eng, "resnet18", {}), first_order=False,
+                    engine=eng, model="resnet18", model_kwargs={}, first_order=False,
                     fig3_n=[100, 250, 500, 1000, 2500], fig4_base=1000, fig4_n=[100, 250, 500, 1000, 2500, 5000, 10000],
                     total_epochs=100, table5_e=[10, 20, 50, 100])
 
 
-def data_spec(s: Settings, table: str = "II", pool: int | None = None, data_root: str | None = None,
-              seed: int = 0) -> DataSpec:
-    return DataSpec(table=table, pool=pool or s.n, image_size=s.image_size, test_pos=s.test_pos,
-                    test_neg=s.test_neg, seed=seed, data_root=data_root)
+def table2_settings(s: Settings) -> dict[str, dict]:
+    """Table II / IV: every client of size n."""
+    return {"table": {"partition_kwargs": sizes_kwargs(s.n)}}
 
 
-def fig3(data: FedPSLData, s: Settings, methods, results_dir=None) -> pd.DataFrame:
-    """Fig. 3: every client of size n."""
-    return pd.concat([run_grid(data, methods, s.seeds, sizes=n, run=s.run, results_dir=results_dir,
-                               setting=f"fig3-n{n}", n=n) for n in s.fig3_n], ignore_index=True)
+def fig3_settings(s: Settings) -> dict[str, dict]:
+    """Fig. 3: every client of size n, for each n of the sweep."""
+    return {f"n={n}": {"partition_kwargs": sizes_kwargs(n)} for n in s.fig3_n}
 
 
-def fig4(data: FedPSLData, s: Settings, methods, results_dir=None) -> pd.DataFrame:
+def fig4_settings(s: Settings) -> dict[str, dict]:
     """Fig. 4: clients 2 and 3 of size n, the others of size ``fig4_base``."""
     b = s.fig4_base
-    return pd.concat([run_grid(data, methods, s.seeds, sizes=[b, n, n, b], run=s.run, results_dir=results_dir,
-                               setting=f"fig4-n{n}", n=n) for n in s.fig4_n], ignore_index=True)
+    return {f"n={n}": {"partition_kwargs": sizes_kwargs([b, n, n, b])} for n in s.fig4_n}
 
 
-def table5(data: FedPSLData, s: Settings, methods, results_dir=None) -> pd.DataFrame:
+def table5_settings(s: Settings) -> dict[str, dict]:
     """Table V: ``total_epochs`` of training, synchronised every E local epochs (T / E rounds)."""
-    frames = []
+    out = {}
     for e in s.table5_e:
         if s.total_epochs % e:
             raise ValueError(f"E={e} does not divide the {s.total_epochs} epochs")
-        frames.append(run_grid(data, methods, s.seeds, sizes=s.n, run=s.run, results_dir=results_dir,
-                               setting=f"table5-E{e}", engine_overrides={"local_epochs": e,
-                                                                         "rounds": s.total_epochs // e}, E=e))
-    return pd.concat(frames, ignore_index=True)
+        out[f"E={e}"] = {"local_epochs": e, "rounds": s.total_epochs // e}
+    return out
+
+
+def setting_value(df: pd.DataFrame) -> pd.Series:
+    """The number in a sweep's setting label (``"n=120"`` -> 120, ``"E=2"`` -> 2)."""
+    return df["setting"].str.split("=").str[1].astype(int)

@@ -1,0 +1,122 @@
+"""Named data sources of experiments: ``ExperimentConfig.dataset`` -> a :class:`DataBundle`.
+
+A source returns everything a run needs besides the partition: the training set, the
+test set, extra evaluation sets (scored every evaluation round as
+``<name>/<metric>``) and optional public images (never a client's data; used to
+calibrate BatchNorm statistics of a randomly initialised model).
+
+* ``synthetic-cxr`` / ``synthetic-skin``: the built-in generator
+  (:mod:`fedpl_core.data.synthetic`); ``n_train`` / ``n_test`` images, ``data_seed``.
+* a real data set of :mod:`fedpl_core.data.registry` (``nih``, ``ham10000``,
+  ``medmnist:<flag>``, ...): read from ``data_root``; ``n_train`` / ``n_test`` do not
+  apply (a log line says so).
+* sources registered by the studies with :func:`register_source` (``fedpsl``: the
+  FedPSL Table I / III federations; ``surgical-ablation`` / ``surgical-noniid``).
+
+Bundles are cached per process by the fields that define them, so every method and
+seed of a grid sees the very same arrays, decoded or generated once.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable
+
+import numpy as np
+
+from .data.base import ImageDataset
+
+log = logging.getLogger("fedpl")
+
+SYNTHETIC = ("synthetic-cxr", "synthetic-skin")
+
+
+@dataclass
+class DataBundle:
+    train: ImageDataset
+    test: ImageDataset | None
+    extra: dict[str, ImageDataset] = field(default_factory=dict)
+    public: np.ndarray | None = None
+
+
+#: ``name -> builder(data_root, classes, image_size, n_train, n_test, data_seed, **dataset_kwargs)``
+SOURCES: dict[str, Callable[..., DataBundle]] = {}
+
+
+def register_source(name: str) -> Callable:
+    """Decorator registering a data source builder under ``name``."""
+    def deco(fn: Callable[..., DataBundle]) -> Callable[..., DataBundle]:
+        SOURCES[name] = fn
+        return fn
+    return deco
+
+
+def _load_study_sources() -> None:
+    import importlib
+
+    for mod in ("fedpsl", "surgical"):
+        importlib.import_module(f"fedpl_core.studies.{mod}")
+
+
+@register_source("synthetic-cxr")
+@register_source("synthetic-skin")
+def _synthetic(name: str, data_root, classes, image_size, n_train, n_test, data_seed, **kw) -> DataBundle:
+    from .data import synthetic as S
+
+    make = S.make_cxr if name == "synthetic-cxr" else S.make_skin
+    external = kw.pop("external_domain", None)
+    train_domains = kw.pop("train_domains", None)
+    ckw = {"classes": classes} if name == "synthetic-cxr" else {}
+    ckw.update(kw)
+    tr_kw = dict(ckw)
+    if train_domains is not None:
+        tr_kw["domains"] = np.resize(np.asarray(train_domains), n_train)
+    train = make(n_train, image_size=image_size, seed=data_seed, **tr_kw)
+    test = make(n_test, image_size=image_size, seed=data_seed + 10_000, **ckw)
+    extra = {}
+    if external is not None:
+        extra["external"] = make(n_test, image_size=image_size, seed=data_seed + 20_000, **dict(ckw, domain=external))
+    return DataBundle(train, test, extra)
+
+
+def _registry(name: str, data_root, classes, image_size, n_train, n_test, data_seed, **kw) -> DataBundle:
+    from .data import registry
+
+    log.info("%s: real data from %s; n_train / n_test do not apply (the data set's own splits are used)",
+             name, data_root)
+    splits = registry.load_split(name, data_root, classes=classes, image_size=image_size, seed=data_seed, **kw)
+    train, test = splits[0], splits[-1]
+    extra = {}
+    if len(splits) == 3 and splits[1] is not None:
+        extra["val"] = splits[1]
+    return DataBundle(train, test, extra)
+
+
+@lru_cache(maxsize=4)
+def _load(key: str) -> DataBundle:
+    name, root, classes, size, n_train, n_test, seed, kw = json.loads(key)
+    if name not in SOURCES and name not in SYNTHETIC:
+        _load_study_sources()
+    fn = SOURCES.get(name, _registry)
+    return fn(name, root, classes, size, n_train, n_test, seed, **dict(kw))
+
+
+def load_bundle(dataset: str, data_root: str | None = None, classes: list[str] | None = None, image_size: int = 32,
+                n_train: int = 8000, n_test: int = 2000, data_seed: int = 0,
+                dataset_kwargs: dict[str, Any] | None = None) -> DataBundle:
+    """The :class:`DataBundle` of a source (cached per process)."""
+    key = json.dumps([dataset, data_root, classes, image_size, n_train, n_test, data_seed, dataset_kwargs or {}],
+                     sort_keys=True, default=str)
+    return _load(key)
+
+
+def known_sources() -> list[str]:
+    from .data.registry import DATASETS
+
+    _load_study_sources()
+    return sorted(set(SOURCES) | set(DATASETS)) + ["medmnist:<flag>"]
+
+
+__all__ = ["DataBundle", "SOURCES", "register_source", "load_bundle", "known_sources"]
