@@ -290,13 +290,14 @@ def test_iid_group_aware():
     assert sum(part.sizes()) == 120
 
 
-def test_iid_class_mask_and_unlabelled():
+def test_iid_with_explicit_classes_and_unlabelled():
+    # formerly iid(..., class_mask=...): the IID split composed with explicit label sets
     ds = make_ds(40, 3)
-    part = P.iid(ds, 2, seed=0, class_mask=[["c0", "c1"], ["c1", "c2"]])
+    part = P.make_partition(ds, 2, "iid", P.ExplicitClasses([["c0", "c1"], ["c1", "c2"]]), seed=0)
     assert part.masks.astype(int).tolist() == [[1, 1, 0], [0, 1, 1]]
     with pytest.raises(DataError, match="no client labels"):
-        P.iid(ds, 2, seed=0, class_mask=[True, True, False])
-    ok = P.iid(ds, 2, seed=0, class_mask=[True, True, False], allow_unlabelled=True)
+        P.make_partition(ds, 2, "iid", P.ExplicitClasses([True, True, False]), seed=0)
+    ok = P.make_partition(ds, 2, "iid", P.ExplicitClasses([True, True, False]), seed=0, allow_unlabelled=True)
     assert not ok.masks[:, 2].any()
 
 
@@ -496,5 +497,204 @@ def test_plots_return_figures():
 
 
 def test_doctests():
-    res = doctest.testmod(P, optionflags=doctest.ELLIPSIS)
-    assert res.attempted >= 7 and res.failed == 0
+    import importlib
+
+    attempted = 0
+    for mod in ("partition", "splits", "label_sets", "paper_tables", "compose", "report"):
+        res = doctest.testmod(importlib.import_module(f"fedpl_core.partitions.{mod}"),
+                              optionflags=doctest.ELLIPSIS)
+        assert res.failed == 0, mod
+        attempted += res.attempted
+    assert attempted >= 30
+
+
+# ---------------------------------------------------------------- composition: split x label sets
+def parts_of(part):
+    return [c.indices.tolist() for c in part.clients]
+
+
+def test_removed_keywords_are_gone():
+    ds = make_ds(40, 3)
+    with pytest.raises(TypeError):
+        P.iid(ds, 2, seed=0, class_mask=[True, True, True])
+    with pytest.raises(TypeError):
+        P.dirichlet(ds, 2, 0.5, class_mask=[True, True, True])
+    with pytest.raises(TypeError):
+        P.missing_classes(ds, 3, 1, split="dirichlet", alpha=0.5)
+
+
+@pytest.mark.parametrize("seed", [0, 3, 11])
+def test_composed_iid_x_masks_is_iid_indices_plus_masks(seed):
+    # formerly iid(ds, K, seed, class_mask=M, group_aware=True)
+    groups = np.repeat(np.arange(40), 3)
+    ds = make_ds(120, 5, groups=groups)
+    M = np.array([[1, 1, 0, 0, 0], [0, 1, 1, 0, 0], [0, 0, 0, 1, 1]], dtype=bool)
+    comp = P.make_partition(ds, 3, split="iid", split_kwargs={"group_aware": True},
+                            labels="explicit", label_kwargs={"classes": M}, seed=seed)
+    assert parts_of(comp) == parts_of(P.iid(ds, 3, seed, group_aware=True))
+    np.testing.assert_array_equal(comp.masks, M)
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_composed_dirichlet_x_missing(seed):
+    # formerly missing_classes(ds, K, m, seed, split="dirichlet", alpha=a).  With the
+    # cyclic rule (no draws) the split's generator is seeded by the first 31-bit draw of
+    # default_rng(seed), as the old keyword form did.
+    ds = make_onehot(400, ISIC_NAMES, seed=1)
+    comp = P.make_partition(ds, 5, split="dirichlet", split_kwargs={"alpha": 0.3, "min_size": 5},
+                            labels="missing_classes", label_kwargs={"missing": 4, "assignment": "cyclic"},
+                            seed=seed)
+    child = int(np.random.default_rng(seed).integers(2**31))
+    assert parts_of(comp) == parts_of(P.dirichlet(ds, 5, 0.3, seed=child, min_size=5))
+    np.testing.assert_array_equal(comp.masks, P.missing_classes(ds, 5, 4, seed, assignment="cyclic").masks)
+    # the random rule draws the classes first, from default_rng(seed): same masks as on an IID split
+    rnd = P.make_partition(ds, 5, P.Dirichlet(0.3, min_size=5), P.MissingClasses(4), seed=seed)
+    np.testing.assert_array_equal(rnd.masks, P.missing_classes(ds, 5, 4, seed).masks)
+    assert rnd.info["split"] == "dirichlet" and rnd.info["labels"] == "missing_classes"
+    assert rnd.info["label_info"]["missing"] == 4 and rnd.info["split_info"]["alpha"] == 0.3
+
+
+def test_composed_dirichlet_x_all_is_dirichlet():
+    ds = make_ds(300, 4, p=0.3)
+    a = P.make_partition(ds, 3, "dirichlet", "all", seed=7, split_kwargs={"alpha": 0.5, "min_size": 5})
+    b = P.dirichlet(ds, 3, 0.5, seed=7, min_size=5)
+    assert parts_of(a) == parts_of(b) and a.masks.all()
+
+
+def test_shared_classes_draw_after_the_split():
+    groups = np.repeat(np.arange(35), 4)
+    ds = make_ds(140, NIH_NAMES, groups=groups)
+    comp = P.make_partition(ds, 4, P.IID(group_aware=True), "shared_classes", seed=9,
+                            label_kwargs={"num_shared": 3})
+    named = P.shared_classes_split(ds, 4, 3, seed=9, group_aware=True)
+    assert parts_of(comp) == parts_of(named) == parts_of(P.iid(ds, 4, 9, group_aware=True))
+    np.testing.assert_array_equal(comp.masks, named.masks)
+
+
+def test_label_set_mismatch_composes_with_any_split():
+    ds = make_onehot(103, ISIC_NAMES)
+    comp = P.make_partition(ds, 5, "iid", "label_set_mismatch", seed=523,
+                            label_kwargs={"classes_per_client": 3})
+    assert parts_of(comp) == parts_of(P.iid(ds, 5, seed=523))
+    table = parse_table(TABLE_6)
+    assert as_sets(comp) == [{c for c in ISIC_NAMES if table[c][k] > 0} for k in range(5)]
+    assert parts_of(comp) == parts_of(P.label_set_mismatch(ds, 5, 3, sample_split="iid"))
+
+
+def test_random_cover_is_surgical_random_label_sets():
+    from fedpl_core.studies.surgical import random_label_sets
+
+    groups = np.repeat(np.arange(50), 2)
+    ds = make_ds(100, 7, groups=groups)
+    for K, seed in ((2, 0), (4, 1001), (6, 7)):
+        comp = P.make_partition(ds, K, P.IID(group_aware=True), "random_cover", seed=seed)
+        np.testing.assert_array_equal(comp.masks, random_label_sets(7, K, seed=seed))
+        assert parts_of(comp) == parts_of(P.iid(ds, K, seed, group_aware=True))
+        assert comp.masks.any(0).all() and (comp.masks.sum(1) >= 2).all()
+
+
+def test_source_classes_follow_the_clients_samples():
+    nih = make_ds(30, ["x", "y", "z"], p=0.5, seed=1, name="NIH")
+    chx = make_ds(20, ["y", "z", "w"], p=0.5, seed=2, name="CheXpert")
+    u = concat_datasets([nih, chx])
+    src = u.extra["source"]
+    # pools: client 0 only NIH, client 1 both sources -> the union of both label spaces
+    pools = [np.flatnonzero(src == 0)[:20], np.concatenate([np.flatnonzero(src == 0)[20:], np.flatnonzero(src == 1)])]
+    part = P.make_partition(u, split=P.Pools(pools), labels="by_source", seed=0)
+    assert part.masks.astype(int).tolist() == [[1, 1, 1, 0], [1, 1, 1, 1]]
+    # by source, the number of clients is fixed by the sources
+    bs = P.make_partition(u, None, "by_source", "by_source", seed=0)
+    assert [c.name for c in bs.clients] == ["NIH", "CheXpert"]
+    assert bs.masks.tolist() == P.by_source(u).masks.tolist()
+
+
+def test_registries_and_argument_errors():
+    assert set(P.SPLITS) >= {"iid", "dirichlet", "pools", "by_source", "fedlsm", "contiguous"}
+    assert set(P.LABEL_SETS) >= {"all", "explicit", "missing_classes", "label_set_mismatch",
+                                 "shared_classes", "random_cover", "by_source"}
+    for name, cls in {**P.SPLITS, **P.LABEL_SETS}.items():
+        assert cls.name == name
+    ds = make_ds(60, 4)
+    with pytest.raises(DataError, match="unknown split"):
+        P.make_partition(ds, 2, split="nope")
+    with pytest.raises(DataError, match="unknown labels"):
+        P.make_partition(ds, 2, labels="nope")
+    with pytest.raises(DataError, match="kwargs"):
+        P.make_partition(ds, 2, split=P.IID(), split_kwargs={"group_aware": True})
+    with pytest.raises(DataError, match="num_clients is needed"):
+        P.make_partition(ds)
+    with pytest.raises(DataError, match="disagrees"):
+        P.make_partition(ds, 3, labels=P.ExplicitClasses([["c0", "c1"], ["c2", "c3"]]))
+    # a table fixes (and names) the clients
+    t = P.make_partition(ds, labels=P.ExplicitClasses({"h1": ["c0", "c1"], "h2": ["c2", "c3"]}), seed=0)
+    assert [c.name for c in t.clients] == ["h1", "h2"] and t.sizes().tolist() == [30, 30]
+
+
+def test_contiguous_split_leaves_the_remainder():
+    ds = make_ds(23, 2, p=0.9)
+    part = P.make_partition(ds, 4, "contiguous", "all")
+    assert parts_of(part) == [list(range(k * 5, k * 5 + 5)) for k in range(4)]
+    assert part.info["unassigned"] == [20, 21, 22]
+
+
+def test_draws_child_stream():
+    d = P.Draws(4)
+    first = d.child()  # nobody drew yet: the shared stream itself
+    assert first is d.rng
+    e = P.Draws(4)
+    _ = e.rng.integers(10)
+    second = e.child()
+    assert second is not e.rng
+    ref = np.random.default_rng(4)
+    ref.integers(10)
+    expected = np.random.default_rng(int(ref.integers(2**31))).random(3)
+    np.testing.assert_array_equal(second.random(3), expected)
+
+
+# ---------------------------------------------------------------- warnings
+def warn_ds():
+    # c0 everywhere; c1 positives only in samples 0-9; c2 never positive
+    y = np.zeros((20, 3), np.float32)
+    y[:, 0] = 1
+    y[:10, 1] = 1
+    return ImageDataset(np.zeros((20, 1, 8, 8), np.uint8), y, ["c0", "c1", "c2"])
+
+
+def test_warns_once_about_classes_without_positives():
+    ds = warn_ds()
+    with pytest.warns(P.PartitionWarning) as rec:
+        P.explicit(ds, {"H1": ["c0", "c1"], "H2": ["c1", "c2"]}, pools=[np.arange(10), np.arange(10, 20)])
+    msgs = [str(r.message) for r in rec if issubclass(r.category, P.PartitionWarning)]
+    assert len(msgs) == 1
+    assert "class 'c1' has 0 positives among the samples of client H2" in msgs[0]
+    assert "class 'c2' has 0 positives in the whole training set (assigned to client H2)" in msgs[0]
+    assert "H1" not in msgs[0]
+
+
+def test_warns_about_a_client_without_classes():
+    ds = warn_ds()
+    with pytest.warns(P.PartitionWarning, match="client B annotate") as rec:
+        P.make_partition(ds, 2, "iid", P.ExplicitClasses([[True, True, True], [False, False, False]]),
+                         seed=0)
+    assert sum(issubclass(r.category, P.PartitionWarning) for r in rec) == 1
+
+
+def test_no_warning_when_every_assigned_class_has_positives():
+    import warnings
+
+    ds = warn_ds()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", P.PartitionWarning)
+        part = P.explicit(ds, [["c0", "c1"], ["c0"]], pools=[np.arange(10), np.arange(10, 20)],
+                          allow_unlabelled=True)
+    assert part.sizes().tolist() == [10, 10]
+
+
+def test_known_mask_counts_for_positives():
+    # a positive in a sample whose label is unknown there is no positive
+    a = make_ds(10, ["x", "y"], p=1.0, seed=1, name="A")
+    b = make_ds(10, ["y", "z"], p=1.0, seed=2, name="B")
+    u = concat_datasets([a, b])
+    src = u.extra["source"]
+    with pytest.warns(P.PartitionWarning, match="class 'z' has 0 positives among the samples of client A"):
+        P.make_partition(u, 2, P.Pools([np.flatnonzero(src == 0), np.flatnonzero(src == 1)]), "all", seed=0)
