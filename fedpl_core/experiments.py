@@ -57,6 +57,12 @@ class ExperimentConfig:
     ``data_seed`` fixes the synthetic data, so every method and seed sees the same images.
     ``calibrate_bn``: set the initial model's BatchNorm statistics from the data source's
     public images (Surgical Aggregation's FedBN+ without pre-trained weights).
+    Partition: without ``split``, ``partition`` names a builder of
+    :mod:`fedpl_core.partitions` (``missing_classes``, ``label_set_mismatch``, ...) with
+    ``partition_kwargs``; with ``split`` (a name in ``partitions.SPLITS``: ``iid``,
+    ``dirichlet``, ...), the partition is that sample split times the label-set rule
+    ``partition`` (a name in ``partitions.LABEL_SETS``) with ``partition_kwargs``.
+    ``partition_kwargs["seed"]`` seeds the partition (default: ``seed``).
     Every field is checked on construction (:func:`fedpl_core.config.validate`)."""
 
     name: str = ""
@@ -71,8 +77,10 @@ class ExperimentConfig:
     dataset_kwargs: dict = field(default_factory=dict)
     # partition
     partition: str = "missing_classes"
-    num_clients: int = 8
+    num_clients: int | None = 8
     partition_kwargs: dict = field(default_factory=dict)
+    split: str | None = None
+    split_kwargs: dict = field(default_factory=dict)
     # model and method
     model: str = "cnn"
     model_kwargs: dict = field(default_factory=dict)
@@ -92,8 +100,13 @@ class ExperimentConfig:
         check_seed(self.seed)
         if self.classes is not None:
             self.classes = [str(c) for c in self.classes]
-        if self.partition not in PARTITIONS:
+        if self.split is None and self.partition not in PARTITIONS:
             raise ConfigError(f"unknown partition {self.partition!r}; choose one of {', '.join(PARTITIONS)}")
+        if self.split is not None and self.split not in P.SPLITS:
+            raise ConfigError(f"unknown split {self.split!r}; choose one of {', '.join(P.SPLITS)}")
+        if self.split is not None and self.partition not in P.LABEL_SETS:
+            raise ConfigError(f"with a split, partition names a label-set rule; choose one of "
+                              f"{', '.join(P.LABEL_SETS)}, got {self.partition!r}")
         if self.model not in MODELS:
             raise ConfigError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
         if self.method not in available_methods():
@@ -187,10 +200,14 @@ def load_data(cfg: ExperimentConfig) -> DataBundle:
 
 
 def build_partition(cfg: ExperimentConfig, train: ImageDataset) -> P.Partition:
-    """The partition named by ``cfg.partition``; ``explicit`` takes its client classes and
-    pools from the data source when it provides them (``train.extra``)."""
+    """The partition of ``cfg`` (see :class:`ExperimentConfig`); ``explicit`` takes its
+    client classes and pools from the data source when it provides them (``train.extra``)."""
     kw = dict(cfg.partition_kwargs)
     kw.setdefault("seed", cfg.seed)
+    if cfg.split is not None:
+        seed = kw.pop("seed")
+        return P.make_partition(train, cfg.num_clients, split=cfg.split, split_kwargs=cfg.split_kwargs,
+                                labels=cfg.partition, label_kwargs=kw, seed=seed)
     fn = getattr(P, cfg.partition)
     if cfg.partition == "explicit":
         if "client_classes" not in kw and "client_classes" in train.extra:
