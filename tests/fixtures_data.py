@@ -129,24 +129,39 @@ def ham_rgb(i: int) -> tuple[int, int, int]:
     return (10 + 20 * i, 200 - 15 * i, 60 + 10 * i)
 
 
+def ham_rows(n_lesions: int, seed: int = 0) -> list[tuple[str, ...]]:
+    """Metadata rows of ``n_lesions`` lesions with 1 to 3 images each (HAM10000 has
+    about 1.35 images per lesion), diagnoses cycling through the seven codes."""
+    rng = np.random.default_rng(seed)
+    dx = [c.lower() for c in ISIC_ORDER]
+    rows, k = [], 0
+    for lesion in range(n_lesions):
+        for _ in range(int(rng.choice([1, 1, 2, 3]))):
+            rows.append((f"HAM_{lesion:07d}", f"ISIC_{k:07d}", dx[lesion % 7], "histo", "50.0", "male", "back"))
+            k += 1
+    return rows
+
+
 def write_ham10000(root: Path, metadata: bool = True, isic: bool = False, groupings: bool = False,
-                   rows=HAM_ROWS, dataset_column: bool = False) -> Path:
+                   rows=HAM_ROWS, dataset_column: bool = False, size: tuple[int, int] | None = None) -> Path:
     """HAM10000 (metadata + ``HAM10000_images_part_{1,2}``) and/or ISIC 2018 Task 3
-    (``ISIC2018_Task3_Training_GroundTruth.csv`` + ``ISIC2018_Task3_Training_Input/``)."""
+    (``ISIC2018_Task3_Training_GroundTruth.csv`` + ``ISIC2018_Task3_Training_Input/``).
+    Image ``i`` is ``(30 + i) x 24`` px (wider than tall, as HAM10000's 600x450) unless
+    ``size`` is given."""
     if metadata:
         head = "lesion_id,image_id,dx,dx_type,age,sex,localization" + (",dataset" if dataset_column else "")
         lines = [head] + [",".join(r) + (",vidir_modern" if dataset_column else "") for r in rows]
         write_text(root / "HAM10000_metadata.csv", "\n".join(lines) + "\n")
         for i, r in enumerate(rows):
             part = "HAM10000_images_part_1" if i % 2 == 0 else "HAM10000_images_part_2"
-            write_jpg(root / part / f"{r[1]}.jpg", (30 + i, 24), ham_rgb(i))
+            write_jpg(root / part / f"{r[1]}.jpg", size or (30 + i, 24), ham_rgb(i % 10))
     if isic:
         inp = root / "ISIC2018_Task3_Training_Input"
         lines = ["image," + ",".join(ISIC_ORDER)]
         for i, r in enumerate(rows):
             onehot = ["1.0" if c.lower() == r[2] else "0.0" for c in ISIC_ORDER]
             lines.append(f"{r[1]}," + ",".join(onehot))
-            write_jpg(inp / f"{r[1]}.jpg", (30 + i, 24), ham_rgb(i))
+            write_jpg(inp / f"{r[1]}.jpg", size or (30 + i, 24), ham_rgb(i % 10))
         write_text(inp / "ATTRIBUTION.txt", "fixture\n")
         write_text(inp / "LICENSE.txt", "fixture\n")
         write_text(root / "ISIC2018_Task3_Training_GroundTruth" / "ISIC2018_Task3_Training_GroundTruth.csv",

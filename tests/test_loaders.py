@@ -1,19 +1,23 @@
 """Real-data loaders on tiny fixtures written in the published formats."""
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import logging
 import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import ImageFile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fixtures_data as fx  # noqa: E402
 
-from fedpl_core.data import cache  # noqa: E402
+from fedpl_core.data import cache, registry  # noqa: E402
 from fedpl_core.data.base import MULTICLASS, MULTILABEL, DataError  # noqa: E402
+from fedpl_core.data.cache import DECODE_FIELDS, DecodeOptions  # noqa: E402
 from fedpl_core.data.csv_loader import (  # noqa: E402
     CHEXPERT_CLASSES, CHEXPERT_TO_NIH, load_chexpert, load_csv, load_mimic_cxr,
 )
@@ -135,7 +139,7 @@ def test_cache_second_load_does_not_decode(tmp_path, kw, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("decoded again")
 
-    monkeypatch.setattr(Image, "open", boom)
+    monkeypatch.setattr(ImageFile.ImageFile, "load", boom)  # headers may be read, pixels not
     second = load_nih(root, **kw)
     np.testing.assert_array_equal(first.images, second.images)
     np.testing.assert_array_equal(first.labels, second.labels)
@@ -459,3 +463,168 @@ def test_split_dataset_by_patient(tmp_path, kw):
             j = row_of(ds, "image_index", name)
             np.testing.assert_array_equal(p.images[i], ds.images[j])
             np.testing.assert_array_equal(p.labels[i], ds.labels[j])
+
+
+# ============================================================================ decode options
+def _write_all(tmp_path: Path) -> dict:
+    """One fixture per loader: ``{label: (loader call taking decode kwargs, channels by default)}``."""
+    fx.write_nih(tmp_path / "nih")
+    fx.write_ham10000(tmp_path / "ham")
+    fx.write_chexpert(tmp_path / "chx")
+    rel = fx.write_mimic(tmp_path / "mimic")
+    fx.write_tb(tmp_path / "tb")
+    fx.write_covid(tmp_path / "covid")
+    fx.write_medmnist(tmp_path / "mm", "chestmnist")
+    for i in range(2):
+        fx.write_png(tmp_path / "csv" / f"{i}.png", (20, 20), 50 * i)
+    (tmp_path / "csv" / "t.csv").write_text("file,a\n0.png,1\n1.png,0\n")
+    return {
+        "nih": (lambda **d: load_nih(tmp_path / "nih", **d), 1),
+        "ham10000": (lambda **d: load_ham10000(tmp_path / "ham", **d), 3),
+        "chexpert": (lambda **d: load_chexpert(tmp_path / "chx", **d), 1),
+        "mimic": (lambda **d: load_mimic_cxr(rel, **d), 1),
+        "csv": (lambda **d: load_csv(tmp_path / "csv" / "t.csv", tmp_path / "csv", "file", ["a"], **d), 1),
+        "tb": (lambda **d: load_tb(tmp_path / "tb", **d), 1),
+        "covid": (lambda **d: load_covid(tmp_path / "covid", **d), 1),
+        "medmnist": (lambda **d: load_medmnist(tmp_path / "mm", "chestmnist", **d), 1),
+    }
+
+
+LOADERS = [load_nih, load_ham10000, load_chexpert, load_mimic_cxr, load_csv, load_tb, load_covid, load_medmnist]
+
+
+@pytest.mark.parametrize("fn", LOADERS, ids=lambda f: f.__name__)
+def test_decode_options_defined_once(fn):
+    params = inspect.signature(fn).parameters
+    assert "decode" in params and params["decode"].default is None
+    assert not set(DECODE_FIELDS) & set(params), "decode options belong in DecodeOptions only"
+    assert any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def test_loaders_honour_decode_options(tmp_path):
+    cache_dir = tmp_path / "c"
+    for label, (load, own_channels) in _write_all(tmp_path).items():
+        flip = 4 - own_channels  # 1 <-> 3
+        ds = load(decode=DecodeOptions(image_size=8, channels=flip, cache_dir=cache_dir, progress=False))
+        assert ds.images.shape[1:] == (flip, 8, 8), label
+        kw = load(image_size=8, channels=flip, cache_dir=cache_dir, progress=False)  # plain keywords
+        np.testing.assert_array_equal(kw.images, ds.images, err_msg=label)
+        # a keyword next to decode replaces that field only
+        mixed = load(decode=DecodeOptions(image_size=8, cache_dir=cache_dir), image_size=6, progress=False)
+        assert mixed.images.shape[1:] == (own_channels, 6, 6), label
+        with pytest.raises(TypeError, match="image_sze"):
+            load(image_sze=8)
+    # everything but MedMNIST (nothing to decode) went through the cache folder given
+    assert len(list(cache_dir.glob("*.npy"))) == 2 * (len(LOADERS) - 1)
+    assert not list((tmp_path / "default_cache").glob("*.npy"))
+
+
+def test_decode_options_validated():
+    with pytest.raises(DataError, match="channels"):
+        DecodeOptions(channels=2)
+    with pytest.raises(DataError, match="image_size"):
+        DecodeOptions(image_size=0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        DecodeOptions().image_size = 3  # shared defaults cannot be changed by one caller
+
+
+def test_mmap_returns_memmap_with_same_content(tmp_path, kw):
+    root = fx.write_nih(tmp_path / "nih")
+    mapped_first = load_nih(root, mmap=True, **kw)  # cache miss: decoded, then mapped
+    plain = load_nih(root, **kw)
+    mapped = load_nih(root, decode=DecodeOptions(mmap=True, **kw))  # cache hit
+    for m in (mapped_first, mapped):
+        assert isinstance(m.images, np.memmap) and not m.images.flags.writeable
+        assert Path(m.images.filename).parent == Path(kw["cache_dir"])
+        np.testing.assert_array_equal(np.asarray(m.images), plain.images)
+    assert not isinstance(plain.images, np.memmap)
+    np.testing.assert_array_equal(mapped.labels, plain.labels)
+
+
+def test_progress_false_prints_nothing(tmp_path, kw, capfd):
+    root = fx.write_nih(tmp_path / "nih")
+    load_nih(root, use_cache=False, num_workers=1, **kw)
+    assert "decoding nih" in capfd.readouterr().err  # shown by default
+    load_nih(root, use_cache=False, progress=False, **kw)
+    load_nih(root, progress=False, **kw)  # cache miss
+    out = capfd.readouterr()
+    assert out.err == "" and out.out == ""
+
+
+def test_upscale_and_squeeze_logged_once(tmp_path, kw, caplog):
+    caplog.set_level(logging.INFO, logger="fedpl.data")
+    root = fx.write_nih(tmp_path / "nih")  # first image 40x40
+    load_nih(root, image_size=64, cache_dir=kw["cache_dir"])
+    up = [r.getMessage() for r in caplog.records if "upscaling" in r.getMessage()]
+    assert len(up) == 1 and "upscaling 40 px images to 64 px" in up[0]
+    assert not any("aspect ratio" in r.getMessage() for r in caplog.records)  # square source
+    caplog.clear()
+    load_nih(root, **kw)  # 40 px -> 16 px, square: nothing to say
+    assert not [r for r in caplog.records if r.name == "fedpl.data"]
+
+    ham = fx.write_ham10000(tmp_path / "ham")  # first image 30x24
+    load_ham10000(ham, **kw)
+    msgs = [r.getMessage() for r in caplog.records if r.name == "fedpl.data"]
+    assert len(msgs) == 1 and "30x24" in msgs[0] and "16x16" in msgs[0] and "aspect ratio not kept" in msgs[0]
+    caplog.clear()
+    load_ham10000(ham, **kw)  # from the cache: still stated, still once
+    assert sum("aspect ratio not kept" in r.getMessage() for r in caplog.records) == 1
+
+    caplog.clear()
+    fx.write_medmnist(tmp_path / "mm", "pneumoniamnist", size=64)
+    load_medmnist(tmp_path / "mm", "pneumoniamnist", size=64, image_size=224)
+    msgs = [r.getMessage() for r in caplog.records if r.name == "fedpl.data"]
+    assert len(msgs) == 1 and "upscaling 64 px images to 224 px" in msgs[0]
+
+
+# ============================================================================ registry
+def test_registry_isic2018_layout(tmp_path):
+    root = fx.write_ham10000(tmp_path / "isic", metadata=False, isic=True, groupings=True)
+    parts = registry.load_split("isic2018", str(root), image_size=8, cache_dir=tmp_path / "c", progress=False)
+    assert isinstance(parts, registry.DataSplits) and parts._fields == ("train", "val", "test")
+    assert parts.val is not None
+    ids = [i for p in parts for i in p.extra["image_id"]]
+    assert sorted(ids) == sorted(r[1] for r in fx.HAM_ROWS)
+    assert all(p.extra["source"] == "isic" and p.class_names == HAM_CLASSES for p in parts)
+    assert all(p.images.shape[1:] == (3, 8, 8) for p in parts)
+    lesions = [set(p.groups) for p in parts]
+    assert "HAM_0000118" in set.union(*lesions)  # lesion ids from the LesionGroupings file
+    assert not (lesions[0] & lesions[1] or lesions[0] & lesions[2] or lesions[1] & lesions[2])
+    # with HAM10000's metadata next to the ISIC files, isic2018 still reads the ISIC table
+    both = fx.write_ham10000(tmp_path / "both", metadata=True, isic=True)
+    tr = registry.load_split("isic2018", str(both), image_size=8, cache_dir=tmp_path / "c", progress=False).train
+    assert tr.extra["source"] == "isic" and "ISIC2018_Task3_Training_GroundTruth.csv" in tr.extra["table"]
+
+
+def test_registry_ham10000_lesion_split_7_1_2(tmp_path):
+    rows = fx.ham_rows(150, seed=1)
+    root = fx.write_ham10000(tmp_path / "ham", rows=rows, size=(6, 4))
+    train, val, test = registry.load_split("ham10000", str(root), image_size=4, use_cache=False,
+                                           progress=False, seed=5)
+    n = len(rows)
+    assert len(train) + len(val) + len(test) == n
+    assert sorted(np.concatenate([p.extra["image_id"] for p in (train, val, test)])) == [r[1] for r in rows]
+    lesions = [set(p.groups) for p in (train, val, test)]
+    assert not (lesions[0] & lesions[1] or lesions[0] & lesions[2] or lesions[1] & lesions[2])
+    biggest = max(sum(r[0] == g for r in rows) for g in {r[0] for r in rows})  # 3 images
+    for part, frac in zip((train, val, test), (0.7, 0.1, 0.2)):
+        assert abs(len(part) - frac * n) <= biggest, (len(part), frac * n)
+    assert [p.name for p in (train, val, test)] == ["ham10000-train", "ham10000-val", "ham10000-test"]
+    dx = {r[1]: r[2].upper() for r in rows}
+    for p in (train, val, test):  # labels and groups follow their rows through the split
+        assert [HAM_CLASSES[j] for j in p.labels.argmax(1)] == [dx[i] for i in p.extra["image_id"]]
+        assert list(p.groups) == [r[0] for i in p.extra["image_id"] for r in rows if r[1] == i]
+
+
+def test_registry_official_and_group_without_val(tmp_path):
+    root = fx.write_nih(tmp_path / "nih")
+    off = registry.load_split("nih-official", str(root), image_size=8, cache_dir=tmp_path / "c", progress=False)
+    assert off.val is None and sorted(off.test.extra["image_index"]) == sorted(fx.NIH_TEST_LIST)
+    grp = registry.load_split("nih", str(root), image_size=8, cache_dir=tmp_path / "c", progress=False)
+    assert grp.val is None and len(grp.train) + len(grp.test) == len(fx.NIH_ROWS)
+    assert not set(grp.train.groups) & set(grp.test.groups)
+    fx.write_medmnist(tmp_path / "mm", "chestmnist")
+    mm = registry.load_split("medmnist:chestmnist", str(tmp_path / "mm"), image_size=8)
+    assert mm.val is None and mm.train.images.shape == (6, 1, 8, 8) and len(mm.test) == 3
+    with pytest.raises(ValueError, match="isic2018"):  # the error lists the registered names
+        registry.load_split("isic", str(root))

@@ -1,12 +1,15 @@
 """Decode image files once, keep the result as one ``.npy`` array on disk.
 
+:class:`DecodeOptions` is the one definition of the decode and cache settings that
+every loader accepts (``decode=DecodeOptions(...)`` or the same names as keywords).
+
 Every file-based loader ends with :func:`load_images_cached`: it decodes a list of
 image files into one uint8 array ``[N, C, S, S]`` and stores it in the cache folder
 under a key made of the (root-relative) file list in its order, each file's size and
 modification time, the image size, the channel count and the decoder version.  The
-next call with the same files reads that array back (a 10,000-image 224 px data set
-in about a second) instead of decoding again; touching, replacing or adding a file
-gives a new key.
+next call with the same files reads that array back instead of decoding again
+(``mmap=True`` maps it without reading it: see ``benchmarks/decode_cache_reload.py``);
+touching, replacing or adding a file gives a new key.
 
 Cache folder: the ``cache_dir`` argument, else the environment variable
 ``FEDPL_CACHE``, else ``~/.cache/fedpl``.  Files are written to a temporary name and
@@ -21,13 +24,19 @@ is squeezed, as MedMNIST does).  JPEG files are decoded at a reduced DCT scale
 (``Image.draft``) when that scale is still at least ``image_size``.  16-bit and
 float images are min-max scaled to 0..255 per image.  Files are decoded in a thread
 pool (PIL releases the GIL while decoding and resizing).
+
+Upscaling (a source smaller than ``image_size``) and squeezing a non-square image to
+a square are logged once per load at INFO level on the ``fedpl.data`` logger, from
+the size of the first file (read from its header, not decoded).
 """
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -40,6 +49,88 @@ from .base import DataError
 DECODER_VERSION = "pil-bilinear-draft-v1"
 
 _HIGH_DEPTH_MODES = ("I;16", "I;16B", "I;16L", "I;16N", "I", "F")
+
+log = logging.getLogger("fedpl.data")
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    """How a loader turns image files into its uint8 ``[N, C, S, S]`` array.
+
+    Every loader takes ``decode=DecodeOptions(...)`` or the same names as keywords
+    (``load_nih(root, image_size=64)`` equals ``load_nih(root,
+    decode=DecodeOptions(image_size=64))``; keywords given next to ``decode``
+    replace its fields).
+
+    Attributes:
+        image_size: output side length; None keeps the files' size (all must agree).
+            Images are squeezed to a square (aspect ratio not kept).
+        channels: 1 (grayscale) or 3 (RGB); None: the data set's own (1 for the
+            chest X-ray sets, 3 for HAM10000, the flag's own for MedMNIST).
+        cache_dir: decode cache folder (default ``$FEDPL_CACHE`` or ``~/.cache/fedpl``).
+        use_cache: False decodes into memory and writes nothing.
+        mmap: return the cached array memory-mapped (read-only, pages read on
+            first touch) instead of reading it into memory.
+        num_workers: decoding threads (default ``min(16, cpu_count)``).
+        progress: show the decoding progress bar (tqdm, on stderr).
+
+    MedMNIST (``.npz`` arrays, nothing to decode) uses ``image_size`` and
+    ``channels`` only, and keeps the file's size unless ``image_size`` is given.
+    """
+
+    image_size: int | None = 224
+    channels: int | None = None
+    cache_dir: str | os.PathLike | None = None
+    use_cache: bool = True
+    mmap: bool = False
+    num_workers: int | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.channels not in (None, 1, 3):
+            raise DataError(f"channels must be 1 or 3 (or None: the data set's own), got {self.channels}")
+        if self.image_size is not None and (not isinstance(self.image_size, (int, np.integer)) or self.image_size < 1):
+            raise DataError(f"image_size must be a positive int or None, got {self.image_size!r}")
+
+
+#: Names of the :class:`DecodeOptions` fields (keywords a loader passes on to them).
+DECODE_FIELDS = tuple(f.name for f in fields(DecodeOptions))
+
+
+def decode_options(decode: DecodeOptions | None = None, /, **kw) -> DecodeOptions:
+    """``decode`` (default ``DecodeOptions()``) with the fields named in ``kw`` replaced;
+    a ``TypeError`` naming the valid fields for any other keyword."""
+    unknown = sorted(set(kw) - set(DECODE_FIELDS))
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s) {unknown}; decode options are {list(DECODE_FIELDS)}")
+    if decode is not None and not isinstance(decode, DecodeOptions):
+        raise TypeError(f"decode must be a DecodeOptions, got {type(decode).__name__}")
+    return replace(decode or DecodeOptions(), **kw)
+
+
+def log_resize(name: str, width: int, height: int, image_size: int | None, source: str = "") -> None:
+    """INFO log lines for upscaling (source side < ``image_size``) and for squeezing a
+    non-square ``width x height`` source to a square."""
+    if not image_size:
+        return
+    where = f" ({source})" if source else ""
+    if min(width, height) < image_size:
+        src = f"{width}" if width == height else f"{width}x{height}"
+        log.info("%s: upscaling %s px images to %d px%s", name, src, image_size, where)
+    if width != height:
+        log.info("%s: squeezing %dx%d px images to %dx%d: aspect ratio not kept%s",
+                 name, width, height, image_size, image_size, where)
+
+
+def _log_source_size(name: str, path: str, image_size: int | None) -> None:
+    if not image_size:
+        return
+    try:
+        with Image.open(path) as img:  # reads the header only
+            w, h = img.size
+    except (OSError, UnidentifiedImageError, SyntaxError, ValueError):
+        return  # decoding reports the bad file
+    log_resize(name, w, h, image_size, f"first image {path}")
 
 
 def default_cache_dir() -> Path:
@@ -86,6 +177,7 @@ def decode_images(
     out: np.ndarray | None = None,
     num_workers: int | None = None,
     desc: str = "decoding images",
+    progress: bool = True,
 ) -> np.ndarray:
     """Decode ``paths`` in order into ``out`` (or a new array); uint8 ``[N, C, S, S]``."""
     n = len(paths)
@@ -108,7 +200,7 @@ def decode_images(
 
     from tqdm.auto import tqdm
 
-    with tqdm(total=n, desc=desc, unit="img", mininterval=1.0) as bar:
+    with tqdm(total=n, desc=desc, unit="img", mininterval=1.0, disable=not progress) as bar:
         bar.update(1)
         if workers <= 1:
             for i in range(1, n):
@@ -172,42 +264,41 @@ def cache_path_for(
 
 def load_images_cached(
     paths: Sequence[str | os.PathLike],
-    image_size: int | None = 224,
-    channels: int = 1,
-    cache_dir: str | os.PathLike | None = None,
+    decode: DecodeOptions | None = None,
     *,
     root: str | os.PathLike | None = None,
     name: str = "images",
-    use_cache: bool = True,
-    mmap: bool = False,
-    num_workers: int | None = None,
+    **decode_kw,
 ) -> np.ndarray:
     """Images of ``paths`` (in that order) as uint8 ``[N, C, S, S]``, decoded at most once.
 
     Args:
         paths: image files.
-        image_size: output side length; None keeps the files' size (all must agree).
-        channels: 1 (grayscale) or 3 (RGB).
-        cache_dir: cache folder (default ``$FEDPL_CACHE`` or ``~/.cache/fedpl``).
+        decode: :class:`DecodeOptions` (or its fields as keywords); ``channels=None``
+            means 1 here.
         root: folder the key's relative paths are taken from (default: the files'
             common folder), so that a data set moved as a whole keeps its cache entry.
-        name: a readable prefix of the cache file name.
-        use_cache: False decodes into memory and writes nothing.
-        mmap: return the cached array memory-mapped (read-only) instead of reading it
-            into memory; useful for data sets larger than RAM.
-        num_workers: decoding threads (default ``min(16, cpu_count)``).
+        name: a readable prefix of the cache file name, and of log lines.
+
+    With ``mmap=True`` a cache hit costs the key (one ``stat`` per file) and the
+    ``.npy`` header; pages are read when first touched.  ``mmap`` has no effect with
+    ``use_cache=False``.
     """
+    opt = decode_options(decode, **decode_kw)
+    image_size, channels = opt.image_size, opt.channels or 1
     paths = [os.fspath(p) for p in paths]
     if not paths:
         raise DataError(f"{name}: no image files to load")
-    desc = f"decoding {name}"
-    if not use_cache:
+    _log_source_size(name, paths[0], image_size)
+    dkw = dict(num_workers=opt.num_workers, desc=f"decoding {name}", progress=opt.progress)
+    mmap_mode = "r" if opt.mmap else None
+    if not opt.use_cache:
         _stat_entries(paths, root)  # clear error for a missing file before decoding
-        return decode_images(paths, image_size, channels, num_workers=num_workers, desc=desc)
-    target = cache_path_for(paths, image_size, channels, cache_dir, root, name)
+        return decode_images(paths, image_size, channels, **dkw)
+    target = cache_path_for(paths, image_size, channels, opt.cache_dir, root, name)
     if target.exists():
         try:
-            arr = np.load(target, mmap_mode="r" if mmap else None)
+            arr = np.load(target, mmap_mode=mmap_mode)
             if arr.dtype == np.uint8 and arr.ndim == 4 and len(arr) == len(paths) and arr.shape[1] == channels:
                 return arr
         except (OSError, ValueError):
@@ -217,16 +308,16 @@ def load_images_cached(
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         warnings.warn(f"cache folder {target.parent} is not writable ({e}); decoding without cache")
-        return decode_images(paths, image_size, channels, num_workers=num_workers, desc=desc)
+        return decode_images(paths, image_size, channels, **dkw)
     tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
     try:
         first = decode_image(paths[0], image_size, channels)
         out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(len(paths), *first.shape))
-        decode_images(paths, image_size, channels, out=out, num_workers=num_workers, desc=desc)
+        decode_images(paths, image_size, channels, out=out, **dkw)
         out.flush()
         del out
         os.replace(tmp, target)
     finally:
         if tmp.exists():
             tmp.unlink()
-    return np.load(target, mmap_mode="r" if mmap else None)
+    return np.load(target, mmap_mode=mmap_mode)

@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from .base import MULTICLASS, MULTILABEL, DataError, ImageDataset
-from .imageio import build_dataset, check_classes, parse_label_values, read_table, require_file
+from .cache import DecodeOptions, decode_options
+from .files import build_dataset, check_classes, parse_label_values, read_table, require_file
 
 #: The 14 CheXpert observations, in the column order of CheXpert's CSVs.
 CHEXPERT_CLASSES = [
@@ -107,7 +108,7 @@ def _from_table(
         task=task, groups=None if groups is None else [groups[i] for i in rows],
         label_mask=None if mask[rows].all() else mask[rows],
         meta={k: [v[i] for i in rows] for k, v in (meta or {}).items()},
-        name=name, root=root, info={**info, "skipped_missing": int((~exists).sum())}, **build,
+        name=name, root=root, info={**info, "skipped_missing": int((~exists).sum())}, channels=1, **build,
     )
 
 
@@ -127,12 +128,9 @@ def load_csv(
     skip_missing: bool = False,
     max_images: int | None = None,
     seed: int = 0,
-    image_size: int | None = 224,
-    channels: int = 1,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    num_workers: int | None = None,
     name: str | None = None,
+    decode: DecodeOptions | None = None,
+    **decode_kw,
 ) -> ImageDataset:
     """Any table with an image-path column and 0/1 (CheXpert-coded) label columns.
 
@@ -147,7 +145,11 @@ def load_csv(
         filters: ``{column: allowed values}`` (case-insensitive) row filters.
         rename: ``{column name: class name}`` for the returned ``class_names``.
         skip_missing: drop rows whose image is absent instead of raising.
+        max_images, seed: random subset of this size (after the filters).
+        decode, **decode_kw: :class:`~fedpl_core.data.cache.DecodeOptions` or its
+            fields as keywords (channels default to 1, here and in the loaders below).
     """
+    decode = decode_options(decode, **decode_kw)
     what = Path(csv_path).name
     df = read_table(csv_path, [path_column, *label_columns,
                                *([group_column] if group_column else []), *(filters or {})], what)
@@ -160,8 +162,7 @@ def load_csv(
         groups=None if group_column is None else df[group_column].str.strip().tolist(),
         rename=rename, meta=None, skip_missing=skip_missing,
         info={"csv": str(csv_path), "uncertain": uncertain},
-        max_images=max_images, seed=seed, image_size=image_size, channels=channels,
-        cache_dir=cache_dir, use_cache=use_cache, num_workers=num_workers,
+        max_images=max_images, seed=seed, decode=decode,
     )
 
 
@@ -189,12 +190,9 @@ def load_chexpert(
     skip_missing: bool = False,
     max_images: int | None = None,
     seed: int = 0,
-    image_size: int | None = 224,
-    channels: int = 1,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    num_workers: int | None = None,
     name: str = "chexpert",
+    decode: DecodeOptions | None = None,
+    **decode_kw,
 ) -> ImageDataset:
     """CheXpert v1.0 (small or full) as a multi-label :class:`ImageDataset`.
 
@@ -211,6 +209,7 @@ def load_chexpert(
     ``groups`` are the patient ids (``patient00001``) taken from the path; ``extra``
     holds ``sex``, ``age``, ``frontal_lateral`` and ``ap_pa``.
     """
+    decode = decode_options(decode, **decode_kw)
     what = f"CheXpert {split}"
     if csv_name is None and split not in ("train", "valid"):
         raise DataError(f"CheXpert split must be 'train' or 'valid', got {split!r}")
@@ -242,8 +241,7 @@ def load_chexpert(
         uncertain=uncertain, blank=blank, groups=groups, rename=rename, meta=meta,
         skip_missing=skip_missing,
         info={"csv": str(ds_dir / csv_name), "uncertain": uncertain, "frontal_only": frontal_only},
-        max_images=max_images, seed=seed, image_size=image_size, channels=channels,
-        cache_dir=cache_dir, use_cache=use_cache, num_workers=num_workers,
+        max_images=max_images, seed=seed, decode=decode,
     )
 
 
@@ -261,12 +259,9 @@ def load_mimic_cxr(
     skip_missing: bool = False,
     max_images: int | None = None,
     seed: int = 0,
-    image_size: int | None = 224,
-    channels: int = 1,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    num_workers: int | None = None,
     name: str = "mimic_cxr",
+    decode: DecodeOptions | None = None,
+    **decode_kw,
 ) -> ImageDataset:
     """MIMIC-CXR-JPG as a multi-label :class:`ImageDataset` over the CheXpert classes.
 
@@ -284,6 +279,7 @@ def load_mimic_cxr(
     Study labels are joined to every image (``dicom_id``) of the study; images of
     studies without a label row are dropped.  ``groups`` are the ``subject_id``s.
     """
+    decode = decode_options(decode, **decode_kw)
     what = "MIMIC-CXR-JPG"
     if labeler not in MIMIC_LABEL_FILES:
         raise DataError(f"{what}: labeler must be one of {list(MIMIC_LABEL_FILES)}, got {labeler!r}")
@@ -324,6 +320,5 @@ def load_mimic_cxr(
         skip_missing=skip_missing,
         info={"labels": str(label_path), "metadata": str(meta_path), "split": split,
               "uncertain": uncertain, "views": None if views is None else list(views)},
-        max_images=max_images, seed=seed, image_size=image_size, channels=channels,
-        cache_dir=cache_dir, use_cache=use_cache, num_workers=num_workers,
+        max_images=max_images, seed=seed, decode=decode,
     )

@@ -27,7 +27,8 @@ from typing import Sequence
 import numpy as np
 
 from .base import MULTICLASS, DataError, ImageDataset
-from .imageio import build_dataset, find_file, index_files, read_table, require_file, select_classes
+from .cache import DecodeOptions, decode_options
+from .files import build_dataset, find_file, index_files, read_table, require_file, select_classes
 
 #: ISIC 2018 Task 3 class order.
 HAM_CLASSES = ["MEL", "NV", "BCC", "AKIEC", "BKL", "DF", "VASC"]
@@ -85,12 +86,9 @@ def load_ham10000(
     classes: Sequence[str] | None = None,
     max_images: int | None = None,
     seed: int = 0,
-    image_size: int | None = 224,
-    channels: int = 3,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    num_workers: int | None = None,
     name: str = "ham10000",
+    decode: DecodeOptions | None = None,
+    **decode_kw,
 ) -> ImageDataset:
     """HAM10000 / ISIC 2018 Task 3 as a 7-class single-label :class:`ImageDataset`.
 
@@ -103,9 +101,11 @@ def load_ham10000(
             train, else ISIC).
         classes: keep / reorder classes (default :data:`HAM_CLASSES`); images of
             unselected classes are dropped.
-        max_images, seed, image_size, channels, cache_dir, use_cache, num_workers:
-            as in :func:`fedpl_core.data.nih.load_nih`.
+        max_images, seed: random subset of this size, as in :func:`fedpl_core.data.nih.load_nih`.
+        decode, **decode_kw: :class:`~fedpl_core.data.cache.DecodeOptions` or its
+            fields as keywords; channels default to 3 (RGB).
     """
+    decode = decode_options(decode, **decode_kw)
     what = "HAM10000"
     if split not in ISIC_SPLITS:
         raise DataError(f"{what}: split must be one of {list(ISIC_SPLITS)}, got {split!r}")
@@ -159,7 +159,6 @@ def load_ham10000(
     return build_dataset(
         [index[i] for i in ids], labels, names,
         task=MULTICLASS, groups=groups, meta=meta, name=name, root=root,
-        max_images=max_images, seed=seed, image_size=image_size, channels=channels,
-        cache_dir=cache_dir, use_cache=use_cache, num_workers=num_workers,
+        max_images=max_images, seed=seed, decode=decode, channels=3,
         info={"table": str(table), "source": source, "split": split},
     )

@@ -13,7 +13,8 @@ spellings of :data:`~fedpl_core.data.nih.NIH_CLASSES` (same order; MedMNIST writ
 codes (``AKIEC, BCC, BKL, DF, MEL, NV, VASC``, MedMNIST's alphabetical order; reorder
 with ``classes=HAM_CLASSES``).
 
-The ``medmnist`` package is only used for ``download=True``.
+:data:`MEDMNIST_INFO` is a hand copy of the 2-D part of ``medmnist.INFO`` because the
+``medmnist`` package is not a dependency (it is only imported for ``download=True``).
 """
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ import numpy as np
 from PIL import Image
 
 from .base import MULTICLASS, MULTILABEL, DataError, ImageDataset
-from .imageio import select_classes, subsample_index
+from .cache import DecodeOptions, decode_options, log_resize
+from .files import select_classes, subsample_index
 from .nih import NIH_CLASSES
 
 SPLITS = ("train", "val", "test")
@@ -116,14 +118,14 @@ def load_medmnist(
     split: str | None = "train",
     *,
     size: int = 28,
-    image_size: int | None = None,
-    channels: int | None = None,
     classes: Sequence[str] | None = None,
     one_class: bool = False,
     max_images: int | None = None,
     seed: int = 0,
     download: bool = False,
     name: str | None = None,
+    decode: DecodeOptions | None = None,
+    **decode_kw,
 ) -> ImageDataset:
     """A MedMNIST 2-D data set as an :class:`ImageDataset`.
 
@@ -134,19 +136,23 @@ def load_medmnist(
         split: ``"train"``, ``"val"``, ``"test"`` or None for all three concatenated
             (``extra["split"]`` tells which).
         size: which file to read: 28 (``{flag}.npz``), 64, 128 or 224.
-        image_size: resize to this side length (None keeps ``size``).
-        channels: 1 or 3 (default: the flag's own); gray is repeated to RGB, RGB is
-            converted to luminance.
         classes: keep / reorder classes; for single-label flags the rows of
             unselected classes are dropped.
         one_class: for the binary flags (PneumoniaMNIST, BreastMNIST), return a
             multi-label data set with only the positive class (label 1).
         max_images: random subset of this size (``seed``).
         download: fetch the file with the ``medmnist`` package when absent.
+        decode, **decode_kw: :class:`~fedpl_core.data.cache.DecodeOptions` or its
+            fields as keywords.  Only ``image_size`` and ``channels`` apply (the
+            arrays are read from the ``.npz``, not decoded): ``image_size`` keeps
+            ``size`` unless given (as a keyword or in ``decode``); ``channels``
+            defaults to the flag's own (gray is repeated to RGB, RGB is converted to
+            luminance).
 
     Multi-class labels ``[N, 1]`` become one-hot rows; ChestMNIST stays multi-hot.
     MedMNIST has no patient ids, so ``groups`` is None.
     """
+    decode = decode_options(decode, **({"image_size": None, **decode_kw} if decode is None else decode_kw))
     flag = flag.lower()
     if flag not in MEDMNIST_INFO:
         raise DataError(f"unknown MedMNIST flag {flag!r}; 2-D flags: {sorted(MEDMNIST_INFO)}")
@@ -211,19 +217,19 @@ def load_medmnist(
     keep = rows[sub]
     x, onehot = x[keep], onehot[sub]
 
-    want_c = channels or info.channels
-    if want_c not in (1, 3):
-        raise DataError(f"channels must be 1 or 3, got {want_c}")
+    want_c = decode.channels or info.channels
     if want_c == 3 and x.shape[1] == 1:
         x = np.repeat(x, 3, axis=1)
     elif want_c == 1 and x.shape[1] == 3:
         w = np.array([299, 587, 114], np.uint32)  # ITU-R 601-2 luma, as PIL's convert("L")
         x = ((x.astype(np.uint32) * w[None, :, None, None]).sum(1, keepdims=True) // 1000).astype(np.uint8)
-    if image_size is not None and image_size != x.shape[-1]:
-        x = _resize(x, image_size)
+    name = name or (flag if size == 28 else f"{flag}_{size}")
+    if decode.image_size is not None and decode.image_size != x.shape[-1]:
+        log_resize(name, x.shape[-1], x.shape[-2], decode.image_size, path.name)
+        x = _resize(x, decode.image_size)
     return ImageDataset(
         images=np.ascontiguousarray(x), labels=onehot, class_names=names, task=task,
-        name=name or (flag if size == 28 else f"{flag}_{size}"),
+        name=name,
         extra={"file": str(path), "split": np.asarray(which, dtype=object)[keep],
                "medmnist_task": info.task},
     )

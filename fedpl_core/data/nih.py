@@ -28,7 +28,8 @@ from typing import Sequence
 import numpy as np
 
 from .base import MULTILABEL, DataError, ImageDataset
-from .imageio import build_dataset, check_classes, index_files, read_name_list, read_table, require_file
+from .cache import DecodeOptions, decode_options
+from .files import build_dataset, check_classes, index_files, read_name_list, read_table, require_file
 
 #: The 14 findings in the standard order (Wang et al.; MedMNIST's ChestMNIST order).
 NIH_CLASSES = [
@@ -80,12 +81,9 @@ def load_nih(
     max_images: int | None = None,
     seed: int = 0,
     skip_missing: bool = False,
-    image_size: int | None = 224,
-    channels: int = 1,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    num_workers: int | None = None,
     name: str = "nih",
+    decode: DecodeOptions | None = None,
+    **decode_kw,
 ) -> ImageDataset:
     """NIH ChestX-ray14 as a multi-label :class:`ImageDataset`.
 
@@ -100,12 +98,13 @@ def load_nih(
         max_images: keep a random subset of this size (after the filters; ``seed``).
         skip_missing: drop rows whose image file is absent (a partial download)
             instead of raising; the count is in ``extra["skipped_missing"]``.
-        image_size, channels: output size and 1 (grayscale) or 3 channels.
-        cache_dir, use_cache, num_workers: see :func:`fedpl_core.data.cache.load_images_cached`.
+        decode, **decode_kw: :class:`~fedpl_core.data.cache.DecodeOptions` (image
+            size, channels (default 1), cache, mmap, progress) or its fields as keywords.
 
     ``groups`` are the patient ids; ``extra`` holds per-image ``paths``, ``image_index``,
     ``view``, ``age`` (years), ``sex`` and ``follow_up``.
     """
+    decode = decode_options(decode, **decode_kw)
     what = "NIH ChestX-ray14"
     classes = check_classes(classes, NIH_CLASSES, what) if classes is not None else list(NIH_CLASSES)
     csv_path = csv if csv is not None else require_file(root, NIH_CSV_NAMES, what)
@@ -151,8 +150,7 @@ def load_nih(
     return build_dataset(
         [index[n] for n in names], labels, classes,
         task=MULTILABEL, groups=groups, meta=meta, name=name, root=root,
-        max_images=max_images, seed=seed, image_size=image_size, channels=channels,
-        cache_dir=cache_dir, use_cache=use_cache, num_workers=num_workers,
+        max_images=max_images, seed=seed, decode=decode, channels=1,
         info={"csv": str(csv_path), "split": split, "views": None if views is None else list(views),
               "skipped_missing": int((~present).sum())},
     )

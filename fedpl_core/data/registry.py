@@ -1,17 +1,31 @@
-"""Declarative registry of the real data sets: name -> how to load its train and test splits.
+"""Declarative registry of the real data sets: name -> how to load its splits.
 
-``load_split(name, root, ...)`` returns ``(train, test)`` ImageDatasets.  Each entry
-says which loader reads the files as the publisher ships them and where the test split
-comes from (an official split, or a seeded patient / lesion-wise split).
+``load_split(name, root, ...)`` returns :class:`DataSplits` ``(train, val, test)``.
+Each entry says which loader reads the files as the publisher ships them and where
+the splits come from: the publisher's official train / test lists (``val`` is None),
+or a seeded patient- / lesion-wise split of one release by ``fractions`` (``val`` is
+None for two fractions).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from .base import DataError, ImageDataset
-from .splits import group_split
+from .cache import DECODE_FIELDS, DecodeOptions, decode_options
+from .splits import split_dataset
+
+log = logging.getLogger("fedpl.data")
+
+
+class DataSplits(NamedTuple):
+    """The parts of a registered data set; ``val`` is None where it has none."""
+
+    train: ImageDataset
+    val: ImageDataset | None
+    test: ImageDataset
 
 
 @dataclass(frozen=True)
@@ -22,7 +36,12 @@ class DataSetInfo:
     split: str  # "official" (loader split= arguments) or "group" (seeded group-wise split)
     train_split: str | None = None
     test_split: str | None = None
-    test_fraction: float = 0.2
+    #: "group" splits: (train, test) or (train, val, test) fractions.
+    fractions: tuple[float, ...] = (0.8, 0.2)
+    #: fixed keyword arguments of the loader (e.g. which published form to read).
+    loader_kwargs: dict = field(default_factory=dict)
+    #: False for one-class loaders that take no ``classes`` argument.
+    takes_classes: bool = True
 
     def load_fn(self) -> Callable[..., ImageDataset]:
         import importlib
@@ -31,44 +50,67 @@ class DataSetInfo:
         return getattr(importlib.import_module(f"fedpl_core.data.{mod}"), fn)
 
 
+FEDLSM_FRACTIONS = (0.7, 0.1, 0.2)
+
 DATASETS: dict[str, DataSetInfo] = {d.name: d for d in [
-    DataSetInfo("nih", "NIH ChestX-ray14 (Data_Entry_2017*.csv, images_*/images/)", "nih:load_nih", "group"),
+    DataSetInfo("nih", "NIH ChestX-ray14 (Data_Entry_2017*.csv, images_*/images/), split by patient 8:2",
+                "nih:load_nih", "group"),
     DataSetInfo("nih-official", "NIH ChestX-ray14 with train_val_list.txt / test_list.txt", "nih:load_nih",
                 "official", "train_val", "test"),
     DataSetInfo("chexpert", "CheXpert (train.csv / valid.csv)", "csv_loader:load_chexpert", "official",
                 "train", "valid"),
     DataSetInfo("mimic", "MIMIC-CXR-JPG (chexpert + metadata + split CSVs)", "csv_loader:load_mimic_cxr",
                 "official", "train", "test"),
-    DataSetInfo("ham10000", "HAM10000 / ISIC 2018 Task 3, split by lesion_id 7:1:2 as FedLSM",
-                "ham10000:load_ham10000", "group", test_fraction=0.2),
-    DataSetInfo("tb", "Tuberculosis Chest X-ray Database (Normal/, Tuberculosis/)", "tb_covid:load_tb", "group"),
-    DataSetInfo("covid", "COVID-19 Radiography Database (COVID/images, Normal/images)", "tb_covid:load_covid",
-                "group"),
+    DataSetInfo("ham10000", "HAM10000 (HAM10000_metadata.csv, or the ISIC 2018 Task 3 training files), "
+                "split by lesion_id 7:1:2 as FedLSM", "ham10000:load_ham10000", "group",
+                fractions=FEDLSM_FRACTIONS),
+    DataSetInfo("isic2018", "ISIC 2018 Task 3 training release (ISIC2018_Task3_Training_GroundTruth.csv, "
+                "_Input/, lesion ids from _LesionGroupings.csv where shipped), split by lesion 7:1:2 as "
+                "FedLSM", "ham10000:load_ham10000", "group", fractions=FEDLSM_FRACTIONS,
+                loader_kwargs={"source": "isic"}),
+    DataSetInfo("tb", "Tuberculosis Chest X-ray Database (Normal/, Tuberculosis/), split by image 8:2",
+                "tb_covid:load_tb", "group", takes_classes=False),
+    DataSetInfo("covid", "COVID-19 Radiography Database (COVID/images, Normal/images), split by image 8:2",
+                "tb_covid:load_covid", "group", takes_classes=False),
 ]}
 
 
-def load_split(name: str, root: str | None, classes=None, image_size: int = 224, seed: int = 0,
-               **kwargs: Any) -> tuple[ImageDataset, ImageDataset]:
-    """Train and test splits of a registered data set (``medmnist:<flag>`` for MedMNIST)."""
+def load_split(name: str, root: str | None, classes=None, seed: int = 0, *,
+               decode: DecodeOptions | None = None, **kwargs: Any) -> DataSplits:
+    """Train, validation and test parts of a registered data set (``medmnist:<flag>``
+    for MedMNIST: its official train / test arrays).
+
+    ``kwargs`` holds loader arguments and :class:`~fedpl_core.data.cache.DecodeOptions`
+    fields (``image_size=64, mmap=True``), which replace those of ``decode``.
+    ``seed`` seeds both the loader's ``max_images`` subset and the group split.
+    """
     if root is None:
         raise DataError(f"data set {name!r} needs --data-root (the folder as its publisher ships it)")
     if not Path(root).exists():
         raise FileNotFoundError(f"data root does not exist: {root}")
+    dkw = {k: kwargs.pop(k) for k in list(kwargs) if k in DECODE_FIELDS}
     if name.startswith("medmnist:"):
         from .medmnist import load_medmnist
 
         flag = name.split(":", 1)[1]
-        common = dict(classes=classes, image_size=image_size, seed=seed, **kwargs)
-        return load_medmnist(root, flag, "train", **common), load_medmnist(root, flag, "test", **common)
+        # the registry's default size is 224 px for MedMNIST too (load_medmnist alone keeps the file's)
+        opts = decode_options(decode, **dkw)
+        common = dict(classes=classes, seed=seed, decode=opts, **kwargs)
+        return DataSplits(load_medmnist(root, flag, "train", **common), None,
+                          load_medmnist(root, flag, "test", **common))
     if name not in DATASETS:
         raise ValueError(f"unknown data set {name!r}; available: synthetic-cxr, synthetic-skin, "
                          f"{', '.join(DATASETS)}, medmnist:<flag>")
     info = DATASETS[name]
     fn = info.load_fn()
-    common = dict(classes=classes, image_size=image_size, seed=seed, **kwargs) if "tb" not in name and "covid" not in name \
-        else dict(image_size=image_size, seed=seed, **kwargs)
+    common = dict(info.loader_kwargs, seed=seed, decode=decode_options(decode, **dkw), **kwargs)
+    if info.takes_classes:
+        common["classes"] = classes
+    elif classes is not None:
+        log.info("%s has one class; classes=%s ignored", name, list(classes))
     if info.split == "official":
-        return fn(root, split=info.train_split, **common), fn(root, split=info.test_split, **common)
-    ds = fn(root, **common)  # HAM10000: the training release (10,015 images), split by lesion
-    tr, te = group_split(ds.groups, (1 - info.test_fraction, info.test_fraction), seed, n=len(ds))
-    return ds.subset(tr), ds.subset(te)
+        return DataSplits(fn(root, split=info.train_split, **common), None,
+                          fn(root, split=info.test_split, **common))
+    ds = fn(root, **common)  # HAM10000 / ISIC 2018: the training release (10,015 images)
+    parts = split_dataset(ds, info.fractions, seed)
+    return DataSplits(parts[0], parts[1], parts[2]) if len(parts) == 3 else DataSplits(parts[0], None, parts[1])

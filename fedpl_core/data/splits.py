@@ -51,9 +51,10 @@ def split_dataset(
     seed: int = 0,
 ) -> tuple[ImageDataset, ...]:
     """``ds`` split by :func:`group_split` on ``ds.groups`` (each image its own group when
-    None); the parts are named ``{name}-train`` / ``-val`` / ``-test`` for three parts."""
+    None); the parts are named ``{name}-train`` / ``-val`` / ``-test`` for three parts,
+    ``-train`` / ``-test`` for two, ``-0``, ``-1`` ... otherwise."""
     parts = group_split(ds.groups, fractions, seed, n=len(ds))
-    suffixes = ("train", "val", "test") if len(parts) == 3 else tuple(str(i) for i in range(len(parts)))
+    suffixes = {2: ("train", "test"), 3: ("train", "val", "test")}.get(len(parts)) or tuple(map(str, range(len(parts))))
     out = []
     for idx, suf in zip(parts, suffixes):
         sub = ds.subset(idx)

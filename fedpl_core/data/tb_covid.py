@@ -30,7 +30,8 @@ from typing import Sequence
 import numpy as np
 
 from .base import MULTILABEL, DataError, ImageDataset
-from .imageio import IMAGE_SUFFIXES, build_dataset, natural_key
+from .cache import DecodeOptions, decode_options
+from .files import IMAGE_SUFFIXES, build_dataset, natural_key
 
 TB_DIR = "TB_Chest_Radiography_Database"
 COVID_DIR = "COVID-19_Radiography_Dataset"
@@ -67,7 +68,7 @@ def _one_class(
     return build_dataset(
         paths, np.asarray(labels, np.float32)[:, None], [class_name], task=MULTILABEL,
         groups=rel, meta={"folder": source}, name=name, root=d,
-        info={"positive": positive, "negatives": list(negatives)}, **build,
+        info={"positive": positive, "negatives": list(negatives)}, channels=1, **build,
     )
 
 
@@ -76,19 +77,18 @@ def load_tb(
     *,
     max_images: int | None = None,
     seed: int = 0,
-    image_size: int | None = 224,
-    channels: int = 1,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    num_workers: int | None = None,
     name: str = "tb",
+    decode: DecodeOptions | None = None,
+    **decode_kw,
 ) -> ImageDataset:
     """TB Chest X-ray Database: class ``Tuberculosis``, positives ``Tuberculosis/``,
-    negatives ``Normal/``.  ``root`` is ``TB_Chest_Radiography_Database/`` or its parent."""
+    negatives ``Normal/``.  ``root`` is ``TB_Chest_Radiography_Database/`` or its parent.
+    ``decode`` / ``**decode_kw``: :class:`~fedpl_core.data.cache.DecodeOptions`
+    (channels default to 1)."""
+    decode = decode_options(decode, **decode_kw)
     return _one_class(
         root, TB_DIR, "Tuberculosis", ("Normal",), "Tuberculosis", "TB Chest X-ray Database", name,
-        max_images=max_images, seed=seed, image_size=image_size, channels=channels,
-        cache_dir=cache_dir, use_cache=use_cache, num_workers=num_workers,
+        max_images=max_images, seed=seed, decode=decode,
     )
 
 
@@ -98,19 +98,17 @@ def load_covid(
     include_other: bool = False,
     max_images: int | None = None,
     seed: int = 0,
-    image_size: int | None = 224,
-    channels: int = 1,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    num_workers: int | None = None,
     name: str = "covid",
+    decode: DecodeOptions | None = None,
+    **decode_kw,
 ) -> ImageDataset:
     """COVID-19 Radiography Database: class ``COVID-19``, positives ``COVID/``,
     negatives ``Normal/`` (plus ``Lung_Opacity/`` and ``Viral Pneumonia/`` with
-    ``include_other=True``).  ``root`` is ``COVID-19_Radiography_Dataset/`` or its parent."""
+    ``include_other=True``).  ``root`` is ``COVID-19_Radiography_Dataset/`` or its parent.
+    ``decode`` / ``**decode_kw``: as in :func:`load_tb`."""
+    decode = decode_options(decode, **decode_kw)
     negatives = ("Normal", *COVID_OTHER) if include_other else ("Normal",)
     return _one_class(
         root, COVID_DIR, "COVID", negatives, "COVID-19", "COVID-19 Radiography Database", name,
-        max_images=max_images, seed=seed, image_size=image_size, channels=channels,
-        cache_dir=cache_dir, use_cache=use_cache, num_workers=num_workers,
+        max_images=max_images, seed=seed, decode=decode,
     )

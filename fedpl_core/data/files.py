@@ -1,10 +1,13 @@
-"""Shared plumbing of the file-based loaders.
+"""From a data set's published files and label tables to an ImageDataset.
 
-Finding the published files below a root folder, reading their tables with clear
-errors, selecting classes, subsampling, and turning a table of (image path, labels,
-group) rows into an :class:`~fedpl_core.data.base.ImageDataset` through the decode
-cache (:mod:`fedpl_core.data.cache`).  The data-set modules (``nih``, ``ham10000``,
-``csv_loader``, ``tb_covid``) only know their own file formats.
+Shared plumbing of the file-based loaders: finding the published files below a root
+folder, reading their tables (CSV, split lists) with clear errors, parsing label
+cells, selecting classes, subsampling rows, and turning a table of (image path,
+labels, group) rows into an :class:`~fedpl_core.data.base.ImageDataset` through the
+decode cache (:mod:`fedpl_core.data.cache`, which does the image decoding).  The
+data-set modules (``nih``, ``ham10000``, ``csv_loader``, ``tb_covid``) only know their
+own file formats.  (Formerly ``imageio.py``, a name that shadowed the ``imageio``
+library although this module reads no images.)
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .base import MULTICLASS, MULTILABEL, DataError, ImageDataset
-from .cache import load_images_cached
+from .cache import DecodeOptions, decode_options, load_images_cached
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 
@@ -215,27 +218,24 @@ def build_dataset(
     root: str | os.PathLike | None = None,
     max_images: int | None = None,
     seed: int = 0,
-    image_size: int | None = 224,
+    decode: DecodeOptions | None = None,
     channels: int = 1,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    num_workers: int | None = None,
     info: dict | None = None,
 ) -> ImageDataset:
-    """Subsample the rows, decode (or read from cache) their images, and return the
-    :class:`ImageDataset`.  ``meta`` holds per-row columns (view, age, ...) that go
-    to ``extra`` next to ``paths``; ``info`` holds data-set level facts."""
+    """Subsample the rows (``max_images``, ``seed``), decode (or read from cache) their
+    images with ``decode``, and return the :class:`ImageDataset`.  ``channels`` is the
+    data set's own channel count, used where ``decode.channels`` is None.  ``meta``
+    holds per-row columns (view, age, ...) that go to ``extra`` next to ``paths``;
+    ``info`` holds data-set level facts."""
+    decode = decode_options(decode)
+    if decode.channels is None:
+        decode = decode_options(decode, channels=channels)
     n = len(paths)
     if n == 0:
         raise DataError(f"{name}: no images left after the requested filters")
-    if channels not in (1, 3):
-        raise DataError(f"{name}: channels must be 1 or 3, got {channels}")
     keep = subsample_index(n, max_images, seed)
     paths = [paths[i] for i in keep]
-    images = load_images_cached(
-        paths, image_size, channels, cache_dir, root=root, name=name,
-        use_cache=use_cache, num_workers=num_workers,
-    )
+    images = load_images_cached(paths, decode, root=root, name=name)
     extra: dict = dict(info or {})
     extra["paths"] = np.asarray(paths, dtype=object)
     for k, v in (meta or {}).items():
