@@ -1,104 +1,129 @@
 """Command line: ``python -m fedpl_core {run,report,reproduce,methods}``.
 
-Bad input (unknown method, missing data path, unknown class) ends with a one-line
-``fedpl: error: ...`` on stderr and exit status 2, never a traceback.
+Bad input (unknown method, missing data path, unknown class, a value of the wrong type,
+an unwritable ``--out``, a diverging run) ends with a one-line ``fedpl: error: ...`` on
+stderr and exit status 2, never a traceback, and is found before any training.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import logging
 import sys
 import time
+import typing
 from pathlib import Path
 from typing import Any, Sequence
 
 from .data.base import DataError
 
 ROOT = Path(__file__).resolve().parent.parent
+TOP_FIELDS = ("dataset", "data_root", "image_size", "n_train", "n_test", "data_seed", "dataset_kwargs", "partition",
+              "num_clients", "partition_kwargs", "split", "split_kwargs", "model", "model_kwargs", "calibrate_bn",
+              "method", "method_kwargs", "seed")
 
 
-def _engine_fields():
-    from .engine import EngineConfig
-    return dataclasses.fields(EngineConfig)
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e.msg}): {text!r}") from None
 
 
 def _add_config_flags(p: argparse.ArgumentParser) -> None:
+    """Flags for every config field.  Values stay strings here; the config classes
+    convert and check them (strict booleans, numbers, fixed sets of values)."""
+    from .config import EngineConfig
+
     g = p.add_argument_group("experiment (override the --config file)")
     g.add_argument("--config", help="YAML or JSON file with ExperimentConfig fields")
-    g.add_argument("--dataset", help="synthetic-cxr (default), synthetic-skin, nih, chexpert, mimic, ham10000, "
-                                     "isic2018, medmnist:<flag>, tb, covid")
+    g.add_argument("--dataset", help="synthetic-cxr (default), synthetic-skin, nih, nih-official, chexpert, mimic, "
+                                     "ham10000, isic2018, medmnist:<flag>, tb, covid, fedpsl")
     g.add_argument("--data-root", help="folder holding the data set as its publisher ships it")
     g.add_argument("--classes", help="comma-separated class names (default: the data set's)")
-    g.add_argument("--image-size", type=int)
-    g.add_argument("--n-train", type=int, help="synthetic: training images")
-    g.add_argument("--n-test", type=int, help="synthetic: test images")
-    g.add_argument("--data-seed", type=int)
+    g.add_argument("--image-size")
+    g.add_argument("--n-train", help="synthetic: training images")
+    g.add_argument("--n-test", help="synthetic: test images")
+    g.add_argument("--data-seed")
+    g.add_argument("--dataset-kwargs", type=_json, help='loader options, JSON, e.g. \'{"skip_missing": true}\'')
     g.add_argument("--partition", help="iid, dirichlet, missing_classes (default), label_set_mismatch, explicit, "
-                                       "by_source, shared_classes_split")
-    g.add_argument("--num-clients", type=int)
-    g.add_argument("--partition-kwargs", type=json.loads, help='JSON, e.g. \'{"missing": 7}\'')
+                                       "by_source, shared_classes_split; with --split: a label-set rule")
+    g.add_argument("--num-clients")
+    g.add_argument("--partition-kwargs", type=_json, help='JSON, e.g. \'{"missing": 7}\'')
+    g.add_argument("--split", help="sample split composed with the label-set rule --partition: iid, dirichlet, ...")
+    g.add_argument("--split-kwargs", type=_json, help='JSON, e.g. \'{"alpha": 0.5}\'')
     g.add_argument("--model", help="cnn (default), resnet18, densenet121")
-    g.add_argument("--model-kwargs", type=json.loads, help='JSON, e.g. \'{"norm": "gn"}\'')
+    g.add_argument("--model-kwargs", type=_json, help='JSON, e.g. \'{"norm": "gn"}\'')
+    g.add_argument("--calibrate-bn", metavar="BOOL")
     g.add_argument("--method", help="see `python -m fedpl_core methods`")
-    g.add_argument("--method-kwargs", type=json.loads, help='JSON, e.g. \'{"mu": 0.01}\'')
-    g.add_argument("--seed", type=int)
+    g.add_argument("--method-kwargs", type=_json, help='JSON, e.g. \'{"mu": 0.01}\'')
+    g.add_argument("--seed")
     e = p.add_argument_group("engine")
-    for f in _engine_fields():
+    for f in dataclasses.fields(EngineConfig):
         if f.name == "seed":
             continue
-        flag = "--" + f.name.replace("_", "-")
-        if f.type in ("bool", bool):
-            e.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), metavar="BOOL")
-        else:
-            typ = {"int": int, "float": float, "int | None": int}.get(str(f.type), str)
-            e.add_argument(flag, type=typ)
+        hint = typing.get_type_hints(EngineConfig)[f.name]
+        choices = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else None
+        e.add_argument("--" + f.name.replace("_", "-"), metavar="BOOL" if hint is bool else None,
+                       help=f"one of {', '.join(choices)}" if choices else None)
 
 
 def config_from_args(a: argparse.Namespace):
-    from .engine import EngineConfig
-    from .experiments import ExperimentConfig
+    from .experiments import ENGINE_FIELDS, ExperimentConfig
 
     d: dict[str, Any] = {}
     if a.config:
-        cfg = ExperimentConfig.from_file(a.config)
-        d = cfg.to_dict()
-    top = ("dataset", "data_root", "image_size", "n_train", "n_test", "data_seed", "partition", "num_clients",
-           "partition_kwargs", "model", "model_kwargs", "method", "method_kwargs", "seed")
-    for k in top:
+        d = ExperimentConfig.from_file(a.config).to_dict()
+    for k in TOP_FIELDS:
         v = getattr(a, k, None)
         if v is not None:
             d[k] = v
     if a.classes:
         d["classes"] = [c.strip() for c in a.classes.split(",") if c.strip()]
     eng = dict(d.get("engine", {}))
-    for f in dataclasses.fields(EngineConfig):
-        v = getattr(a, f.name, None) if f.name != "seed" else None
+    for k in ENGINE_FIELDS:
+        v = getattr(a, k, None)
         if v is not None:
-            eng[f.name] = v
+            eng[k] = v
     d["engine"] = eng
     return ExperimentConfig.from_dict(d)
 
 
+def _r(v) -> str:
+    return "n/a" if v is None else f"{v:.4f}"
+
+
+def summary_line(method: str, res) -> str:
+    """AUROC and mAP first; threshold metrics labelled with their threshold; which
+    classes could not be scored."""
+    from .metrics import scored_summary
+
+    fin = res.final
+    if "accuracy" in fin:  # single-label
+        head = f"auroc_mean={_r(fin.get('auroc_mean'))} accuracy={_r(fin.get('accuracy'))} f1={_r(fin.get('f1'))}"
+    else:
+        thr = fin.get("threshold", 0.5)
+        head = (f"auroc_mean={_r(fin.get('auroc_mean'))} map={_r(fin.get('map'))} "
+                f"(bacc@{thr:g}={_r(fin.get('bacc'))}); {scored_summary(fin)}")
+        if fin.get("few_positives"):
+            head += f"; fewer than 5 test positives: {', '.join(fin['few_positives'])}"
+    return f"{method}: final {head} after {fin.get('round')} rounds ({res.timings['total_s']:.1f} s)"
+
+
 def cmd_run(a: argparse.Namespace) -> int:
-    from .experiments import atomic_write_json, run
+    from .experiments import atomic_write_json, check_writable, run
 
     cfg = config_from_args(a)
+    if a.out:
+        check_writable(a.out)  # before any training
     res = run(cfg, results_dir=a.results_dir)
-    fin = res.final
     out = {"run_id": res.run_id, "config": res.config, "class_names": res.class_names,
-           "final": fin, "best": res.best, "history": res.history, "timings": res.timings}
+           "final": res.final, "best": res.best, "history": res.history, "timings": res.timings}
     if a.out:
         atomic_write_json(out, a.out)
-    auroc = fin.get("auroc_mean")
-    print(f"{cfg.method}: final auroc_mean={auroc if auroc is None else round(auroc, 4)} "
-          f"map={_r(fin.get('map'))} bacc={_r(fin.get('bacc'))} after {fin.get('round')} rounds "
-          f"({res.timings['total_s']:.1f} s)" + (f" -> {a.out}" if a.out else ""))
+    print(summary_line(cfg.method, res) + (f" -> {a.out}" if a.out else ""))
     return 0
-
-
-def _r(v):
-    return None if v is None else round(v, 4)
 
 
 def cmd_report(a: argparse.Namespace) -> int:
@@ -108,14 +133,13 @@ def cmd_report(a: argparse.Namespace) -> int:
     from .tables import to_markdown
 
     cfg = config_from_args(a)
-    train, test, extra = load_data(cfg)
-    part = build_partition(cfg, train)
-    print(train.summary())
-    print(test.summary())
-    rep = P.label_report(part, train, sizes_row=True)
-    print(to_markdown(rep))
-    fig = P.plot_label_report(part, train)
-    path = savefig(fig, a.figure)
+    data = load_data(cfg)
+    part = build_partition(cfg, data.train)
+    print(data.train.summary())
+    if data.test is not None:
+        print(data.test.summary())
+    print(to_markdown(P.label_report(part, data.train, sizes_row=True)))
+    path = savefig(P.plot_label_report(part, data.train), a.figure)
     print(f"heatmap -> {path}")
     return 0
 
@@ -194,9 +218,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="fedpl: %(message)s", stream=sys.stderr)
     try:
         return int(args.func(args) or 0)
-    except (DataError, ValueError, FileNotFoundError, KeyError, TypeError, RuntimeError) as e:
+    except (DataError, ValueError, FileNotFoundError, KeyError, TypeError, RuntimeError, OSError) as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         print(f"fedpl: error: {msg}", file=sys.stderr)
         return 2

@@ -84,10 +84,10 @@ def _synthetic(name: str, data_root, classes, image_size, n_train, n_test, data_
 def _registry(name: str, data_root, classes, image_size, n_train, n_test, data_seed, **kw) -> DataBundle:
     from .data import registry
 
-    log.info("%s: real data from %s; n_train / n_test do not apply (the data set's own splits are used)",
-             name, data_root)
     splits = registry.load_split(name, data_root, classes=classes, image_size=image_size, seed=data_seed, **kw)
     train, test = splits[0], splits[-1]
+    log.info("%s: %d training / %d test images from %s; n_train / n_test do not apply (the data set's own "
+             "splits are used)", name, len(train), len(test), data_root)
     extra = {}
     if len(splits) == 3 and splits[1] is not None:
         extra["val"] = splits[1]
@@ -95,21 +95,23 @@ def _registry(name: str, data_root, classes, image_size, n_train, n_test, data_s
 
 
 @lru_cache(maxsize=4)
-def _load(key: str) -> DataBundle:
+def _load(key: str, progress: bool) -> DataBundle:
     name, root, classes, size, n_train, n_test, seed, kw = json.loads(key)
     if name not in SOURCES and name not in SYNTHETIC:
         _load_study_sources()
-    fn = SOURCES.get(name, _registry)
-    return fn(name, root, classes, size, n_train, n_test, seed, **dict(kw))
+    if name in SOURCES:
+        return SOURCES[name](name, root, classes, size, n_train, n_test, seed, **dict(kw))
+    return _registry(name, root, classes, size, n_train, n_test, seed, **{"progress": progress, **kw})
 
 
 def load_bundle(dataset: str, data_root: str | None = None, classes: list[str] | None = None, image_size: int = 32,
                 n_train: int = 8000, n_test: int = 2000, data_seed: int = 0,
-                dataset_kwargs: dict[str, Any] | None = None) -> DataBundle:
-    """The :class:`DataBundle` of a source (cached per process)."""
+                dataset_kwargs: dict[str, Any] | None = None, progress: bool = True) -> DataBundle:
+    """The :class:`DataBundle` of a source (cached per process); ``progress`` shows the
+    decode progress bar of real data sets."""
     key = json.dumps([dataset, data_root, classes, image_size, n_train, n_test, data_seed, dataset_kwargs or {}],
                      sort_keys=True, default=str)
-    return _load(key)
+    return _load(key, bool(progress))
 
 
 def known_sources() -> list[str]:

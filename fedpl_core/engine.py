@@ -34,17 +34,14 @@ from . import evaluation
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import EngineConfig
 from .data.base import ImageDataset
-from .federation import ClientContext, ClientData, ClientUpdate, FederationInfo, Server, derive_seed
+from .federation import (ClientContext, ClientData, ClientUpdate, DivergenceError, FederationInfo, Server,
+                         derive_seed)
 from .methods.base import Method
 from .preprocess import Preprocess
 from .selection import BestRound
 
 if TYPE_CHECKING:  # pragma: no cover
     from .partitions import Partition
-
-
-class DivergenceError(RuntimeError):
-    """Training produced a non-finite loss."""
 
 
 def resolve_device(device: str) -> torch.device:

@@ -17,8 +17,9 @@ import numpy as np
 import torch
 
 from .data.base import ImageDataset
-from .federation import ClientContext
+from .federation import DivergenceError
 from .metrics import evaluate as compute_metrics
+from .models import HEAD_KEYS, FedModel
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine import Simulation
@@ -49,7 +50,11 @@ def predict(sim: "Simulation", dataset: ImageDataset, state: dict[str, torch.Ten
         with sim.autocast():
             logits = sim.model(x).float()
         out.append(torch.softmax(logits, 1) if sim.info.task == "multiclass" else torch.sigmoid(logits))
-    return torch.cat(out).cpu().numpy() if out else np.zeros((0, sim.info.num_classes), np.float32)
+    probs = torch.cat(out).cpu().numpy() if out else np.zeros((0, sim.info.num_classes), np.float32)
+    if not np.isfinite(probs).all():
+        raise DivergenceError(f"after round {sim.round} the model's outputs on {dataset.name!r} are not finite; "
+                              f"lower the learning rate (lr={sim.cfg.lr:g}) or check the data")
+    return probs
 
 
 def client_model_state(sim: "Simulation", k: int) -> dict[str, torch.Tensor]:
@@ -57,10 +62,51 @@ def client_model_state(sim: "Simulation", k: int) -> dict[str, torch.Tensor]:
     return {**sim.server.global_state, **sim.client_states[k].get("local", {})}
 
 
+def _heads_only(sim: "Simulation") -> bool:
+    """Whether the clients' models differ in their linear head only (PFL), so that one
+    encoder pass serves every client."""
+    local = set().union(*(s.get("local", {}).keys() for s in sim.client_states))
+    m = sim.model
+    return (local <= set(HEAD_KEYS) and hasattr(m, "encoder") and isinstance(getattr(m, "head", None), torch.nn.Linear)
+            and type(m).forward is FedModel.forward)
+
+
+@torch.inference_mode()
+def _predict_heads(sim: "Simulation", dataset: ImageDataset) -> np.ndarray:
+    """``[K, N, C]`` probabilities of clients that share the global encoder: the encoder
+    runs once per batch, each client's head on its features (the same operations, on the
+    same batches, as K calls of :func:`predict`)."""
+    sim.load_state(sim.server.global_state)
+    sim.method.configure_model(sim.model, train=False)
+    heads = []
+    for k in range(len(sim.clients)):
+        st = client_model_state(sim, k)
+        heads.append((st["head.weight"], st["head.bias"]))
+    imgs = torch.from_numpy(np.ascontiguousarray(dataset.images))
+    out: list[list[torch.Tensor]] = [[] for _ in heads]
+    bs = sim.cfg.eval_batch_size
+    for s in range(0, len(imgs), bs):
+        x = sim.preprocess(imgs[s:s + bs].to(sim.device))
+        with sim.autocast():
+            f = sim.model.encoder(x)
+            for k, (w, b) in enumerate(heads):
+                logits = torch.nn.functional.linear(f, w, b).float()
+                out[k].append(torch.softmax(logits, 1) if sim.info.task == "multiclass" else torch.sigmoid(logits))
+    if not len(imgs):
+        return np.zeros((len(heads), 0, sim.info.num_classes), np.float32)
+    return np.stack([torch.cat(o).cpu().numpy() for o in out])
+
+
 def predict_personalised(sim: "Simulation", dataset: ImageDataset) -> np.ndarray:
-    """Class c's score = mean over the clients annotating c of their own model's score."""
+    """Class c's score = mean over the clients annotating c of their own model's score.
+
+    Cost: one test-set pass per client (K passes per evaluation) unless the clients'
+    models differ in the head only (PFL): then one encoder pass and K heads."""
     masks = torch.stack([c.class_mask for c in sim.clients]).numpy()  # [K, C]
-    probs = np.stack([predict(sim, dataset, client_model_state(sim, k)) for k in range(len(sim.clients))])
+    if _heads_only(sim):
+        probs = _predict_heads(sim, dataset)
+    else:
+        probs = np.stack([predict(sim, dataset, client_model_state(sim, k)) for k in range(len(sim.clients))])
     w = masks.astype(np.float64)
     w[:, ~masks.any(0)] = 1.0
     out = (probs * w[:, None, :]).sum(0) / w.sum(0)[None, :]

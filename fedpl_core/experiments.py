@@ -196,7 +196,7 @@ ENGINE_FIELDS = {f.name for f in dataclasses.fields(EngineConfig)} - {"seed"}
 def load_data(cfg: ExperimentConfig) -> DataBundle:
     """The run's data (:mod:`fedpl_core.datasets`, cached in memory per process)."""
     return load_bundle(cfg.dataset, cfg.data_root, cfg.classes, cfg.image_size, cfg.n_train, cfg.n_test,
-                       cfg.data_seed, cfg.dataset_kwargs)
+                       cfg.data_seed, cfg.dataset_kwargs, progress=cfg.engine.progress)
 
 
 def build_partition(cfg: ExperimentConfig, train: ImageDataset) -> P.Partition:

@@ -27,6 +27,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .methods.base import Method
 
 
+class DivergenceError(RuntimeError):
+    """Training produced a non-finite loss, or the model non-finite outputs."""
+
+
 def derive_seed(*parts: int) -> int:
     """A 32-bit seed derived from integers (one stream per (seed, round, client, ...))."""
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
@@ -166,7 +170,7 @@ class ClientContext:
         with ``generator``, default the round's, when ``train``)."""
         d = self.data
         idx = d.indices[pos]
-        x = self._images[idx].to(self.device, non_blocking=True)
+        x = _gather(self._images, idx, self.device)
         x = self._preprocess(x, generator or self.generator, train=train)
         return Batch(x, d.labels[pos].to(self.device), d.mask[pos].to(self.device), pos, idx)
 
@@ -180,6 +184,19 @@ class ClientContext:
         bs = batch_size or self.cfg.eval_batch_size
         for s in range(0, self.data.n, bs):
             yield self.make_batch(torch.arange(s, min(s + bs, self.data.n)), train=False)
+
+
+def _gather(images: torch.Tensor, idx: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``images[idx]`` on ``device`` with one copy: gathered where the images live (on the
+    device when they are resident there); host images bound for a GPU are gathered into
+    pinned memory (PyTorch's caching host allocator: reused, not re-pinned per batch) so
+    that the upload is asynchronous."""
+    if images.device == device:
+        return torch.index_select(images, 0, idx.to(images.device, non_blocking=True))
+    if device.type == "cuda" and images.device.type == "cpu":
+        buf = torch.empty((idx.numel(), *images.shape[1:]), dtype=images.dtype, pin_memory=True)
+        return torch.index_select(images, 0, idx, out=buf).to(device, non_blocking=True)
+    return images[idx.to(images.device)].to(device, non_blocking=True)
 
 
 class Server:
@@ -202,4 +219,4 @@ class Server:
         self.method.aggregate(self, updates)
 
 
-__all__ = ["ClientData", "Batch", "FederationInfo", "ClientUpdate", "ClientContext", "Server", "derive_seed"]
+__all__ = ["DivergenceError", "ClientData", "Batch", "FederationInfo", "ClientUpdate", "ClientContext", "Server", "derive_seed"]

@@ -53,8 +53,10 @@ def multilabel_metrics(y_true, y_score, class_names=None, threshold=0.5, mask=No
         ``f1_per_class``, ``precision_per_class``, ``recall_per_class`` (None where
         undefined), their means ``auroc_mean``, ``map``, ``bacc``, ``f1``,
         ``precision``, ``recall`` (over defined classes only, also for the threshold
-        metrics), ``n_defined``, ``n_classes``, ``class_names``, ``threshold``.
-        ``bacc`` for a class is (TPR + TNR) / 2.
+        metrics), ``n_defined``, ``n_classes``, ``class_names``, ``threshold``,
+        ``positives_per_class`` (known positives of each class) and ``few_positives``
+        (the classes with fewer than :data:`FEW_POSITIVES` known positives: their AUROC
+        is noisy).  ``bacc`` for a class is (TPR + TNR) / 2.
     """
     y_true = np.asarray(y_true, dtype=float)
     y_score = np.asarray(y_score, dtype=float)
@@ -89,11 +91,29 @@ def multilabel_metrics(y_true, y_score, class_names=None, threshold=0.5, mask=No
     if n_defined == 0:
         warnings.warn("multilabel_metrics: no class has both label values; all means are None")
     out = {f"{k}_per_class": v for k, v in per.items()}
+    names = _names(class_names, n_classes)
+    positives = [int(((y_true[:, c] == 1) & mask[:, c]).sum()) for c in range(n_classes)]
     out.update(auroc_mean=_mean(per["auroc"]), map=_mean(per["ap"]), bacc=_mean(per["bacc"]),
                f1=_mean(per["f1"]), precision=_mean(per["precision"]),
                recall=_mean(per["recall"]), n_defined=int(n_defined), n_classes=int(n_classes),
-               class_names=_names(class_names, n_classes), threshold=float(threshold))
+               class_names=names, threshold=float(threshold), positives_per_class=positives,
+               few_positives=[n for n, p in zip(names, positives) if p < FEW_POSITIVES])
     return out
+
+
+#: A test class with fewer known positives than this is flagged in ``few_positives``.
+FEW_POSITIVES = 5
+
+
+def scored_summary(record: dict) -> str:
+    """``"13/14 classes scored (Hernia: no positives)"`` for a multi-label record."""
+    names = record.get("class_names") or []
+    auroc = record.get("auroc_per_class") or []
+    pos = record.get("positives_per_class") or [None] * len(names)
+    missing = [f"{n}: {'no positives' if p == 0 else 'no negatives'}" for n, a, p in zip(names, auroc, pos)
+               if a is None]
+    text = f"{record.get('n_defined', len(names))}/{len(names)} classes scored"
+    return text + (f" ({', '.join(missing)})" if missing else "")
 
 
 def multiclass_metrics(y_true, y_score, class_names=None):

@@ -1,17 +1,17 @@
-"""Figures: per-round curves, per-class AUROC bars, label-mask heatmaps (matplotlib/seaborn)."""
+"""Figures: per-round curves, per-class AUROC bars, label-mask heatmaps (matplotlib/seaborn).
+
+Importing this module leaves the matplotlib backend alone (``%matplotlib widget`` keeps
+working); without a display matplotlib picks a non-interactive backend by itself.
+"""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Sequence
 
-import matplotlib
-
-if matplotlib.get_backend().lower() not in ("module://matplotlib_inline.backend_inline",):
-    matplotlib.use("Agg", force=False)
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
 
 FIGURES = Path("figures")
 

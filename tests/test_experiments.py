@@ -48,13 +48,22 @@ def test_interrupted_run_resumes_from_checkpoint(tmp_path):
 def test_run_many_is_tidy_and_uses_identical_data(tmp_path):
     df = E.run_many(tiny(), ["fedavg", ("prox", {"method": "fedprox", "method_kwargs": {"mu": 0.0}})],
                     seeds=[0, 1], results_dir=tmp_path, progress=False)
-    assert len(df) == 2 * 2 * 2  # methods x seeds x (final, best)
-    assert set(df["label"]) == {"fedavg", "prox"} and set(df["which"]) == {"final", "best"}
+    assert len(df) == 2 * 2  # methods x seeds; no "best" rows: the default selection needs validation splits
+    assert set(df["label"]) == {"fedavg", "prox"} and set(df["which"]) == {"final"}
     final = df[df.which == "final"].set_index(["label", "seed"])["auroc_mean"]
     # FedProx with mu=0 is FedAvg: identical data, partition and seed give identical numbers
     assert final[("fedavg", 0)] == final[("prox", 0)]
     assert final[("fedavg", 0)] != final[("fedavg", 1)]
     assert {"auroc:Cardiomegaly", "auroc:Effusion"} <= set(df.columns)
+
+
+def test_best_rows_come_from_validation_selection_never_the_test_set(tmp_path):
+    cfg = tiny(method="fedavg", engine=EngineConfig(rounds=3, batch_size=32, progress=False, client_val_fraction=0.2))
+    res = E.run(cfg)
+    vals = [h["val_loss"] for h in res.history]
+    assert res.best["val_loss"] == min(vals) and res.best["round"] == 1 + vals.index(min(vals))
+    rows = pd.DataFrame(E.result_rows(res))
+    assert set(rows["which"]) == {"final", "best"}
 
 
 def test_config_from_json_and_yaml(tmp_path):

@@ -1,5 +1,6 @@
 """FedPSL (IEEE TMI): TDMA by hand, TADL against finite differences, the weighted loss by
 hand, and the ablation switches through the engine."""
+import dataclasses
 import math
 from types import SimpleNamespace
 
@@ -380,24 +381,26 @@ def test_second_order_tadl_runs_with_batchnorm_through_the_engine(federation):
 
 # ------------------------------------------------------------------ the study's data
 def test_study_data_blocks_pools_and_one_class_clients():
+    from fedpl_core.experiments import load_data
     from fedpl_core.studies import fedpsl as study
 
-    data = study.synthetic_data(study.DataSpec(table="IV", pool=40, image_size=28, test_pos=10, test_neg=12))
-    test = data.test
+    cfg = study.config("IV", pool=40, image_size=28, test_pos=10, test_neg=12, n=15)
+    data = load_data(cfg)
+    test, pools = data.test, data.train.extra["pools"]
     assert test.class_names == study.CLASSES_IV
     known = test.known
     assert known.sum(0).tolist() == [22] * 8  # each class on its own balanced block only
     assert ((test.labels * known).sum(0) == 10).all()
     assert (known.sum(1) == 1).all()  # a test image belongs to one block
-    part = data.partition(15)
+    part = study.partition(cfg)
     assert part.sizes().tolist() == [15] * 6
     for k, c in enumerate(part.clients):
-        assert c.indices.tolist() == data.pools[k][:15].tolist()  # the first n of the pool
+        assert c.indices.tolist() == pools[k][:15]  # the first n of the pool
     masks = part.masks
     assert masks[4].tolist() == [False] * 6 + [True, False] and masks[5].tolist() == [False] * 7 + [True]
     # the ChestX-ray14-like images never carry a Tuberculosis / COVID-19 label
-    assert not data.train.known[np.concatenate(data.pools[:4]), 6:].any()
-    w = study.head_weight_frames(data, 15)["TDMA"]
+    assert not data.train.known[np.concatenate(pools[:4]), 6:].any()
+    w = study.head_weight_frames(cfg)["TDMA"]
     assert w.loc["5", "Tuberculosis"] == 1.0 and w.loc["1", "Infiltration"] == 1.0
     assert w.loc[["2", "3"], "Atelectasis"].tolist() == [1 / 3, 1 / 3]
 
@@ -409,5 +412,28 @@ def test_paper_methods_skip_missing_and_set_first_order():
     labels = [m[0] for m in ms]
     assert "FedAVG" in labels and "FedPSL" in labels
     assert ("FedMatch+" in labels) == ("fedmatch_plus" in METHODS)
-    assert all(m[2].get("first_order") is True for m in ms if m[1] in ("fedpsl", "fedpsl_tadl"))
-    assert "first_order" not in dict((m[0], m[2]) for m in ms)["FedAVG"]
+    tadl = [o for _, o in ms if o["method"] in ("fedpsl", "fedpsl_tadl")]
+    assert len(tadl) == 2 and all(o["method_kwargs"]["first_order"] is True for o in tadl)
+
+
+def test_study_sweeps_are_settings_of_the_one_runner(tmp_path, monkeypatch):
+    """Fig. 4 as settings of run_many: clients 2 and 3 of size n, the others fig4_base;
+    a second call reads every run from the cache."""
+    from fedpl_core import experiments as E
+    from fedpl_core.studies import fedpsl as study
+
+    s = study.settings(quick=True, seeds=[0])
+    s.fig4_base, s.fig4_n = 20, [10, 30]
+    s.engine = dataclasses.replace(s.engine, rounds=1, local_epochs=1)
+    base = study.config("II", pool=40, image_size=28, test_pos=10, test_neg=10, n=20, model_kwargs={"width": 8},
+                        engine=s.engine)
+    settings = study.fig4_settings(s)
+    for label, over in settings.items():
+        n = int(label.split("=")[1])
+        assert study.partition(base.replace(**over)).sizes().tolist() == [20, n, n, 20]
+    methods = study.paper_methods(["FedAVG"], verbose=False)
+    df = E.run_many(base, methods, [0], tmp_path, settings=settings, progress=False)
+    assert sorted(study.setting_value(df[df.which == "final"]).tolist()) == [10, 30]
+    monkeypatch.setattr(E, "build_simulation", lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-run")))
+    again = E.run_many(base, methods, [0], tmp_path, settings=settings, progress=False)
+    assert again["auroc_mean"].tolist() == df["auroc_mean"].tolist()
