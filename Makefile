@@ -7,11 +7,10 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: setup reproduce reproduce-full test benchmark clean
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m pip install -q -r requirements.txt -c constraints.txt
 	touch $(STAMP)
 
 setup: $(STAMP)

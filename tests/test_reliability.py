@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -240,3 +241,33 @@ def test_real_data_log_says_n_train_does_not_apply(tmp_path):
             "--model-kwargs", '{"width": 4}', "--progress", "false")
     assert p.returncode == 0, p.stderr
     assert "n_train / n_test do not apply" in p.stderr
+
+
+# ------------------------------------------------------------------ the README's command lines
+def readme_cli_examples() -> list[str]:
+    """The commands of the README block that follows ``<!-- cli-examples: tested -->``
+    (continuation lines joined, comments dropped)."""
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = text.split("<!-- cli-examples: tested -->", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    cmds, cur = [], ""
+    for line in block.splitlines():
+        line = line.split("  # ")[0].rstrip()
+        cur += line.rstrip("\\").strip() + " "
+        if not line.endswith("\\"):
+            if cur.strip():
+                cmds.append(cur.strip())
+            cur = ""
+    return cmds
+
+
+def test_readme_cli_examples_run(tmp_path):
+    import shlex
+
+    cmds = readme_cli_examples()
+    assert len(cmds) >= 4 and all(c.startswith("python -m fedpl_core ") for c in cmds)
+    (tmp_path / "my_experiment.yaml").write_text(
+        "method: fedavg_pl\nclasses: [Effusion, Pneumothorax, Nodule]\nimage_size: 28\nn_train: 300\nn_test: 150\n"
+        "num_clients: 3\nmodel_kwargs: {width: 8}\nengine: {rounds: 2, progress: false}\n")
+    for cmd in cmds:
+        p = cli(*shlex.split(cmd)[3:], cwd=tmp_path)
+        assert p.returncode == 0, f"{cmd}\n{p.stderr}"
