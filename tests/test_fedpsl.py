@@ -149,10 +149,24 @@ def test_weighted_partial_bce_by_hand():
             assert m.loss(_fake_ctx(labels, mask), z, None, batch).item() == pytest.approx(want, rel=1e-6)
 
 
-def test_fedprox_wbce_defaults():
-    m = get_method("fedprox_wbce")
-    assert m.mu == pytest.approx(0.001) and m.partial
-    assert not get_method("iml_wbce").federated and not get_method("oracle_wbce").federated
+def test_fedprox_wbce_is_weighted_partial_bce_plus_the_paper_proximal_term(toy, toy_partition):
+    """FedPSL's FedProx: loss = weighted partial BCE + mu/2 ||w - w_global||^2 with the
+    paper's mu = 0.001, checked by moving one weight by delta."""
+    train, test = toy
+    torch.manual_seed(0)
+    sim = Simulation(get_method("fedprox_wbce"), build_model("cnn", 4, 1, 16, width=4), train, toy_partition, test,
+                     EngineConfig(rounds=1, batch_size=16, progress=False))
+    ctx = sim.client_context(0, 0)
+    sim.method.receive(ctx, sim.server.payload(0))
+    sim.method.before_training(ctx)
+    batch = next(ctx.batches(train=False))
+    delta = 0.5
+    with torch.no_grad():
+        sim.model.head.weight[0, 0] += delta
+    logits, feats = sim.model.forward_features(batch.x)
+    base = get_method("fedavg_wbce").loss(ctx, logits, feats, batch)  # same pos_weight from ctx.state
+    got = sim.method.loss(ctx, logits, feats, batch)
+    assert float(got - base) == pytest.approx(0.5 * 0.001 * delta ** 2, rel=1e-4)
 
 
 # --------------------------------------------------------------------------- TADL
@@ -405,15 +419,16 @@ def test_study_data_blocks_pools_and_one_class_clients():
     assert w.loc[["2", "3"], "Atelectasis"].tolist() == [1 / 3, 1 / 3]
 
 
-def test_paper_methods_skip_missing_and_set_first_order():
+def test_paper_methods_skip_missing_and_set_first_order(monkeypatch, capsys):
     from fedpl_core.studies import fedpsl as study
 
-    ms = study.paper_methods(["FedAVG", "FedPSL", "FedMatch+", "FedPSL w/ TADL"], first_order=True, verbose=False)
-    labels = [m[0] for m in ms]
-    assert "FedAVG" in labels and "FedPSL" in labels
-    assert ("FedMatch+" in labels) == ("fedmatch_plus" in METHODS)
+    monkeypatch.setattr(study, "TABLE_II_METHODS", study.TABLE_II_METHODS + [("Ghost", "no_such_method", {})])
+    ms = study.paper_methods(["FedAVG", "FedPSL", "Ghost", "FedPSL w/ TADL"], first_order=True)
+    assert [m[0] for m in ms] == ["FedAVG", "FedPSL w/ TADL", "FedPSL"]  # the paper's order, Ghost skipped
+    assert "Ghost (no_such_method)" in capsys.readouterr().out
     tadl = [o for _, o in ms if o["method"] in ("fedpsl", "fedpsl_tadl")]
     assert len(tadl) == 2 and all(o["method_kwargs"]["first_order"] is True for o in tadl)
+    assert "first_order" not in ms[0][1]["method_kwargs"]
 
 
 def test_study_sweeps_are_settings_of_the_one_runner(tmp_path, monkeypatch):
