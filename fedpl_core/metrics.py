@@ -54,7 +54,7 @@ def multilabel_metrics(y_true, y_score, class_names=None, threshold=0.5, mask=No
         undefined), their means ``auroc_mean``, ``map``, ``bacc``, ``f1``,
         ``precision``, ``recall`` (over defined classes only, also for the threshold
         metrics), ``n_defined``, ``n_classes``, ``class_names``, ``threshold``,
-        ``positives_per_class`` (known positives of each class) and ``few_positives``
+        ``n_positives`` (known positives of each class) and ``few_positives``
         (the classes with fewer than :data:`FEW_POSITIVES` known positives: their AUROC
         is noisy).  ``bacc`` for a class is (TPR + TNR) / 2.
     """
@@ -96,7 +96,7 @@ def multilabel_metrics(y_true, y_score, class_names=None, threshold=0.5, mask=No
     out.update(auroc_mean=_mean(per["auroc"]), map=_mean(per["ap"]), bacc=_mean(per["bacc"]),
                f1=_mean(per["f1"]), precision=_mean(per["precision"]),
                recall=_mean(per["recall"]), n_defined=int(n_defined), n_classes=int(n_classes),
-               class_names=names, threshold=float(threshold), positives_per_class=positives,
+               class_names=names, threshold=float(threshold), n_positives=positives,
                few_positives=[n for n, p in zip(names, positives) if p < FEW_POSITIVES])
     return out
 
@@ -109,7 +109,7 @@ def scored_summary(record: dict) -> str:
     """``"13/14 classes scored (Hernia: no positives)"`` for a multi-label record."""
     names = record.get("class_names") or []
     auroc = record.get("auroc_per_class") or []
-    pos = record.get("positives_per_class") or [None] * len(names)
+    pos = record.get("n_positives") or [None] * len(names)
     missing = [f"{n}: {'no positives' if p == 0 else 'no negatives'}" for n, a, p in zip(names, auroc, pos)
                if a is None]
     text = f"{record.get('n_defined', len(names))}/{len(names)} classes scored"

@@ -216,7 +216,7 @@ def test_summary_leads_with_auroc_map_and_names_unscored_classes():
                       timings={"total_s": 1.0},
                       final={"round": 3, "auroc_mean": 0.8, "map": 0.5, "bacc": 0.6, "threshold": 0.5, "n_defined": 2,
                              "class_names": ["A", "B", "C"], "auroc_per_class": [0.7, None, 0.9],
-                             "positives_per_class": [12, 0, 3], "few_positives": ["B", "C"]})
+                             "n_positives": [12, 0, 3], "few_positives": ["B", "C"]})
     line = summary_line("fedavg", res)
     assert line.index("auroc_mean=0.8000") < line.index("map=0.5000") < line.index("bacc@0.5=0.6000")
     assert "2/3 classes scored (B: no positives)" in line and "fewer than 5 test positives: B, C" in line
@@ -229,7 +229,7 @@ def test_metrics_flag_classes_with_few_test_positives():
 
     y = np.array([[1, 0], [0, 1], [0, 1], [0, 1], [0, 1], [0, 1], [1, 0]])
     m = multilabel_metrics(y, np.random.default_rng(0).random(y.shape), ["rare", "common"])
-    assert m["positives_per_class"] == [2, 5] and m["few_positives"] == ["rare"]
+    assert m["n_positives"] == [2, 5] and m["few_positives"] == ["rare"]
 
 
 def test_real_data_log_says_n_train_does_not_apply(tmp_path):
