@@ -32,12 +32,15 @@ def weighted_average(states: Sequence[Mapping[str, torch.Tensor]], weights: Sequ
         raise ValueError("nothing to aggregate")
     w = _norm_weights([1.0] * len(states) if weights is None else weights, len(states))
     out: State = {}
+    wl = w.tolist()  # once, not per array
     for k in keys if keys is not None else states[0].keys():
         ts = [s[k] for s in states]
         if ts[0].is_floating_point():
+            # float64 accumulator; add_ promotes each float32 array in the kernel (the same
+            # sums as an explicit .to(float64) copy, without allocating one per client)
             acc = torch.zeros_like(ts[0], dtype=torch.float64)
-            for wi, t in zip(w.tolist(), ts):
-                acc.add_(t.to(torch.float64), alpha=wi)
+            for wi, t in zip(wl, ts):
+                acc.add_(t, alpha=wi)
             out[k] = acc.to(ts[0].dtype)
         else:
             out[k] = torch.stack(ts).max(0).values

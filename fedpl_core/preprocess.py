@@ -34,9 +34,14 @@ class Preprocess:
         return self._stats[key]
 
     def __call__(self, x: torch.Tensor, generator: torch.Generator | None = None, train: bool = False) -> torch.Tensor:
-        x = x.float().div_(255.0)
+        fmt = torch.channels_last if self.channels_last else torch.contiguous_format
+        if x.dtype == torch.uint8:  # one pass: uint8 -> float32 / 255 into a new tensor
+            x = torch.div(x, 255.0, out=torch.empty(x.shape, dtype=torch.float32, device=x.device,
+                                                    memory_format=fmt if x.dim() == 4 else torch.contiguous_format))
+        else:
+            x = x.float().div_(255.0)
         if train and self.augment != "none":
-            x = augment_batch(x, self.augment, generator)
+            x = augment_batch(x, self.augment, generator, memory_format=fmt)
         if self.normalize == "fixed":
             x = x.sub_(0.5).div_(0.25)
         elif self.normalize == "imagenet":
@@ -49,8 +54,10 @@ class Preprocess:
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x
 
 
-def augment_batch(x: torch.Tensor, kind: str, generator: torch.Generator | None) -> torch.Tensor:
-    """Random horizontal flips and/or integer translations (zero padding), per sample."""
+def augment_batch(x: torch.Tensor, kind: str, generator: torch.Generator | None,
+                  memory_format: torch.memory_format = torch.contiguous_format) -> torch.Tensor:
+    """Random horizontal flips and/or integer translations (zero padding), per sample;
+    a translated batch comes back in ``memory_format``."""
     b, _, h, w = x.shape
     dev = x.device
     if "flip" in kind:
@@ -63,5 +70,5 @@ def augment_batch(x: torch.Tensor, kind: str, generator: torch.Generator | None)
         rows = (torch.arange(h, device=dev)[None, :] + off[0][:, None])  # [B, H]
         cols = (torch.arange(w, device=dev)[None, :] + off[1][:, None])  # [B, W]
         bi = torch.arange(b, device=dev)[:, None, None]
-        x = xp.permute(0, 2, 3, 1)[bi, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2).contiguous()
+        x = xp.permute(0, 2, 3, 1)[bi, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2).contiguous(memory_format=memory_format)
     return x
