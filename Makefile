@@ -25,8 +25,10 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 benchmark: $(STAMP)
-	$(PY) benchmarks/engine_overhead.py --model cnn
-	$(PY) benchmarks/engine_overhead.py --model resnet18 --rounds 1 --per-client 256
+	$(PY) benchmarks/engine_overhead.py --model cnn --rounds 1 --repeats 3 --channels-last
+	OMP_NUM_THREADS=1 $(PY) benchmarks/engine_overhead.py --model cnn --rounds 1 --repeats 3 --channels-last --threads 1
+	$(PY) benchmarks/engine_overhead.py --model resnet18 --rounds 1 --per-client 128 --image-size 16 --test 256
+	OMP_NUM_THREADS=1 $(PY) benchmarks/scaling.py --threads 1 --methods fedavg fedbn pfl
 
 clean:
 	rm -rf $(VENV) outputs results .pytest_cache
