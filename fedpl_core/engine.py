@@ -35,7 +35,7 @@ from .checkpoint import load_checkpoint, save_checkpoint
 from .config import EngineConfig
 from .data.base import ImageDataset
 from .federation import (ClientContext, ClientData, ClientUpdate, DivergenceError, FederationInfo, Server,
-                         derive_seed)
+                         copy_arrays, derive_seed, load_arrays)
 from .methods.base import Method
 from .preprocess import Preprocess
 from .selection import BestRound
@@ -119,12 +119,10 @@ class Simulation:
 
     # ------------------------------------------------------------- arrays
     def load_state(self, state: dict[str, torch.Tensor]) -> None:
-        with torch.no_grad():
-            for k, v in state.items():
-                self._arrays[k].copy_(v, non_blocking=True)
+        load_arrays(self._arrays, state)
 
     def extract_state(self) -> dict[str, torch.Tensor]:
-        return {k: t.detach().clone() for k, t in self._arrays.items()}
+        return copy_arrays(self._arrays)
 
     def autocast(self):
         if self.cfg.amp and self.device.type == "cuda":

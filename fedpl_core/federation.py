@@ -103,6 +103,18 @@ class ClientUpdate:
                 raise TypeError(f"metadata {k!r} of type {type(v).__name__} cannot be sent to the server")
 
 
+def load_arrays(arrays: dict[str, torch.Tensor], state: dict[str, torch.Tensor]) -> None:
+    """Copy ``state`` into the model ``arrays`` (parameters and buffers by name), in place."""
+    with torch.no_grad():
+        for k, v in state.items():
+            arrays[k].copy_(v, non_blocking=True)
+
+
+def copy_arrays(arrays: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A detached copy of every array."""
+    return {k: t.detach().clone() for k, t in arrays.items()}
+
+
 class ClientContext:
     """Everything a method's client-side hooks may use for one client and one round.
 
@@ -129,13 +141,11 @@ class ClientContext:
     # model arrays -----------------------------------------------------------
     def load_state(self, state: dict[str, torch.Tensor]) -> None:
         """Copy ``state`` into the working model's parameters and buffers, in place."""
-        with torch.no_grad():
-            for k, v in state.items():
-                self._arrays[k].copy_(v, non_blocking=True)
+        load_arrays(self._arrays, state)
 
     def extract_state(self) -> dict[str, torch.Tensor]:
         """A detached copy of every parameter and buffer of the working model."""
-        return {k: t.detach().clone() for k, t in self._arrays.items()}
+        return copy_arrays(self._arrays)
 
     def autocast(self):
         return self._autocast()
