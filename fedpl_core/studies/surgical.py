@@ -325,8 +325,7 @@ def ablation_partition(train: ImageDataset, kind: str, value: int, seed: int, sh
     clients, ``value`` classes shared by all, the others unique to one client."""
     group = train.groups is not None
     if kind == "clients":
-        masks = random_label_sets(train.num_classes, value, seed=seed)
-        return P.iid(train, value, seed=seed, class_mask=masks, group_aware=group, name=f"K={value}")
+        return P.make_partition(train, value, P.IID(group_aware=group), P.RandomCover(), seed=seed, name=f"K={value}")
     if kind == "shared":
         return P.shared_classes_split(train, shared_clients, value, seed=seed, group_aware=group,
                                       name=f"{value} shared")
