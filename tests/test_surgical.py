@@ -286,25 +286,84 @@ def test_interrupted_run_resumes_to_identical_numbers(tmp_path, toy):
 
 def test_real_data_path_on_the_published_layouts(tmp_path):
     """The notebook's ``data_root`` branch on tiny copies of NIH / CheXpert / MIMIC-CXR-JPG:
-    NIH names mapped onto CheXpert's, 7 shared and 20 classes in all."""
+    NIH names mapped onto CheXpert's, 7 shared and 20 classes in all, read through the
+    study's data sources."""
     import sys
     from pathlib import Path
 
+    import pandas as pd
+
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     fx = pytest.importorskip("fixtures_data")
+    from fedpl_core.experiments import load_data
     from fedpl_core.studies import surgical as study
 
     fx.write_nih(tmp_path / "nih")
     fx.write_chexpert(tmp_path / "chexpert")
     fx.write_mimic(tmp_path)
-    st = study.make_settings(quick=True, data_root=str(tmp_path), image_size=28, n_public=1)
-    data = study.load_real_data(str(tmp_path), st, cache_dir=str(tmp_path / "cache"))
-    nih, chx = data["noniid"]["NIH"][0], data["noniid"]["CheXpert"][0]
+    st = study.make_settings(quick=True, data_root=str(tmp_path), image_size=28, n_public=1,
+                             data_kwargs={"cache_dir": str(tmp_path / "cache")})
+    data = study.load_real_data(str(tmp_path), st)
+    nih, chx = data["NIH"][0], data["CheXpert"][0]
     assert "Pleural Effusion" in nih.class_names and "Effusion" not in nih.class_names
     assert len(nih.class_names) == 14 and len(chx.class_names) == 13 and "No Finding" not in chx.class_names
-    union, part, evals, orders = study.noniid_setup(st, data, heterogeneous=True)
+    assert data["public"].shape[0] == 1 and data["external"].num_classes == 13
+    cfg = study.noniid_config(st, heterogeneous=True)
+    bundle = load_data(cfg)
+    union, part = bundle.train, study.partition(cfg)
     assert union.num_classes == 20 and part.masks.sum(1).tolist() == [14, 13]
-    cols = {e.column: e.classes for e in evals}
-    assert len(cols["NIH: shared"]) == 7 and len(cols["CheXpert: unique"]) == 6
-    assert orders["CheXpert"] == chx.class_names
-    assert data["public"].shape[0] == 1 and data["ablation"]["external"].num_classes == 13
+    assert bundle.test is None and sorted(bundle.extra) == ["CheXpert", "NIH", "external"]
+    assert bundle.public.shape[0] == 1
+    # the table columns the runner's tidy frame gives: <set>/auroc:<class> for every class of every set
+    tidy = pd.DataFrame(columns=[f"{n}/auroc:{c}" for n, ds in bundle.extra.items() for c in ds.class_names])
+    cols = {k: classes for k, (_, classes) in study.table_columns(tidy).items()}
+    assert len(cols["NIH: shared"]) == 7 and len(cols["CheXpert: unique"]) == 6 and len(cols["External"]) == 13
+    assert study.class_orders(cfg)["CheXpert"] == chx.class_names
+    # the ablation's external set: MIMIC's classes that the NIH pool has (the 7 shared)
+    abl = load_data(study.ablation_config(st))
+    assert abl.train.num_classes == 14 and abl.extra["external"].num_classes == 7
+    shared = load_data(study.noniid_config(st, heterogeneous=False))
+    assert shared.train.num_classes == 7 and all(ds.num_classes <= 7 for ds in shared.extra.values())
+
+
+def test_study_grid_goes_through_run_many_and_its_cache(tmp_path, monkeypatch):
+    """A tiny ablation (K = 2, 3) is one ``run_many`` call: rows per iteration and method,
+    the Oracle run once for both iterations, and a re-run loads every result from the
+    cache without training."""
+    import json
+
+    import pandas as pd
+
+    from fedpl_core import experiments as E
+    from fedpl_core.studies import surgical as study
+
+    st = study.make_settings(quick=True, n_train=96, n_test=60, n_external=60, n_public=32, k_values=[2, 3],
+                             rounds=1, batch_size=16, warmup_epochs=0.5)
+    base, sets, methods = study.ablation_config(st), study.ablation_settings(st, "clients"), study.ablation_methods(st)
+    labels = ["Oracle", "Central", "FL", "FL + PL", "FL + SA"]
+    assert [m[0] for m in methods] == labels
+    # each iteration's partition: K clients, label sets of RandomCover with seed ``seed * 1000 + i``
+    for i, k in enumerate(st.k_values):
+        part = study.partition(base.replace(**sets[k]))
+        assert part.num_clients == k and part.masks.any(0).all()
+        np.testing.assert_array_equal(part.masks, study.random_label_sets(14, k, seed=st.seed * 1000 + i))
+    df = E.run_many(base, methods, [st.seed], tmp_path, settings=sets, progress=False)
+    assert len(df) == 2 * len(labels) * 2  # settings x methods x (final, best)
+    assert df.groupby(["setting", "which"])["label"].apply(list).map(lambda x: x == labels).all()
+    assert set(df["setting"]) == {2, 3} and set(df["which"]) == {"final", "best"}
+    results = sorted(tmp_path.glob("*.json"))
+    assert len(results) == 2 * len(labels) - 1  # the Oracle's config is the same in both iterations
+    cfgs = [json.loads(p.read_text())["config"] for p in results]
+    assert all(c["method_kwargs"]["warmup_epochs"] == 0.5 and c["calibrate_bn"] for c in cfgs)
+    long = study.long_form(df)
+    assert set(long["column"]) == {"held-out test", "external test"}
+    assert long.groupby(["setting", "label", "which", "column"]).size().eq(14).all()
+
+    def boom(*a, **k):
+        raise AssertionError("a cached run was trained again")
+
+    monkeypatch.setattr(E, "build_simulation", boom)
+    again = E.run_many(base, methods, [st.seed], tmp_path, settings=sets, progress=False)
+    pd.testing.assert_frame_equal(again, df)
+    table = study.ablation_table(again)
+    assert list(table.index) == labels and list(table.columns) == ["held-out test", "external test"]

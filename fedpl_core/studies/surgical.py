@@ -2,15 +2,16 @@
 
 * **Ablation** on IID subsets of one NIH-like data set whose clients' label sets cover
   all 14 findings: (a) the number of clients K (each client's data shrinking as 1/K;
-  random label sets, every class held by at least one client) and (b) the number of
-  classes shared by all K = 4 clients (:func:`~fedpl_core.partitions.shared_classes_split`:
-  the other classes are each unique to one client).  Methods: a fully labelled model on
-  all the data (the paper's "NIH baseline", our Oracle), Centralized (missing =
-  negative), FL (missing = negative), FL + partial loss, FL + surgical aggregation, all
-  with the BatchNorm strategy ``Settings.bn`` (FedBN+ as in the paper in the full
-  setting).  Evaluated on the held-out test set and an external
-  test set from another domain (MIMIC's role).  Mean +- SD over the iterations (the K
-  or shared-class values) and paired t-tests across iterations.
+  random label sets, every class held by at least one client:
+  :class:`~fedpl_core.partitions.RandomCover`) and (b) the number of classes shared by
+  all K = 4 clients (:class:`~fedpl_core.partitions.SharedClasses`: the other classes
+  are each unique to one client).  Methods: a fully labelled model on all the data (the
+  paper's "NIH baseline", our Oracle), Centralized (missing = negative), FL (missing =
+  negative), FL + partial loss, FL + surgical aggregation, all with the BatchNorm
+  strategy ``Settings.bn`` (FedBN+ as in the paper in the full setting).  Evaluated on
+  the held-out test set and an external test set from another domain (MIMIC's role).
+  Mean +- SD over the iterations (the K or shared-class values) and paired t-tests
+  across iterations.
 * **Non-IID**: an NIH-like source (14 findings) and a CheXpert-like source (13
   findings, 7 shared, 20 in the union) from two domains, one client each, (i) with the
   7 shared classes only and (ii) with all 20.  Evaluated on each source's test set
@@ -19,47 +20,70 @@
   classes reported separately).  Mean +- SD over classes and paired t-tests across
   class-level AUROCs.
 
-Every method follows the paper's protocol (:class:`~fedpl_core.methods.surgical.PaperProtocol`):
-the same initial model (BatchNorm statistics calibrated on public images when no
-pre-trained weights are used), head warm-up with the encoder frozen, FedBN+ with
-BatchNorm frozen on the clients too, and selection of the global model with the lowest mean
-local validation BCE (early stopping with ``patience``); the last-round model is
-reported too (``which="last"``).  Runs are cached as JSON under ``results_dir``.
+This module is declarative.  It registers two data sources for the one runner
+(:mod:`fedpl_core.experiments`):
 
-Rules for models that are not one global model: an individually trained model (one
-per source, ``local``) is scored on a test column only when it knows every class of
-the column (the paper: the mean AUROC is undefined when a test class is absent from
-the model), otherwise "-"; a personalised FL model (PFL) is scored with the client
-model of the source that owns the column (the NIH client on the NIH test set and on
-the external set's NIH classes, ...), and "-" on a column no single source owns (the
-external set with the classes of both).
+* ``"surgical-ablation"``: train = the NIH-like pool (``n_train``), test = its held-out
+  test set (``n_test``), extra = ``{"external": ...}`` (``n_external``), public = the
+  images that calibrate BatchNorm (``n_public``; 0: none);
+* ``"surgical-noniid"`` (``heterogeneous``): train = the NIH + CheXpert union (one client
+  per source, partition ``by_source``), no test set, extra = ``{"NIH": ..., "CheXpert":
+  ..., "external": ...}`` (each source's test set with its own classes, the external
+  set), public;
+
+both synthetic, or read from ``data_root`` (NIH, CheXpert, MIMIC-CXR-JPG:
+:func:`load_real_data`).  :func:`make_settings` gives quick / full :class:`Settings`;
+:func:`ablation_config` / :func:`noniid_config` the base configs,
+:func:`ablation_settings` the iterations (``{K or shared classes: overrides}``) and
+:func:`ablation_methods` / :func:`noniid_methods` the rows (``[(label, overrides)]``),
+so that each experiment is one call of :func:`fedpl_core.experiments.run_many`, whose
+tidy frame the tables and figures below read (through :func:`long_form`).
+
+Every method follows the paper's protocol (:class:`~fedpl_core.methods.surgical.PaperProtocol`
+through ``get_method(..., warmup_epochs=, warmup_lr=)``): the same initial model
+(``torch.manual_seed(seed)``, BatchNorm statistics calibrated on the public images when
+no pre-trained weights are used: ``ExperimentConfig.calibrate_bn``), head warm-up with
+the encoder frozen, FedBN+ with BatchNorm frozen on the clients too, and selection of the
+global model with the lowest mean local validation BCE (early stopping with ``patience``).
+``which="best"`` is that selected model (the paper's protocol), ``which="final"`` the
+last round.
+
+Models that are not one global model (PFL, the individually trained models ``local``)
+are scored with the package's one policy
+(:func:`fedpl_core.evaluation.predict_personalised`): class c's score is the mean, over
+the clients that annotate c, of their own model's score.  So each source's own classes
+are scored by its own model, a shared class by the mean of both sources' models, and
+every column has a number (the external set's union of classes included).  Before the
+one runner this study scored them its own way: PFL with the client model of the source
+that "owns" the column ("-" on the external set with both sources' classes) and each
+individually trained model separately ("-" where it lacks a class of the column); those
+rows (PFL, Individual) therefore differ from the earlier tables, every global-model row
+(Oracle, Central, FL, FL + PL, FL + SA) is unchanged.
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import time
-from dataclasses import asdict, dataclass, field
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-import torch
 
 from .. import partitions as P
+from ..config import EngineConfig
 from ..data import synthetic as S
 from ..data.base import ImageDataset, concat_datasets
-from ..engine import EngineConfig, Simulation
-from ..metrics import multilabel_metrics
-from ..methods.surgical import calibrate_batchnorm, paper_method
-from ..models import build_model
+from ..datasets import DataBundle, register_source
+from ..experiments import ExperimentConfig, build_partition, load_data
 from ..tables import paired_ttest, stars
 
 #: NIH's 14 findings and CheXpert's 13 (CheXpert's column order), synthetic names.
 NIH_CLASSES = list(S.NIH14)
 CHEXPERT_CLASSES = list(S.CHEXPERT_PREVALENCE)
+UNION_CLASSES = NIH_CLASSES + [c for c in CHEXPERT_CLASSES if c not in NIH_CLASSES]
 #: Synthetic domains (hospital styles): NIH-like, CheXpert-like, external (MIMIC's role),
 #: and the public images used to calibrate BatchNorm statistics (no client's domain).
 DOMAINS = {"NIH": 0, "CheXpert": 2, "external": 3, "public": 7}
@@ -116,19 +140,16 @@ class Settings:
     n_chexpert: int = 600
     n_noniid_test: int = 300
     max_images: int | None = None  # real data: subsample each source (None = all)
+    #: real data: keywords of :func:`load_real_data` (``nih``, ``chexpert``, ``mimic``,
+    #: ``mimic_lt_csv``, ``cache_dir``)
+    data_kwargs: dict = field(default_factory=dict)
 
     def engine(self) -> EngineConfig:
+        """The schedule (the run's ``seed`` is the config's)."""
         return EngineConfig(rounds=self.rounds, local_epochs=self.local_epochs, batch_size=self.batch_size,
                             lr=self.lr, normalize=self.normalize, augment=self.augment,
                             client_val_fraction=self.client_val_fraction, selection="val_loss",
-                            selection_mode="min", patience=self.patience, device=self.device, seed=self.seed,
-                            progress=False)
-
-    def key(self) -> dict:
-        d = asdict(self)
-        for k in ("device", "results_dir", "quick"):
-            d.pop(k)
-        return d
+                            selection_mode="min", patience=self.patience, device=self.device, progress=False)
 
 
 def make_settings(quick: bool = True, seed: int = 0, device: str = "auto", data_root: str | None = None,
@@ -150,56 +171,6 @@ def make_settings(quick: bool = True, seed: int = 0, device: str = "auto", data_
     return dataclasses.replace(st, **overrides)
 
 
-# =========================================================================== methods
-@dataclass(frozen=True)
-class Spec:
-    """One row family of a table: a label, a registered method and its keywords."""
-
-    label: str
-    method: str
-    family: str
-    strategy: str = ""
-    kwargs: tuple = ()
-
-    def hparams(self) -> dict:
-        return dict(self.kwargs)
-
-
-def _spec(family: str, method: str, strategy: str = "", label: str | None = None, **kw) -> Spec:
-    if strategy:
-        kw["bn_policy"] = STRATEGIES[strategy]
-    lab = label or (f"{family} ({strategy})" if strategy else family)
-    return Spec(lab, method, family, strategy, tuple(sorted(kw.items(), key=lambda t: t[0])))
-
-
-def ablation_specs(st: Settings) -> list[Spec]:
-    """The ablation's methods, all with BatchNorm strategy ``st.bn`` (the paper: FedBN+)."""
-    bn = {"bn_policy": st.bn}
-    return [Spec("Oracle", "oracle", "Oracle", "", tuple(bn.items())),
-            Spec("Central", "centralized", "Central", "", tuple(bn.items())),
-            Spec("FL", "fedavg", "FL", BN_NAMES[st.bn], tuple(bn.items())),
-            Spec("FL + PL", "fedavg_pl", "FL + PL", BN_NAMES[st.bn], tuple(bn.items())),
-            Spec("FL + SA", "surgical", "FL + SA", BN_NAMES[st.bn], tuple(bn.items()))]
-
-
-def noniid_specs(st: Settings, class_orders: dict[str, list[str]] | None = None) -> list[Spec]:
-    """The non-IID tables' rows: individually trained, PFL, Central, FL, FL + PL, FL + SA."""
-    sa = {} if class_orders is None else {"class_order": json.dumps(class_orders)}
-    return [_spec("Individual", "local", label="Individual", bn_policy=st.bn),
-            _spec("PFL", "pfl", "FedAvg"), _spec("PFL", "pfl", "FedBN"), _spec("PFL", "pfl", "FedBN+"),
-            _spec("Central", "centralized", bn_policy=st.bn),
-            _spec("FL", "fedavg", "FedAvg"), _spec("FL", "fedavg", "FedBN+"),
-            _spec("FL + PL", "fedavg_pl", "FedAvg"), _spec("FL + PL", "fedavg_pl", "FedBN+"),
-            _spec("FL + SA", "surgical", "FedAvg", **sa), _spec("FL + SA", "surgical", "FedBN+", **sa)]
-
-
-def build_method(spec: Spec, st: Settings):
-    kw = spec.hparams()
-    if "class_order" in kw and isinstance(kw["class_order"], str) and kw["class_order"].startswith("{"):
-        kw["class_order"] = json.loads(kw["class_order"])
-    return paper_method(spec.method, warmup_epochs=st.warmup_epochs, warmup_lr=st.warmup_lr, **kw)
-
-
 # =========================================================================== data
 def _prevalence(classes: Sequence[str], floor: float | None, base: dict | None = None) -> dict | None:
     base = base or {}
@@ -208,49 +179,34 @@ def _prevalence(classes: Sequence[str], floor: float | None, base: dict | None =
     return {c: max(base.get(c, S.FINDINGS[c].prevalence), floor) for c in classes}
 
 
-def synthetic_data(st: Settings) -> dict[str, Any]:
-    """Synthetic stand-ins: the ablation's NIH-like pool, test and external sets; the
-    non-IID sources (NIH-like and CheXpert-like, their test sets, a 20-class external
-    set); the public images for BatchNorm calibration.
+def _synthetic(n: int, labelled: Sequence[str], seed: int, source: str, image_size: int, floor: float | None,
+               strength: float, name: str) -> ImageDataset:
+    """Synthetic stand-ins.  Every image is drawn with all 20 findings of the union (each
+    source with its own prevalences and hospital style) and then labelled with its
+    source's classes only, as in reality: NIH images do show support devices, NIH just
+    does not annotate them.  So "missing = negative" produces genuine false negatives."""
+    base = dict(S.CHEXPERT_PREVALENCE) if source == "CheXpert" else None
+    ds = S.make_cxr(n, classes=UNION_CLASSES, image_size=image_size, seed=seed, domain=DOMAINS[source],
+                    prevalence=_prevalence(UNION_CLASSES, floor, base), strength=strength, name=name)
+    return ds.select_classes(list(labelled))
 
-    Every image is drawn with all 20 findings of the union (each source with its own
-    prevalences and hospital style) and then labelled with its source's classes only,
-    as in reality: NIH images do show support devices, NIH just does not annotate them.
-    So "missing = negative" produces genuine false negatives.
-    """
-    s, size, f = st.seed, st.image_size, st.prevalence_floor
-    union = NIH_CLASSES + [c for c in CHEXPERT_CLASSES if c not in NIH_CLASSES]
-    chx_prev = dict(S.CHEXPERT_PREVALENCE)
 
-    def mk(n, labelled, seed, dom, base=None, name=""):
-        ds = S.make_cxr(n, classes=union, image_size=size, seed=seed, domain=dom,
-                        prevalence=_prevalence(union, f, base), strength=st.strength, name=name)
-        return ds.select_classes(labelled)
-
-    return {
-        "ablation": {"train": mk(st.n_train, NIH_CLASSES, 100 * s + 1, DOMAINS["NIH"], name="NIH"),
-                     "test": mk(st.n_test, NIH_CLASSES, 100 * s + 2, DOMAINS["NIH"], name="NIH-test"),
-                     "external": mk(st.n_external, NIH_CLASSES, 100 * s + 3, DOMAINS["external"],
-                                    name="external")},
-        "noniid": {"NIH": (mk(st.n_nih, NIH_CLASSES, 100 * s + 11, DOMAINS["NIH"], name="NIH"),
-                           mk(st.n_noniid_test, NIH_CLASSES, 100 * s + 12, DOMAINS["NIH"], name="NIH-test")),
-                   "CheXpert": (mk(st.n_chexpert, CHEXPERT_CLASSES, 100 * s + 13, DOMAINS["CheXpert"], chx_prev,
-                                   name="CheXpert"),
-                                mk(st.n_noniid_test, CHEXPERT_CLASSES, 100 * s + 14, DOMAINS["CheXpert"], chx_prev,
-                                   name="CheXpert-test")),
-                   "external": mk(st.n_external, union, 100 * s + 15, DOMAINS["external"], name="external")},
-        "public": mk(st.n_public, union, 100 * s + 16, DOMAINS["public"], name="public").images,
-    }
+def _public(n_public: int, data_seed: int, image_size: int, floor: float | None, strength: float) -> np.ndarray | None:
+    if n_public <= 0:
+        return None
+    return _synthetic(n_public, UNION_CLASSES, 100 * data_seed + 16, "public", image_size, floor, strength,
+                      "public").images
 
 
 def _rename(ds: ImageDataset, mapping: dict[str, str]) -> ImageDataset:
     return dataclasses.replace(ds, class_names=[mapping.get(c, c) for c in ds.class_names])
 
 
-def load_real_data(data_root: str, st: Settings, *, nih: str = "nih", chexpert: str = "chexpert",
-                   mimic: str = "mimic-cxr-jpg", mimic_lt_csv: str | None = None,
-                   cache_dir: str | None = None) -> dict[str, Any]:
-    """NIH ChestX-ray14 + CheXpert + MIMIC-CXR-JPG, shaped like :func:`synthetic_data`.
+@lru_cache(maxsize=1)
+def real_data(data_root: str, image_size: int, seed: int, max_images: int | None = None, n_public: int = 0, *,
+              nih: str = "nih", chexpert: str = "chexpert", mimic: str = "mimic-cxr-jpg",
+              mimic_lt_csv: str | None = None, cache_dir: str | None = None) -> dict[str, Any]:
+    """NIH ChestX-ray14 + CheXpert + MIMIC-CXR-JPG (cached: both data sources read it once).
 
     ``data_root/<nih>``, ``data_root/<chexpert>``, ``data_root/<mimic>`` (each falls back
     to ``data_root`` itself when absent).  NIH's ``Effusion`` / ``Pleural_Thickening``
@@ -263,9 +219,10 @@ def load_real_data(data_root: str, st: Settings, *, nih: str = "nih", chexpert: 
     its labels cover the 13 CheXpert classes only, so the NIH-only findings are evaluated
     externally only when a CXR-LT label table is given (``mimic_lt_csv``: a CSV with a
     ``path`` column relative to the MIMIC folder, ``subject_id`` and one 0/1 column per
-    class, the paper's 20 names).  Without pre-trained weights (``st.calibrate_bn``),
-    ``st.n_public`` random MIMIC images are taken out of the external set to calibrate
-    the initial BatchNorm statistics (never a client's data).
+    class, the paper's 20 names).  ``n_public`` random MIMIC images are taken out of the
+    external set to calibrate the initial BatchNorm statistics (never a client's data).
+    Returns ``{"NIH": (train, test), "CheXpert": (train, test), "external": ds,
+    "public": images or None}``.
     """
     from ..data.csv_loader import CHEXPERT_CLASSES as CHEXPERT_COLUMNS
     from ..data.csv_loader import load_chexpert, load_csv, load_mimic_cxr
@@ -274,13 +231,13 @@ def load_real_data(data_root: str, st: Settings, *, nih: str = "nih", chexpert: 
 
     root = Path(data_root)
     sub = lambda name: root / name if (root / name).exists() else root  # noqa: E731
-    io = {"image_size": st.image_size, "channels": 1, "cache_dir": cache_dir, "seed": st.seed}
+    io = {"image_size": image_size, "channels": 1, "cache_dir": cache_dir, "seed": seed}
     chex_classes = [c for c in CHEXPERT_COLUMNS if c != "No Finding"]
-    nih_ds = _rename(load_nih(sub(nih), max_images=st.max_images, **io), NIH_TO_PAPER)
+    nih_ds = _rename(load_nih(sub(nih), max_images=max_images, **io), NIH_TO_PAPER)
     chx_ds = load_chexpert(sub(chexpert), "train", classes=chex_classes, uncertain="zeros", frontal_only=True,
-                           max_images=st.max_images, **io)
-    nih_tr, nih_te = split_dataset(nih_ds, (0.8, 0.2), seed=st.seed)
-    chx_tr, chx_te = split_dataset(chx_ds, (0.8, 0.2), seed=st.seed)
+                           max_images=max_images, **io)
+    nih_tr, nih_te = split_dataset(nih_ds, (0.8, 0.2), seed=seed)
+    chx_tr, chx_te = split_dataset(chx_ds, (0.8, 0.2), seed=seed)
     nih_tr.name, nih_te.name, chx_tr.name, chx_te.name = "NIH", "NIH-test", "CheXpert", "CheXpert-test"
     if mimic_lt_csv:
         union = nih_tr.class_names + [c for c in chx_tr.class_names if c not in nih_tr.class_names]
@@ -289,20 +246,182 @@ def load_real_data(data_root: str, st: Settings, *, nih: str = "nih", chexpert: 
         ext = load_mimic_cxr(sub(mimic), None, classes=chex_classes, uncertain="zeros", views=("PA", "AP"),
                              name="external", **io)
     public = None
-    if st.calibrate_bn:  # a few external images, removed from the external set, calibrate BatchNorm
-        pick = np.random.default_rng(st.seed).permutation(len(ext))
-        public, ext = ext.images[pick[:st.n_public]], ext.subset(np.sort(pick[st.n_public:]))
-    return {"ablation": {"train": nih_tr, "test": nih_te, "external": ext},
-            "noniid": {"NIH": (nih_tr, nih_te), "CheXpert": (chx_tr, chx_te), "external": ext},
-            "public": public}
+    if n_public > 0:
+        pick = np.random.default_rng(seed).permutation(len(ext))
+        public, ext = ext.images[pick[:n_public]], ext.subset(np.sort(pick[n_public:]))
+    return {"NIH": (nih_tr, nih_te), "CheXpert": (chx_tr, chx_te), "external": ext, "public": public}
 
 
-# =========================================================================== partitions
+def load_real_data(data_root: str, st: Settings, **kwargs: Any) -> dict[str, Any]:
+    """:func:`real_data` with the settings' image size, seed, ``max_images`` and
+    public images (``n_public`` when ``calibrate_bn``); ``kwargs`` (or
+    ``st.data_kwargs``) name the folders, ``mimic_lt_csv`` and ``cache_dir``."""
+    return real_data(data_root, st.image_size, st.seed, st.max_images, st.n_public if st.calibrate_bn else 0,
+                     **{**st.data_kwargs, **kwargs})
+
+
+def _in(ds: ImageDataset, classes: Sequence[str]) -> ImageDataset:
+    """``ds`` restricted to the given classes that it has (in the given order)."""
+    keep = [c for c in classes if c in ds.class_names]
+    return ds if keep == list(ds.class_names) else ds.select_classes(keep)
+
+
+@register_source("surgical-ablation")
+def ablation_source(name: str, data_root, classes, image_size, n_train, n_test, data_seed, n_external: int = 300,
+                    n_public: int = 0, prevalence_floor: float | None = 0.1, strength: float = 1.0,
+                    max_images: int | None = None, **real_kwargs: Any) -> DataBundle:
+    """The ablation's data: the NIH-like pool (train), its held-out test set and an
+    external set of another domain (``extra["external"]``), restricted to the pool's
+    classes; synthetic (data seeds ``100 * data_seed + 1, 2, 3``, public ``+ 16``) or,
+    with ``data_root``, NIH / NIH test / MIMIC (``n_*`` and ``prevalence_floor`` do not
+    apply; ``classes`` never does)."""
+    if data_root:
+        d = real_data(data_root, image_size, data_seed, max_images, n_public, **real_kwargs)
+        (train, test), ext, public = d["NIH"], d["external"], d["public"]
+    else:
+        s, f = data_seed, prevalence_floor
+        train = _synthetic(n_train, NIH_CLASSES, 100 * s + 1, "NIH", image_size, f, strength, "NIH")
+        test = _synthetic(n_test, NIH_CLASSES, 100 * s + 2, "NIH", image_size, f, strength, "NIH-test")
+        ext = _synthetic(n_external, NIH_CLASSES, 100 * s + 3, "external", image_size, f, strength, "external")
+        public = _public(n_public, s, image_size, f, strength)
+    keep = list(train.class_names)
+    return DataBundle(train, _in(test, keep), {"external": _in(ext, keep)}, public)
+
+
+@register_source("surgical-noniid")
+def noniid_source(name: str, data_root, classes, image_size, n_train, n_test, data_seed, heterogeneous: bool = True,
+                  n_nih: int = 400, n_chexpert: int = 600, n_external: int = 300, n_public: int = 0,
+                  prevalence_floor: float | None = 0.1, strength: float = 1.0, max_images: int | None = None,
+                  **real_kwargs: Any) -> DataBundle:
+    """The non-IID data: train = the NIH + CheXpert union (``extra["sources"]``: one
+    client per source with ``by_source``), no test set, extra = each source's test set
+    (``n_test`` images, its own classes) and the external set.  ``heterogeneous=False``:
+    every set restricted to the 7 shared classes.  Synthetic (data seeds ``100 *
+    data_seed + 11 ... 15``, public ``+ 16``; ``n_train`` does not apply: ``n_nih`` and
+    ``n_chexpert`` are the sources' sizes) or, with ``data_root``, NIH / CheXpert / MIMIC."""
+    if data_root:
+        d = real_data(data_root, image_size, data_seed, max_images, n_public, **real_kwargs)
+        (nih_tr, nih_te), (chx_tr, chx_te), ext, public = d["NIH"], d["CheXpert"], d["external"], d["public"]
+    else:
+        s, f, size = data_seed, prevalence_floor, image_size
+        nih_tr = _synthetic(n_nih, NIH_CLASSES, 100 * s + 11, "NIH", size, f, strength, "NIH")
+        nih_te = _synthetic(n_test, NIH_CLASSES, 100 * s + 12, "NIH", size, f, strength, "NIH-test")
+        chx_tr = _synthetic(n_chexpert, CHEXPERT_CLASSES, 100 * s + 13, "CheXpert", size, f, strength, "CheXpert")
+        chx_te = _synthetic(n_test, CHEXPERT_CLASSES, 100 * s + 14, "CheXpert", size, f, strength, "CheXpert-test")
+        ext = _synthetic(n_external, UNION_CLASSES, 100 * s + 15, "external", size, f, strength, "external")
+        public = _public(n_public, s, size, f, strength)
+    if not heterogeneous:
+        shared = [c for c in nih_tr.class_names if c in chx_tr.class_names]
+        nih_tr, nih_te, chx_tr, chx_te = (ds.select_classes(shared) for ds in (nih_tr, nih_te, chx_tr, chx_te))
+    nih_tr, chx_tr = dataclasses.replace(nih_tr, name="NIH"), dataclasses.replace(chx_tr, name="CheXpert")
+    union = concat_datasets([nih_tr, chx_tr], name="NIH+CheXpert")
+    return DataBundle(union, None, {"NIH": nih_te, "CheXpert": chx_te, "external": _in(ext, union.class_names)},
+                      public)
+
+
+# =========================================================================== configs
+def _data_kwargs(st: Settings) -> dict[str, Any]:
+    kw: dict[str, Any] = {"n_external": st.n_external, "n_public": st.n_public if st.calibrate_bn else 0}
+    if st.data_root:
+        kw.update(max_images=st.max_images, **st.data_kwargs)
+    else:
+        kw.update(prevalence_floor=st.prevalence_floor, strength=st.strength)
+    return kw
+
+
+def _config(st: Settings, **fields: Any) -> ExperimentConfig:
+    return ExperimentConfig(data_root=st.data_root, image_size=st.image_size, data_seed=st.seed, model=st.model,
+                            model_kwargs=dict(st.model_kwargs), calibrate_bn=st.calibrate_bn, engine=st.engine(),
+                            seed=st.seed, **fields)
+
+
+def ablation_config(st: Settings) -> ExperimentConfig:
+    """The ablation's base config: the ``surgical-ablation`` source, an IID split (no
+    patient in two clients) with random covering label sets; :func:`ablation_settings`
+    gives each iteration's clients and partition."""
+    return _config(st, name="surgical-ablation", dataset="surgical-ablation", n_train=st.n_train, n_test=st.n_test,
+                   dataset_kwargs=_data_kwargs(st), split="iid", split_kwargs={"group_aware": True},
+                   partition="random_cover", num_clients=st.k_values[0], partition_kwargs={"seed": st.seed * 1000})
+
+
+def ablation_settings(st: Settings, kind: str) -> dict[int, dict[str, Any]]:
+    """The iterations of ablation ``kind`` as ``{value: config overrides}``, partition
+    seeds ``seed * 1000 + i``: (a) ``"clients"``: K in ``st.k_values`` equal IID shares
+    (no patient in two clients) with random covering label sets; (b) ``"shared"``:
+    ``st.shared_clients`` clients, ``value`` classes shared by all, the others unique to
+    one client."""
+    split = {"split": "iid", "split_kwargs": {"group_aware": True}}
+    if kind == "clients":
+        return {k: {**split, "num_clients": k, "partition": "random_cover",
+                    "partition_kwargs": {"seed": st.seed * 1000 + i}} for i, k in enumerate(st.k_values)}
+    if kind == "shared":
+        return {v: {**split, "num_clients": st.shared_clients, "partition": "shared_classes",
+                    "partition_kwargs": {"num_shared": v, "seed": st.seed * 1000 + i}}
+                for i, v in enumerate(st.shared_values)}
+    raise ValueError(f"unknown ablation kind {kind!r}; use 'clients' or 'shared'")
+
+
+def _protocol(st: Settings, **kw: Any) -> dict[str, Any]:
+    """``method_kwargs`` with the paper's head warm-up."""
+    return {**kw, "warmup_epochs": st.warmup_epochs, "warmup_lr": st.warmup_lr}
+
+
+def ablation_methods(st: Settings) -> list[tuple[str, dict[str, Any]]]:
+    """The ablation's rows, all with BatchNorm strategy ``st.bn`` (the paper: FedBN+).
+    The Oracle trains on the whole pool as one client with every label (its config is
+    the same in every iteration, so it runs once and is cached)."""
+    kw = _protocol(st, bn_policy=st.bn)
+    oracle = {"method": "oracle", "method_kwargs": kw, "num_clients": 1, "split": "iid", "split_kwargs": {},
+              "partition": "all", "partition_kwargs": {}}
+    return [("Oracle", oracle),
+            ("Central", {"method": "centralized", "method_kwargs": kw}),
+            ("FL", {"method": "fedavg", "method_kwargs": kw}),
+            ("FL + PL", {"method": "fedavg_pl", "method_kwargs": kw}),
+            ("FL + SA", {"method": "surgical", "method_kwargs": kw})]
+
+
+def noniid_config(st: Settings, heterogeneous: bool) -> ExperimentConfig:
+    """The non-IID base config: the ``surgical-noniid`` source, one client per source.
+    (i) ``heterogeneous=False``: the 7 shared classes; (ii) True: all 20."""
+    kw = {**_data_kwargs(st), "heterogeneous": bool(heterogeneous), "n_nih": st.n_nih, "n_chexpert": st.n_chexpert}
+    return _config(st, name=f"surgical-noniid-{'heterogeneous' if heterogeneous else 'shared'}",
+                   dataset="surgical-noniid", n_train=st.n_nih + st.n_chexpert, n_test=st.n_noniid_test,
+                   dataset_kwargs=kw, partition="by_source", num_clients=None,
+                   partition_kwargs={"name": "by source"})
+
+
+def class_orders(cfg: ExperimentConfig) -> dict[str, list[str]]:
+    """Each source's own class order (its data set's columns), client name -> classes."""
+    extra = load_data(cfg).extra
+    return {s: list(extra[s].class_names) for s in ("NIH", "CheXpert")}
+
+
+def noniid_methods(st: Settings, orders: dict[str, list[str]] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """The non-IID tables' rows: individually trained (``local``), PFL with FedAvg /
+    FedBN / FedBN+, Central, and FL, FL + PL, FL + SA with FedAvg and FedBN+.  ``orders``
+    (:func:`class_orders`): each FL + SA client's head in its source's own class order."""
+    rows = [("Individual", "local", _protocol(st, bn_policy=st.bn))]
+    rows += [(f"PFL ({s})", "pfl", _protocol(st, bn_policy=STRATEGIES[s])) for s in ("FedAvg", "FedBN", "FedBN+")]
+    rows.append(("Central", "centralized", _protocol(st, bn_policy=st.bn)))
+    sa = {} if orders is None else {"class_order": {k: list(v) for k, v in orders.items()}}
+    for fam, method, extra in (("FL", "fedavg", {}), ("FL + PL", "fedavg_pl", {}), ("FL + SA", "surgical", sa)):
+        rows += [(f"{fam} ({s})", method, _protocol(st, bn_policy=STRATEGIES[s], **extra))
+                 for s in ("FedAvg", "FedBN+")]
+    return [(label, {"method": m, "method_kwargs": kw}) for label, m, kw in rows]
+
+
+def partition(cfg: ExperimentConfig) -> P.Partition:
+    """The partition a run of ``cfg`` trains on."""
+    return build_partition(cfg, load_data(cfg).train)
+
+
 def random_label_sets(num_classes: int, num_clients: int, seed: int = 0, extra: float = 0.25,
                       min_classes: int = 2) -> np.ndarray:
     """``[K, C]`` bool: random label sets whose union is every class.  Each class is given
     to one random client (coverage), then every client takes each other class with
-    probability ``extra``; a client with fewer than ``min_classes`` gets random extra ones."""
+    probability ``extra``; a client with fewer than ``min_classes`` gets random extra ones.
+    The reference of :class:`~fedpl_core.partitions.RandomCover` (``partition="random_cover"``),
+    which the ablation uses."""
     rng = np.random.default_rng(seed)
     m = rng.random((num_clients, num_classes)) < extra
     m[rng.integers(0, num_clients, num_classes), np.arange(num_classes)] = True
@@ -312,219 +431,57 @@ def random_label_sets(num_classes: int, num_clients: int, seed: int = 0, extra: 
     return m
 
 
-def ablation_partitions(st: Settings, train: ImageDataset, kind: str) -> dict[int, P.Partition]:
-    """The partition of every iteration of ablation ``kind`` (seeded per iteration)."""
-    values = st.k_values if kind == "clients" else st.shared_values
-    return {v: ablation_partition(train, kind, v, seed=st.seed * 1000 + i, shared_clients=st.shared_clients)
-            for i, v in enumerate(values)}
+# =========================================================================== long form
+_AUROC = re.compile(r"^(?:(?P<set>.+)/)?auroc:(?P<cls>.+)$")
 
 
-def ablation_partition(train: ImageDataset, kind: str, value: int, seed: int, shared_clients: int = 4) -> P.Partition:
-    """(a) ``kind="clients"``: ``value`` clients, equal IID shares (no patient in two
-    clients), :func:`random_label_sets`; (b) ``kind="shared"``: ``shared_clients``
-    clients, ``value`` classes shared by all, the others unique to one client."""
-    group = train.groups is not None
-    if kind == "clients":
-        return P.make_partition(train, value, P.IID(group_aware=group), P.RandomCover(), seed=seed, name=f"K={value}")
-    if kind == "shared":
-        return P.shared_classes_split(train, shared_clients, value, seed=seed, group_aware=group,
-                                      name=f"{value} shared")
-    raise ValueError(f"unknown ablation kind {kind!r}; use 'clients' or 'shared'")
-
-
-# =========================================================================== runs
-@dataclass
-class EvalSpec:
-    """A table column: a test set, the classes scored and the source that owns them."""
-
-    column: str
-    dataset: ImageDataset
-    classes: list[str]
-    owner: str | None = None
-
-
-def initial_state(st: Settings, num_classes: int, channels: int, public: np.ndarray | None) -> dict:
-    """The initial model every method of an experiment starts from (seeded; BatchNorm
-    statistics calibrated on the public images when ``st.calibrate_bn``)."""
-    torch.manual_seed(st.seed)
-    model = build_model(st.model, num_classes, channels, st.image_size, **st.model_kwargs)
-    if st.calibrate_bn and public is not None:
-        calibrate_batchnorm(model, public, normalize=st.normalize)
-    return {k: v.detach().clone() for k, v in model.state_dict().items()}
-
-
-def _snapshot(sim: Simulation) -> dict:
-    return {"round": sim.round,
-            "global": {k: v.detach().clone() for k, v in sim.server.global_state.items()},
-            "local": [{k: v.detach().clone() for k, v in cs.get("local", {}).items()} for cs in sim.client_states]}
-
-
-def _digest(obj: Any) -> str:
-    return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
-
-
-def run_spec(spec: Spec, st: Settings, train: ImageDataset, partition: P.Partition, evals: list[EvalSpec],
-             init: dict, experiment: str, setting: Any = "", cache: bool = True) -> pd.DataFrame:
-    """Train one method and score its selected (``which="best"``) and last models on
-    ``evals``; long rows (one per class and column), cached under ``st.results_dir``."""
-    key = {"settings": st.key(), "spec": asdict(spec), "experiment": experiment, "setting": setting,
-           "masks": partition.masks.tolist(), "sizes": partition.sizes().tolist(),
-           "evals": [(e.column, e.dataset.name, len(e.dataset), e.classes, e.owner) for e in evals]}
-    path = Path(st.results_dir) / experiment / f"{_slug(spec.label)}-{_slug(str(setting))}-{_digest(key)}.json"
-    if cache and path.is_file():
-        return pd.DataFrame(json.loads(path.read_text()))
-    t0 = time.perf_counter()
-    method = build_method(spec, st)
-    model = build_model(st.model, train.num_classes, train.channels, st.image_size, **st.model_kwargs)
-    model.load_state_dict(init)
-    sim = Simulation(method, model, train, partition, None, st.engine())
-    snaps: dict[str, dict] = {}
-
-    def keep_best(rec: dict) -> None:
-        if sim.best is not None and sim.best.get("round") == rec["round"]:
-            snaps["best"] = _snapshot(sim)
-
-    sim.run(callback=keep_best)
-    snaps["last"] = _snapshot(sim)
-    snaps.setdefault("best", snaps["last"])
-    seconds = time.perf_counter() - t0
-    rows = []
-    for which, snap in snaps.items():
-        for r in score(sim, snap, evals, spec):
-            rows.append({"experiment": experiment, "setting": setting, "family": spec.family,
-                         "strategy": spec.strategy, "which": which, "round": snap["round"],
-                         "rounds_run": sim.round, "seconds": seconds, **r})
-    if cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(rows, default=_json_default))
-        tmp.replace(path)
-    return pd.DataFrame(rows)
-
-
-def _json_default(o):
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return float(o)
-    raise TypeError(type(o).__name__)
-
-
-def _slug(s: str) -> str:
-    return "".join(ch if ch.isalnum() else "_" for ch in s).strip("_") or "x"
-
-
-def score(sim: Simulation, snap: dict, evals: list[EvalSpec], spec: Spec) -> list[dict]:
-    """Per-class AUROC of a snapshot on every column (see the module docstring for
-    individually trained and personalised models)."""
-    model_classes = list(sim.info.class_names)
-    clients = [(c.name, [n for n, m in zip(model_classes, c.class_mask.tolist()) if m]) for c in sim.clients]
-    state_of = lambda k: {**snap["global"], **snap["local"][k]}  # noqa: E731
-    preds: dict[tuple, np.ndarray] = {}
-
-    def probs(state_id, state, ds):
-        if (state_id, id(ds)) not in preds:
-            preds[(state_id, id(ds))] = sim.predict(ds, state)
-        return preds[(state_id, id(ds))]
-
-    rows = []
-    for ev in evals:
-        if sim.method.evaluation == "global":
-            targets = [(spec.label, "global", snap["global"], True)]
-        elif spec.method == "local":
-            targets = [(name, k, state_of(k), set(ev.classes) <= set(own)) for k, (name, own) in enumerate(clients)]
-        else:  # personalised FL: the owner's client model
-            names = [n for n, _ in clients]
-            k = names.index(ev.owner) if ev.owner in names else None
-            targets = [(spec.label, k, None if k is None else state_of(k), k is not None)]
-        for label, sid, state, defined in targets:
-            if not defined:
-                rows += [{"label": label, "column": ev.column, "cls": c, "auroc": None, "defined": False}
-                         for c in ev.classes]
-                continue
-            p = probs(sid, state, ev.dataset)
-            cols = [model_classes.index(c) for c in ev.classes]
-            idx = [ev.dataset.class_names.index(c) for c in ev.classes]
-            m = multilabel_metrics(ev.dataset.labels[:, idx], p[:, cols], ev.classes, mask=ev.dataset.known[:, idx])
-            rows += [{"label": label, "column": ev.column, "cls": c, "auroc": a, "defined": True}
-                     for c, a in zip(ev.classes, m["auroc_per_class"])]
-    return rows
-
-
-# =========================================================================== experiments
-def run_ablation(st: Settings, data: dict, kind: str, log: Callable[[str], None] | None = print) -> pd.DataFrame:
-    """Ablation (a) ``kind="clients"`` (K in ``st.k_values``) or (b) ``kind="shared"``
-    (shared classes in ``st.shared_values``, K = ``st.shared_clients``)."""
-    d = data["ablation"]
-    train, test, ext = d["train"], d["test"], d["external"]
-    classes = list(train.class_names)
-    evals = [EvalSpec("held-out test", test, [c for c in classes if c in test.class_names]),
-             EvalSpec("external test", ext, [c for c in classes if c in ext.class_names])]
-    init = initial_state(st, train.num_classes, train.channels, data.get("public"))
-    specs = ablation_specs(st)
-    out = []
-    oracle = run_spec(specs[0], st, train, P.iid(train, 1, seed=st.seed), evals, init, f"ablation_{kind}", "all")
-    for v, part in ablation_partitions(st, train, kind).items():
-        out.append(oracle.assign(setting=v))
-        for spec in specs[1:]:
-            t0 = time.perf_counter()
-            out.append(run_spec(spec, st, train, part, evals, init, f"ablation_{kind}", v))
-            if log:
-                log(f"{kind}={v:>2} {spec.label:<8} {time.perf_counter() - t0:5.1f}s")
-    return pd.concat(out, ignore_index=True)
-
-
-def noniid_setup(st: Settings, data: dict,
-                 heterogeneous: bool) -> tuple[ImageDataset, P.Partition, list[EvalSpec], dict]:
-    """The union training set (one client per source), the table columns and each
-    source's own class order.  Non-class-heterogeneous: every data set restricted to
-    the shared classes."""
-    nd = data["noniid"]
-    (nih_tr, nih_te), (chx_tr, chx_te), ext = nd["NIH"], nd["CheXpert"], nd["external"]
-    nih_c, chx_c = list(nih_tr.class_names), list(chx_tr.class_names)
-    shared = [c for c in nih_c if c in chx_c]
-    if not heterogeneous:
-        nih_tr, nih_te = nih_tr.select_classes(shared), nih_te.select_classes(shared)
-        chx_tr, chx_te = chx_tr.select_classes(shared), chx_te.select_classes(shared)
-        ext = ext.select_classes([c for c in shared if c in ext.class_names])
-    nih_tr.name, chx_tr.name = "NIH", "CheXpert"
-    union = concat_datasets([nih_tr, chx_tr], name="NIH+CheXpert")
-    part = P.by_source(union, seed=st.seed, name="by source")
-    in_ext = lambda cs: [c for c in cs if c in ext.class_names]  # noqa: E731
-    if heterogeneous:
-        evals = [EvalSpec("NIH", nih_te, nih_c, "NIH"), EvalSpec("CheXpert", chx_te, chx_c, "CheXpert"),
-                 EvalSpec("External", ext, in_ext(union.class_names), None),
-                 EvalSpec("NIH: shared", nih_te, shared, "NIH"),
-                 EvalSpec("NIH: unique", nih_te, [c for c in nih_c if c not in shared], "NIH"),
-                 EvalSpec("CheXpert: shared", chx_te, shared, "CheXpert"),
-                 EvalSpec("CheXpert: unique", chx_te, [c for c in chx_c if c not in shared], "CheXpert"),
-                 EvalSpec("External: NIH classes", ext, in_ext(nih_c), "NIH"),
-                 EvalSpec("External: CheXpert classes", ext, in_ext(chx_c), "CheXpert")]
+def table_columns(df: pd.DataFrame) -> dict[str, tuple[str, list[str]]]:
+    """The table columns of a tidy frame, ``{column: (set prefix, classes)}``: the
+    ablation's ``held-out test`` / ``external test``; the non-IID experiment's ``NIH``,
+    ``CheXpert``, ``External``, their shared / unique classes and the external set's NIH
+    / CheXpert classes (empty columns left out)."""
+    sets: dict[str, list[str]] = {}
+    for col in df.columns:
+        m = _AUROC.match(str(col))
+        if m:
+            sets.setdefault(f"{m['set']}/" if m["set"] else "", []).append(m["cls"])
+    if "NIH/" in sets and "CheXpert/" in sets:
+        nih, chx, ext = sets["NIH/"], sets["CheXpert/"], sets.get("external/", [])
+        shared = [c for c in nih if c in chx]
+        cols = {"NIH": ("NIH/", nih), "CheXpert": ("CheXpert/", chx), "External": ("external/", ext),
+                "NIH: shared": ("NIH/", shared), "NIH: unique": ("NIH/", [c for c in nih if c not in shared]),
+                "CheXpert: shared": ("CheXpert/", shared),
+                "CheXpert: unique": ("CheXpert/", [c for c in chx if c not in shared]),
+                "External: NIH classes": ("external/", [c for c in ext if c in nih]),
+                "External: CheXpert classes": ("external/", [c for c in ext if c in chx])}
     else:
-        evals = [EvalSpec("NIH", nih_te, shared, "NIH"), EvalSpec("CheXpert", chx_te, shared, "CheXpert"),
-                 EvalSpec("External", ext, in_ext(shared), None)]
-    orders = {"NIH": list(nih_tr.class_names), "CheXpert": list(chx_tr.class_names)}
-    return union, part, evals, orders
+        cols = {"held-out test": ("", sets.get("", [])), "external test": ("external/", sets.get("external/", []))}
+    return {k: v for k, v in cols.items() if v[1]}
 
 
-def run_noniid(st: Settings, data: dict, heterogeneous: bool,
-               log: Callable[[str], None] | None = print) -> pd.DataFrame:
-    """Non-IID experiment (i) ``heterogeneous=False`` (7 shared classes) or (ii) True (20)."""
-    union, part, evals, orders = noniid_setup(st, data, heterogeneous)
-    init = initial_state(st, union.num_classes, union.channels, data.get("public"))
-    name = "noniid_heterogeneous" if heterogeneous else "noniid_shared"
-    out = []
-    for spec in noniid_specs(st, orders):
-        t0 = time.perf_counter()
-        out.append(run_spec(spec, st, union, part, evals, init, name, "NIH+CheXpert"))
-        if log:
-            log(f"{name} {spec.label:<18} {time.perf_counter() - t0:5.1f}s")
-    return pd.concat(out, ignore_index=True)
+def long_form(df: pd.DataFrame) -> pd.DataFrame:
+    """The runner's tidy frame (:func:`~fedpl_core.experiments.run_many`) as long rows:
+    one per run, ``which``, table column and class, with its AUROC (NaN: not defined,
+    e.g. a class without positives in the test set)."""
+    ids = [c for c in ("setting", "label", "method", "seed", "which", "round") if c in df.columns]
+    parts = []
+    for column, (prefix, classes) in table_columns(df).items():
+        for c in classes:
+            parts.append(df[ids].assign(column=column, cls=c, auroc=pd.to_numeric(df[f"{prefix}auroc:{c}"])))
+    return pd.concat(parts, ignore_index=True)
 
 
 # =========================================================================== tables
 def _fmt(mean: float, sd: float, mark: str = "") -> str:
     return f"{mean:.3f} ± {sd:.3f}" + (f" {mark}" if mark else "")
+
+
+def _mark(a: pd.Series, b: pd.Series) -> str:
+    """Stars of a paired t-test of ``a`` against ``b`` on their common index ("ns": p >= 0.05)."""
+    common = a.dropna().index.intersection(b.dropna().index)
+    if len(common) < 2 or np.allclose(a[common], b[common]):
+        return ""
+    return stars(paired_ttest(a[common], b[common])[1]) or "ns"
 
 
 def _reference(label: str, labels: Sequence[str], default: str) -> str:
@@ -535,15 +492,16 @@ def _reference(label: str, labels: Sequence[str], default: str) -> str:
 
 
 def ablation_summary(df: pd.DataFrame, which: str = "best") -> pd.DataFrame:
-    """Mean AUROC over classes per (setting, label, column)."""
-    d = df[(df["which"] == which) & df["defined"]].dropna(subset=["auroc"])
+    """Mean AUROC over classes (and seeds) per (setting, label, column) of a tidy frame."""
+    d = long_form(df[df["which"] == which]).dropna(subset=["auroc"])
     return d.groupby(["setting", "label", "column"], sort=False)["auroc"].mean().reset_index()
 
 
 def ablation_table(df: pd.DataFrame, which: str = "best", reference: str = "FL + SA") -> pd.DataFrame:
-    """Rows: methods; columns: held-out / external test; cells: mean ± SD over the iterations of
-    the mean AUROC, with stars of a paired t-test against ``reference`` across iterations
-    (ns: p >= 0.05, * < 0.05, ** < 0.01, *** < 0.001)."""
+    """Rows: methods; columns: held-out / external test; cells: mean ± SD over the
+    iterations of the mean AUROC, with stars of a paired t-test against ``reference``
+    across iterations (ns: p >= 0.05, * < 0.05, ** < 0.01, *** < 0.001).  ``df``: the
+    tidy frame of ``run_many``; ``which="best"``: the models selected by validation loss."""
     s = ablation_summary(df, which)
     labels = list(dict.fromkeys(s["label"]))
     cols = list(dict.fromkeys(s["column"]))
@@ -552,51 +510,43 @@ def ablation_table(df: pd.DataFrame, which: str = "best", reference: str = "FL +
         piv = s[s["column"] == c].pivot(index="setting", columns="label", values="auroc")
         for lab in labels:
             v = piv[lab].dropna()
-            mark = ""
-            if lab != reference and reference in piv:
-                both = piv[[lab, reference]].dropna()
-                if len(both) >= 2 and not np.allclose(both[lab], both[reference]):
-                    mark = stars(paired_ttest(both[lab], both[reference])[1]) or "ns"
+            mark = _mark(piv[lab], piv[reference]) if lab != reference and reference in piv else ""
             out.loc[lab, c] = _fmt(v.mean(), v.std(ddof=1) if len(v) > 1 else 0.0, mark)
     return out
 
 
 def noniid_table(df: pd.DataFrame, columns: Sequence[str], which: str = "best",
                  reference: str = "FL + SA (FedBN+)") -> pd.DataFrame:
-    """Rows: methods (individually trained models by source); columns: ``columns``;
-    cells: mean ± SD over the column's classes of the class AUROCs, "-" where the model
-    does not cover the column, stars of a paired t-test across class AUROCs against FL +
-    SA with the row's strategy (``reference`` for rows without one)."""
-    d = df[df["which"] == which]
+    """Rows: methods; columns: ``columns`` (of :func:`table_columns`); cells: mean ± SD
+    over the column's classes of the class AUROCs (each the mean over seeds), "-" where
+    there is none, stars of a paired t-test across class AUROCs against FL + SA with the
+    row's strategy (``reference`` for rows without one)."""
+    d = long_form(df[df["which"] == which])
     labels = list(dict.fromkeys(d["label"]))
     out = pd.DataFrame(index=pd.Index(labels, name="method"), columns=list(columns), dtype=object)
     for c in columns:
-        dc = d[d["column"] == c]
+        per_class = (d[d["column"] == c].groupby(["label", "cls"], sort=False)["auroc"].mean()
+                     .unstack("label").astype(float))
         for lab in labels:
-            r = dc[dc["label"] == lab]
-            if r.empty or not r["defined"].all():
+            v = per_class[lab].dropna() if lab in per_class else pd.Series(dtype=float)
+            if v.empty:
                 out.loc[lab, c] = "-"
                 continue
-            v = r.set_index("cls")["auroc"].dropna().astype(float)
             ref = _reference(lab, labels, reference)
-            mark = ""
-            if lab != ref:
-                rr = dc[(dc["label"] == ref) & dc["defined"]].set_index("cls")["auroc"].dropna().astype(float)
-                common = v.index.intersection(rr.index)
-                if len(common) >= 2 and not np.allclose(v[common], rr[common]):
-                    mark = stars(paired_ttest(v[common], rr[common])[1]) or "ns"
-            out.loc[lab, c] = _fmt(v.mean(), v.std(ddof=1) if len(v) > 1 else 0.0, mark) if len(v) else "-"
+            mark = _mark(per_class[lab], per_class[ref]) if lab != ref and ref in per_class else ""
+            out.loc[lab, c] = _fmt(v.mean(), v.std(ddof=1) if len(v) > 1 else 0.0, mark)
     return out
 
 
 def best_vs_last(df: pd.DataFrame, columns: Sequence[str] | None = None) -> pd.DataFrame:
-    """Mean AUROC of the selected (best val. loss) and last-round models per method."""
-    d = df[df["defined"]].dropna(subset=["auroc"])
+    """Mean AUROC of the selected (``best``: lowest validation loss) and the last-round
+    (``final``) models per method and column, with the mean selected round."""
+    d = long_form(df).dropna(subset=["auroc"])
     if columns is not None:
         d = d[d["column"].isin(columns)]
     g = d.groupby(["label", "column", "which"], sort=False)["auroc"].mean().unstack("which")
-    r = d[d["which"] == "best"].groupby(["label", "column"], sort=False)["round"].first()
-    g["best round"] = r
+    g = g[[w for w in ("best", "final") if w in g.columns]]
+    g["best round"] = d[d["which"] == "best"].groupby(["label", "column"], sort=False)["round"].mean()
     return g.round(3)
 
 
@@ -628,11 +578,11 @@ def plot_ablation(df: pd.DataFrame, xlabel: str, which: str = "best", title: str
 
 def plot_shared_unique(df: pd.DataFrame, which: str = "best", labels: Sequence[str] | None = None):
     """Class-heterogeneous experiment: mean AUROC on shared vs unique classes per source."""
-    import matplotlib.pyplot as plt
     import seaborn as sns
 
     cols = ["NIH: shared", "NIH: unique", "CheXpert: shared", "CheXpert: unique"]
-    d = df[(df["which"] == which) & df["defined"] & df["column"].isin(cols)].dropna(subset=["auroc"])
+    d = long_form(df[df["which"] == which])
+    d = d[d["column"].isin(cols)].dropna(subset=["auroc"])
     if labels is not None:
         d = d[d["label"].isin(labels)]
     d = d.assign(source=d["column"].str.split(":").str[0], classes=d["column"].str.split(": ").str[1])
@@ -645,3 +595,9 @@ def plot_shared_unique(df: pd.DataFrame, which: str = "best", labels: Sequence[s
         ax.axhline(0.5, color="grey", lw=0.8, ls=":")
     g.figure.suptitle(f"Class-heterogeneous non-IID: shared vs unique classes ({which} model)", y=1.04)
     return g.figure
+
+
+__all__ = ["Settings", "make_settings", "ablation_source", "noniid_source", "real_data", "load_real_data",
+           "ablation_config", "ablation_settings", "ablation_methods", "noniid_config", "noniid_methods",
+           "class_orders", "partition", "random_label_sets", "table_columns", "long_form", "ablation_summary",
+           "ablation_table", "noniid_table", "best_vs_last", "plot_ablation", "plot_shared_unique"]
