@@ -8,17 +8,26 @@ import pandas as pd
 from scipy import stats
 
 
+def fmt_mean_std(mean: float, std: float, decimals: int = 2) -> str:
+    """``"mean ± std"``; with one value (``std`` NaN, as ``ddof=1`` gives for n = 1) the
+    mean alone: a single seed has no spread to show."""
+    if std is None or not np.isfinite(std):
+        return f"{mean:.{decimals}f}"
+    return f"{mean:.{decimals}f} ± {std:.{decimals}f}"
+
+
 def summarize(df: pd.DataFrame, metrics: Sequence[str] = ("auroc_mean",), by: Sequence[str] = ("setting", "label"),
               which: str | None = "final", scale: float = 100.0, decimals: int = 2) -> pd.DataFrame:
-    """``mean +- std`` (sample std, ddof=1; 0 for one seed) of each metric per group,
-    as strings, with the numeric means in ``<metric>_mean`` columns for sorting."""
+    """``mean +- std`` (sample std, ddof=1; the mean alone for one seed) of each metric
+    per group, as strings, with the numeric means in ``<metric>_mean`` columns for sorting
+    and the number of runs in ``n``."""
     d = df if which is None or "which" not in df else df[df["which"] == which]
     by = [b for b in by if b in d.columns]
     g = d.groupby(by, sort=False)[list(metrics)]
-    mean, std, n = g.mean() * scale, g.std(ddof=1).fillna(0.0) * scale, g.count()
+    mean, std, n = g.mean() * scale, g.std(ddof=1) * scale, g.count()
     out = pd.DataFrame(index=mean.index)
     for m in metrics:
-        out[m] = [f"{a:.{decimals}f} ± {b:.{decimals}f}" for a, b in zip(mean[m], std[m])]
+        out[m] = [fmt_mean_std(a, b, decimals) for a, b in zip(mean[m], std[m])]
         out[f"{m}_mean"] = mean[m]
     out["n"] = n[list(metrics)[0]]
     return out
@@ -37,10 +46,10 @@ def per_class_mean_std(df: pd.DataFrame, label_col: str = "label", which: str = 
     d = df[df["which"] == which] if "which" in df else df
     cols = [c for c in d.columns if c.startswith("auroc:")] + ["auroc_mean"]
     g = d.groupby(label_col, sort=False)[cols]
-    mean, std = g.mean() * scale, g.std(ddof=1).fillna(0.0) * scale
+    mean, std = g.mean() * scale, g.std(ddof=1) * scale
     out = mean.copy().astype(object)
     for c in cols:
-        out[c] = [f"{a:.{decimals}f} ± {b:.{decimals}f}" for a, b in zip(mean[c], std[c])]
+        out[c] = [fmt_mean_std(a, b, decimals) for a, b in zip(mean[c], std[c])]
     out.columns = [c.replace("auroc:", "") if c != "auroc_mean" else "Mean" for c in cols]
     return out
 

@@ -123,3 +123,14 @@ def test_cli_bad_input_is_one_line_error(args, needle):
     assert "Traceback" not in p.stderr
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("fedpl: error:") and needle in lines[0], p.stderr
+
+
+def test_one_seed_shows_the_mean_without_a_spread():
+    from fedpl_core.tables import fmt_mean_std
+
+    df = pd.DataFrame({"setting": ["s"] * 3, "label": ["a", "b", "b"], "which": ["final"] * 3,
+                       "auroc_mean": [0.80, 0.70, 0.72]})
+    s = summarize(df)
+    assert s.loc[("s", "a"), "auroc_mean"] == "80.00" and s.loc[("s", "a"), "n"] == 1
+    assert s.loc[("s", "b"), "auroc_mean"] == "71.00 ± 1.41"  # sample sd of 70, 72
+    assert fmt_mean_std(0.5, float("nan"), 3) == "0.500"

@@ -51,6 +51,7 @@ from ..data.base import DataError, ImageDataset, concat_datasets
 from ..datasets import DataBundle, register_source
 from ..experiments import ExperimentConfig, build_partition, load_data, run_many
 from ..methods import available_methods
+from ..tables import fmt_mean_std, per_class_mean_std
 
 CLASSES_II = list(P.FEDPSL_CLASSES_I)
 CLASSES_IV = list(P.FEDPSL_CLASSES_III)
@@ -295,8 +296,6 @@ def partition(cfg: ExperimentConfig) -> P.Partition:
 # =========================================================================== reports
 def paper_table(df: pd.DataFrame, which: str = "best", decimals: int = 3) -> pd.DataFrame:
     """The paper's table: methods x (classes, Average), ``mean ± std`` over seeds (AUROC in [0, 1])."""
-    from ..tables import per_class_mean_std
-
     t = per_class_mean_std(df, which=which, scale=1.0, decimals=decimals)
     return t.rename(columns={"Mean": "Average"})
 
@@ -307,8 +306,8 @@ def selection_table(df: pd.DataFrame, decimals: int = 3) -> pd.DataFrame:
     out = {}
     for which, col in (("best", "Average, best round*"), ("final", "Average, last round")):
         d = df[df["which"] == which].groupby("label", sort=False)["auroc_mean"]
-        m, s = d.mean(), d.std(ddof=1).fillna(0.0)
-        out[col] = [f"{a:.{decimals}f} ± {b:.{decimals}f}" for a, b in zip(m, s)]
+        m, s = d.mean(), d.std(ddof=1)
+        out[col] = [fmt_mean_std(a, b, decimals) for a, b in zip(m, s)]
         idx = m.index
     t = pd.DataFrame(out, index=idx)
     t["best round"] = df[df["which"] == "best"].groupby("label", sort=False)["round"].mean().round(1)
@@ -320,10 +319,10 @@ def selection_table(df: pd.DataFrame, decimals: int = 3) -> pd.DataFrame:
 def sweep_table(df: pd.DataFrame, x: str = "n", which: str = "best", decimals: int = 3) -> pd.DataFrame:
     """Methods x sweep values of ``mean ± std`` mean AUROC."""
     d = df[df["which"] == which].groupby(["label", x], sort=False)["auroc_mean"]
-    m, s = d.mean().unstack(x), d.std(ddof=1).fillna(0.0).unstack(x)
+    m, s = d.mean().unstack(x), d.std(ddof=1).unstack(x)
     out = m.astype(object)
     for col in m.columns:
-        out[col] = [f"{u:.{decimals}f} ± {v:.{decimals}f}" for u, v in zip(m[col], s[col])]
+        out[col] = [fmt_mean_std(u, v, decimals) for u, v in zip(m[col], s[col])]
     out.columns.name = x
     return out
 

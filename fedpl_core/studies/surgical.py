@@ -78,7 +78,7 @@ from ..data import synthetic as S
 from ..data.base import ImageDataset, concat_datasets
 from ..datasets import DataBundle, register_source
 from ..experiments import ExperimentConfig, build_partition, load_data
-from ..tables import paired_ttest, stars
+from ..tables import fmt_mean_std, paired_ttest, stars
 
 #: NIH's 14 findings and CheXpert's 13 (CheXpert's column order), synthetic names.
 NIH_CLASSES = list(S.NIH14)
@@ -473,7 +473,7 @@ def long_form(df: pd.DataFrame) -> pd.DataFrame:
 
 # =========================================================================== tables
 def _fmt(mean: float, sd: float, mark: str = "") -> str:
-    return f"{mean:.3f} ± {sd:.3f}" + (f" {mark}" if mark else "")
+    return fmt_mean_std(mean, sd, 3) + (f" {mark}" if mark else "")
 
 
 def _mark(a: pd.Series, b: pd.Series) -> str:
@@ -511,7 +511,7 @@ def ablation_table(df: pd.DataFrame, which: str = "best", reference: str = "FL +
         for lab in labels:
             v = piv[lab].dropna()
             mark = _mark(piv[lab], piv[reference]) if lab != reference and reference in piv else ""
-            out.loc[lab, c] = _fmt(v.mean(), v.std(ddof=1) if len(v) > 1 else 0.0, mark)
+            out.loc[lab, c] = _fmt(v.mean(), v.std(ddof=1) if len(v) > 1 else float("nan"), mark)
     return out
 
 
@@ -534,7 +534,7 @@ def noniid_table(df: pd.DataFrame, columns: Sequence[str], which: str = "best",
                 continue
             ref = _reference(lab, labels, reference)
             mark = _mark(per_class[lab], per_class[ref]) if lab != ref and ref in per_class else ""
-            out.loc[lab, c] = _fmt(v.mean(), v.std(ddof=1) if len(v) > 1 else 0.0, mark)
+            out.loc[lab, c] = _fmt(v.mean(), v.std(ddof=1) if len(v) > 1 else float("nan"), mark)
     return out
 
 
