@@ -511,7 +511,9 @@ def ablation_table(df: pd.DataFrame, which: str = "best", reference: str = "FL +
         for lab in labels:
             v = piv[lab].dropna()
             mark = _mark(piv[lab], piv[reference]) if lab != reference and reference in piv else ""
-            out.loc[lab, c] = _fmt(v.mean(), v.std(ddof=1) if len(v) > 1 else float("nan"), mark)
+            # the Oracle is one run shown in every iteration: no spread to report
+            spread = v.std(ddof=1) if v.nunique() > 1 else float("nan")
+            out.loc[lab, c] = _fmt(v.mean(), spread, mark)
     return out
 
 
