@@ -1,4 +1,4 @@
-# fedpl: `make reproduce` (set up + run every notebook on the built-in data, quick settings)
+# fedpl: `make reproduce` (set up + run every notebook on the built-in data, cpu profile)
 #        `make test`      (set up + run the test suite)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -16,10 +16,10 @@ $(STAMP): requirements.txt pyproject.toml constraints.txt
 setup: $(STAMP)
 
 reproduce: $(STAMP)
-	$(PY) -m fedpl_core reproduce --quick
+	$(PY) -m fedpl_core reproduce --profile cpu
 
 reproduce-full: $(STAMP)
-	$(PY) -m fedpl_core reproduce --full
+	$(PY) -m fedpl_core reproduce --profile full
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .data.base import DataError
+from .profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parent.parent
 TOP_FIELDS = ("dataset", "data_root", "image_size", "n_train", "n_test", "data_seed", "dataset_kwargs", "partition",
@@ -164,13 +165,12 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     nbs = discover_notebooks(a.notebooks)
     out_dir = Path(a.output)
     out_dir.mkdir(parents=True, exist_ok=True)
-    quick = not a.full
     summary = []
     for nb in tqdm(nbs, desc="notebooks", unit="nb"):
         t0 = time.perf_counter()
         status = "ok"
         try:
-            pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters={"quick": quick},
+            pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters={"profile": a.profile},
                                 cwd=str(ROOT), progress_bar=False, kernel_name=a.kernel)
         except Exception as e:  # keep going: report every notebook
             status = f"FAILED: {type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
@@ -204,9 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--figure", default="partition_report.png", help="heatmap file name under figures/")
     rep.set_defaults(func=cmd_report)
     rp = sub.add_parser("reproduce", help="execute the notebooks with papermill")
-    mode = rp.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", default=True, help="quick parameters (CPU, minutes; default)")
-    mode.add_argument("--full", action="store_true", help="the papers' settings (GPU)")
+    rp.add_argument("--profile", default="cpu", choices=PROFILES,
+                    help="smoke: every cell in about a minute (tests); cpu: converged runs with 3 seeds on 2 cores, "
+                         "15 min or less a notebook (default); full: the papers' settings (GPU)")
     rp.add_argument("--notebooks", nargs="*", help="names or prefixes (default: all in notebooks/)")
     rp.add_argument("--output", default="outputs/notebooks", help="folder for the executed notebooks")
     rp.add_argument("--kernel", default="python3")

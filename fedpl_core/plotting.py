@@ -16,17 +16,73 @@ import seaborn as sns
 FIGURES = Path("figures")
 
 
-def history_frame(histories: dict[str, list[dict]], metric: str = "auroc_mean") -> pd.DataFrame:
-    rows = [{"label": lab, "round": h["round"], metric: h[metric]}
-            for lab, hist in histories.items() for h in hist if h.get(metric) is not None]
+#: One colour per method concept, the same in every notebook.  Keys are normalised labels
+#: (lower case, without spaces, ``_``, ``-`` and a trailing ``" (strategy)"``); the
+#: papers' names for one concept share a colour (FedAvg = FedAVG = FL).
+METHOD_COLORS: dict[str, str] = {
+    **dict.fromkeys(["oracle"], "#222222"),
+    **dict.fromkeys(["centralized", "central", "iml"], "#8c8c8c"),
+    **dict.fromkeys(["fedavg", "fl"], "#1f77b4"),
+    **dict.fromkeys(["fedavgpl", "fl+pl", "fedpl"], "#ff7f0e"),
+    **dict.fromkeys(["fedprox"], "#17becf"),
+    **dict.fromkeys(["fedbn", "fedbn+"], "#bcbd22"),
+    **dict.fromkeys(["fl+sa", "surgical"], "#2ca02c"),
+    **dict.fromkeys(["fedpsl"], "#d62728"),
+    **dict.fromkeys(["fedpslw/tdma", "tdma"], "#e377c2"),
+    **dict.fromkeys(["fedpslw/tadl", "tadl"], "#9467bd"),
+    **dict.fromkeys(["pfl", "local", "individual"], "#8c564b"),
+    **dict.fromkeys(["fedlsm"], "#7f3c8d"),
+    **dict.fromkeys(["fedmlp"], "#11a579"),
+}
+_FALLBACK = sns.color_palette("tab20", 20).as_hex()
+
+
+def _key(label: str) -> str:
+    label = str(label)
+    if label.endswith(")") and " (" in label:
+        label = label[:label.rindex(" (")]
+    return label.lower().replace(" ", "").replace("_", "").replace("-", "")
+
+
+def method_color(label: str) -> str:
+    """The fixed colour of a method label (an unknown label gets a stable tab20 colour).
+
+    >>> method_color("FedAVG") == method_color("fedavg") == method_color("FL")
+    True
+    >>> method_color("FL + SA (FedBN+)") == method_color("FL + SA")
+    True
+    """
+    key = _key(label)
+    if key in METHOD_COLORS:
+        return METHOD_COLORS[key]
+    return _FALLBACK[sum(map(ord, key)) % len(_FALLBACK)]
+
+
+def method_palette(labels) -> dict[str, str]:
+    """``{label: colour}`` for seaborn's ``palette=``."""
+    return {lab: method_color(lab) for lab in dict.fromkeys(labels)}
+
+
+def history_frame(histories: dict, metric: str = "auroc_mean") -> pd.DataFrame:
+    """Long rows (label, seed, round, metric); ``histories``: label -> one engine history,
+    or label -> {seed: history} / [history, ...] for several seeds."""
+    rows = []
+    for lab, hist in histories.items():
+        runs = hist.items() if isinstance(hist, dict) else enumerate(hist if hist and isinstance(hist[0], list)
+                                                                        else [hist])
+        for seed, h_run in runs:
+            rows += [{"label": lab, "seed": seed, "round": h["round"], metric: h[metric]}
+                     for h in h_run if h.get(metric) is not None]
     return pd.DataFrame(rows)
 
 
-def plot_curves(histories: dict[str, list[dict]], metric: str = "auroc_mean", ax=None, title: str | None = None):
-    """Metric per round, one line per method (``histories``: label -> engine history)."""
+def plot_curves(histories: dict, metric: str = "auroc_mean", ax=None, title: str | None = None):
+    """Metric per round, one line per method; with several seeds per method the line is
+    their mean and the band their standard deviation (see :func:`history_frame`)."""
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     df = history_frame(histories, metric)
-    sns.lineplot(df, x="round", y=metric, hue="label", marker="o", ax=ax)
+    sns.lineplot(df, x="round", y=metric, hue="label", marker="o", ax=ax, errorbar="sd",
+                 palette=method_palette(df["label"]))
     ax.set_title(title or metric)
     ax.grid(alpha=0.3)
     return ax.figure
@@ -36,7 +92,8 @@ def plot_per_class(df: pd.DataFrame, x: str = "class", y: str = "auroc", hue: st
                    title: str | None = None, order: Sequence[str] | None = None):
     """Per-class bars; ``df`` long form (one row per class x method [x seed])."""
     ax = ax or plt.subplots(figsize=(max(6, 0.6 * df[x].nunique() + 2), 4))[1]
-    sns.barplot(df, x=x, y=y, hue=hue, order=order, ax=ax, errorbar="sd")
+    palette = method_palette(df[hue]) if hue == "label" else None
+    sns.barplot(df, x=x, y=y, hue=hue, order=order, ax=ax, errorbar="sd", palette=palette)
     ax.set_ylim(max(0.0, df[y].min() - 0.1), 1.0)
     if ax.get_legend() is not None:
         sns.move_legend(ax, "upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)

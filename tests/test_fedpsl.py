@@ -437,7 +437,7 @@ def test_study_sweeps_are_settings_of_the_one_runner(tmp_path, monkeypatch):
     from fedpl_core import experiments as E
     from fedpl_core.studies import fedpsl as study
 
-    s = study.settings(quick=True, seeds=[0])
+    s = study.settings("smoke", seeds=[0])
     s.fig4_base, s.fig4_n = 20, [10, 30]
     s.engine = dataclasses.replace(s.engine, rounds=1, local_epochs=1)
     base = study.config("II", pool=40, image_size=28, test_pos=10, test_neg=10, n=20, model_kwargs={"width": 8},

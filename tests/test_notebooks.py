@@ -1,4 +1,4 @@
-"""Execute every notebook headlessly with its quick parameters (papermill).
+"""Execute every notebook headlessly in its smoke profile (papermill).
 
 Marked ``notebook``: ``pytest -m "not notebook"`` runs the fast suite alone.
 """
@@ -13,18 +13,18 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_quick_and_writes_its_figures(nb, tmp_path):
+def test_notebook_runs_smoke_profile_and_writes_its_figures(nb, tmp_path):
     import nbformat
     import papermill as pm
 
     source = nbformat.read(nb, as_version=4)
     tagged = [c for c in source.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(tagged) == 1, f"{nb.name}: needs exactly one cell tagged 'parameters'"
-    assert "quick" in tagged[0].source
+    assert "profile = \"cpu\"" in tagged[0].source, "the parameters cell sets profile = \"cpu\" (the default)"
     t0 = time.time()
     out = tmp_path / nb.name
     # papermill raises PapermillExecutionError on the first failing cell
-    pm.execute_notebook(str(nb), str(out), parameters={"quick": True, "results_dir": str(tmp_path / "results")},
+    pm.execute_notebook(str(nb), str(out), parameters={"profile": "smoke", "results_dir": str(tmp_path / "results")},
                         cwd=str(ROOT), progress_bar=False, kernel_name="python3")
     executed = nbformat.read(out, as_version=4)
     code = [c for c in executed.cells if c.cell_type == "code"]

@@ -301,7 +301,7 @@ def test_real_data_path_on_the_published_layouts(tmp_path):
     fx.write_nih(tmp_path / "nih")
     fx.write_chexpert(tmp_path / "chexpert")
     fx.write_mimic(tmp_path)
-    st = study.make_settings(quick=True, data_root=str(tmp_path), image_size=28, n_public=1,
+    st = study.make_settings("smoke", data_root=str(tmp_path), image_size=28, n_public=1,
                              data_kwargs={"cache_dir": str(tmp_path / "cache")})
     data = study.load_real_data(str(tmp_path), st)
     nih, chx = data["NIH"][0], data["CheXpert"][0]
@@ -337,7 +337,7 @@ def test_study_grid_goes_through_run_many_and_its_cache(tmp_path, monkeypatch):
     from fedpl_core import experiments as E
     from fedpl_core.studies import surgical as study
 
-    st = study.make_settings(quick=True, n_train=96, n_test=60, n_external=60, n_public=32, k_values=[2, 3],
+    st = study.make_settings("smoke", n_train=96, n_test=60, n_external=60, n_public=32, k_values=[2, 3],
                              rounds=1, batch_size=16, warmup_epochs=0.5)
     base, sets, methods = study.ablation_config(st), study.ablation_settings(st, "clients"), study.ablation_methods(st)
     labels = ["Oracle", "Central", "FL", "FL + PL", "FL + SA"]

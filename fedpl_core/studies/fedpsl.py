@@ -331,12 +331,15 @@ def plot_sweep(df: pd.DataFrame, x: str = "n", xlabel: str | None = None, title:
     """Mean AUROC (mean ± std over seeds) against ``x``: best round (left) and last round (right)."""
     import matplotlib.pyplot as plt
 
+    from ..plotting import method_color
+
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
     for ax, which, name in zip(axes, ("best", "final"), ("best round* (paper)", "last round")):
         d = df[df["which"] == which].groupby(["label", x], sort=False)["auroc_mean"].agg(["mean", "std"]).reset_index()
         for label, g in d.groupby("label", sort=False):
             g = g.sort_values(x)
-            ax.errorbar(g[x], g["mean"], yerr=g["std"].fillna(0.0), marker="o", capsize=3, label=label)
+            ax.errorbar(g[x], g["mean"], yerr=g["std"].fillna(0.0), marker="o", capsize=3, label=label,
+                        color=method_color(label))
         if logx:
             ax.set_xscale("log")
             ax.minorticks_off()
@@ -407,7 +410,7 @@ def plot_sources(cfg: ExperimentConfig, per_client: int = 4):
 # =========================================================================== settings
 @dataclass
 class Settings:
-    """Everything the notebook varies between quick (CPU, minutes) and full (GPU) runs."""
+    """Everything the notebook varies between profiles (smoke, cpu, full)."""
 
     seeds: list[int]
     n: int                       # images per client (Tables II / IV, Table V)
@@ -431,26 +434,42 @@ class Settings:
                       n=self.n, model=self.model, model_kwargs=self.model_kwargs, engine=self.engine)
 
 
-def settings(quick: bool = True, seeds: Sequence[int] | None = None, device: str = "auto") -> Settings:
-    """Quick: 32 px, small CNN, 120 images per client, 4 rounds x 2 epochs, 1 seed, TADL
-    first-order.  Full: ResNet-18 at 64 px on synthetic data (DenseNet-121 at 224 px is
-    the paper's; pass ``model="densenet121"`` with real data), 1,000 images per client,
-    100 epochs with synchronisation every 10 (10 rounds), 3 seeds, second-order TADL.
-    Model selection is the paper's: the round with the best mean test AUROC (optimistic;
-    the last round is reported beside it)."""
+def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: str = "auto") -> Settings:
+    """The notebook's settings for a profile (:mod:`fedpl_core.profiles`).
+
+    * ``smoke``: 32 px, small CNN, 60 images per client, 2 rounds x 1 epoch, 1 seed,
+      two points per sweep: every cell runs, the numbers mean nothing.
+    * ``cpu``: 32 px, small CNN, 300 images per client (the regime of label scarcity TADL
+      targets), 12 rounds x 2 local epochs, 3 seeds, first-order TADL, evaluation every
+      2 rounds; sweeps of three points.
+    * ``full``: ResNet-18 at 64 px on synthetic data (DenseNet-121 at 224 px is the
+      paper's; pass ``model="densenet121"`` with real data), 1,000 images per client,
+      100 epochs with synchronisation every 10 (10 rounds), 3 seeds, second-order TADL.
+
+    Model selection is the paper's: the evaluated round with the best mean test AUROC
+    (optimistic, labelled so; the last round is reported beside it)."""
+    from ..profiles import pick
+
     common = dict(optimizer="adam", lr=1e-3, normalize="instance", augment="flip_shift", batch_size=32,
-                  device=device, progress=False, selection="auroc_mean", eval_every=1)
-    if quick:
-        eng = EngineConfig(rounds=4, local_epochs=2, eval_batch_size=400, **common)
-        return Settings(seeds=list(seeds or [0]), n=120, image_size=32, test_pos=100, test_neg=100,
-                        engine=eng, model="cnn", model_kwargs={"width": 16}, first_order=True,
-                        fig3_n=[60, 120, 240], fig4_base=120, fig4_n=[30, 120, 480],
-                        total_epochs=8, table5_e=[1, 2, 4, 8])
-    eng = EngineConfig(rounds=10, local_epochs=10, eval_batch_size=512, **common)
-    return Settings(seeds=list(seeds or [0, 1, 2]), n=1000, image_size=64, test_pos=300, test_neg=300,
-                    engine=eng, model="resnet18", model_kwargs={}, first_order=False,
+                  device=device, progress=False, selection="auroc_mean")
+    smoke = Settings(seeds=[0], n=60, image_size=32, test_pos=40, test_neg=40,
+                     engine=EngineConfig(rounds=2, local_epochs=1, eval_every=1, eval_batch_size=400, **common),
+                     model="cnn", model_kwargs={"width": 8}, first_order=True,
+                     fig3_n=[30, 60], fig4_base=60, fig4_n=[15, 60], total_epochs=2, table5_e=[1, 2])
+    cpu = Settings(seeds=[0, 1, 2], n=300, image_size=32, test_pos=150, test_neg=150,
+                   engine=EngineConfig(rounds=12, local_epochs=2, eval_every=2, eval_batch_size=500, **common),
+                   model="cnn", model_kwargs={"width": 16}, first_order=True,
+                   fig3_n=[100, 300, 900], fig4_base=300, fig4_n=[50, 300, 900], total_epochs=24,
+                   table5_e=[2, 6, 24])
+    full = Settings(seeds=[0, 1, 2], n=1000, image_size=64, test_pos=300, test_neg=300,
+                    engine=EngineConfig(rounds=10, local_epochs=10, eval_every=1, eval_batch_size=512, **common),
+                    model="resnet18", model_kwargs={}, first_order=False,
                     fig3_n=[100, 250, 500, 1000, 2500], fig4_base=1000, fig4_n=[100, 250, 500, 1000, 2500, 5000, 10000],
                     total_epochs=100, table5_e=[10, 20, 50, 100])
+    st = pick(profile, smoke=smoke, cpu=cpu, full=full)
+    if seeds is not None:
+        st.seeds = list(seeds)
+    return st
 
 
 def table2_settings(s: Settings) -> dict[str, dict]:

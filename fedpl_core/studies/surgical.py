@@ -32,7 +32,7 @@ This module is declarative.  It registers two data sources for the one runner
   set), public;
 
 both synthetic, or read from ``data_root`` (NIH, CheXpert, MIMIC-CXR-JPG:
-:func:`load_real_data`).  :func:`make_settings` gives quick / full :class:`Settings`;
+:func:`load_real_data`).  :func:`make_settings` gives the smoke / cpu / full :class:`Settings`;
 :func:`ablation_config` / :func:`noniid_config` the base configs,
 :func:`ablation_settings` the iterations (``{K or shared classes: overrides}``) and
 :func:`ablation_methods` / :func:`noniid_methods` the rows (``[(label, overrides)]``),
@@ -96,10 +96,11 @@ BN_NAMES = {v: k for k, v in STRATEGIES.items()}
 # =========================================================================== settings
 @dataclass
 class Settings:
-    """Everything that defines the notebook's runs (``make_settings`` fills quick / full)."""
+    """Everything that defines the notebook's runs (``make_settings`` fills each profile)."""
 
-    quick: bool = True
-    seed: int = 0
+    profile: str = "cpu"
+    seeds: list = field(default_factory=lambda: [0, 1, 2])
+    seed: int = 0  # data seed
     device: str = "auto"
     data_root: str | None = None
     results_dir: str = "results/03_surgical"
@@ -115,7 +116,7 @@ class Settings:
     calibrate_bn: bool = True
     n_public: int = 256
     # training (the paper: 1 local epoch per round, batch 64, lr 5e-5, warm-up 15 epochs at 5e-3)
-    rounds: int = 4
+    rounds: int = 10
     local_epochs: float = 1.0
     batch_size: int = 32
     lr: float = 3e-3
@@ -132,7 +133,7 @@ class Settings:
     shared_clients: int = 4
     #: BatchNorm strategy of the ablation's FL methods and of the non-federated models
     #: (Oracle, Central, individually trained).  The paper: FedBN+ ("frozen") for all; the
-    #: quick setting uses "aggregate" (ordinary BatchNorm), because a randomly initialised
+    #: smoke and cpu profiles use "aggregate" (ordinary BatchNorm), because a randomly initialised
     #: model has no pre-trained statistics worth freezing.
     bn: str = "aggregate"
     # non-IID
@@ -152,13 +153,26 @@ class Settings:
                             selection_mode="min", patience=self.patience, device=self.device, progress=False)
 
 
-def make_settings(quick: bool = True, seed: int = 0, device: str = "auto", data_root: str | None = None,
+def make_settings(profile: str = "cpu", seed: int = 0, device: str = "auto", data_root: str | None = None,
                   results_dir: str = "results/03_surgical", pretrained: bool = False, **overrides: Any) -> Settings:
-    """Quick (CPU, minutes) or full (GPU, the paper's schedule) settings; ``overrides``
-    replace any field."""
-    st = Settings(quick=quick, seed=seed, device=device, data_root=data_root, results_dir=results_dir,
-                  pretrained=pretrained)
-    if not quick:
+    """The notebook's settings for a profile (:mod:`fedpl_core.profiles`); ``overrides``
+    replace any field.
+
+    * ``smoke``: 400 images at 28 px, a slim CNN, 2 rounds, 1 seed, two points per
+      ablation: every cell runs, the numbers mean nothing.
+    * ``cpu``: the class defaults: 800 images, 10 rounds, 3 seeds.
+    * ``full``: the paper's schedule (150 rounds, warm-up 15 epochs, early stopping after
+      25) with ResNet-18 at 64 px on synthetic data or DenseNet-121 at 224 px on real data.
+    """
+    from ..profiles import check_profile
+
+    st = Settings(profile=check_profile(profile), seed=seed, device=device, data_root=data_root,
+                  results_dir=results_dir, pretrained=pretrained)
+    if profile == "smoke":
+        st = dataclasses.replace(st, seeds=[seed], n_train=400, n_test=200, n_external=200, rounds=2,
+                                 k_values=[2, 4], shared_values=[0, 14], n_nih=200, n_chexpert=300,
+                                 n_noniid_test=200, n_public=128)
+    elif profile == "full":
         real = bool(data_root)
         st = dataclasses.replace(
             st, model="densenet121" if real else "resnet18", model_kwargs={"pretrained": pretrained},
@@ -558,12 +572,14 @@ def plot_ablation(df: pd.DataFrame, xlabel: str, which: str = "best", title: str
     import matplotlib.pyplot as plt
     import seaborn as sns
 
+    from ..plotting import method_palette
+
     s = ablation_summary(df, which)
     cols = list(dict.fromkeys(s["column"]))
     fig, axes = plt.subplots(1, len(cols), figsize=(5.2 * len(cols), 3.8), squeeze=False)
     for ax, c in zip(axes[0], cols):
         sc = s[(s["column"] == c) & (s["label"] != "Oracle")].astype({"setting": float})
-        sns.lineplot(sc, x="setting", y="auroc", hue="label", marker="o", ax=ax)
+        sns.lineplot(sc, x="setting", y="auroc", hue="label", marker="o", ax=ax, palette=method_palette(sc["label"]))
         orc = s[(s["column"] == c) & (s["label"] == "Oracle")]["auroc"]
         if len(orc):
             ax.axhline(float(orc.mean()), color="k", ls="--", lw=1, label="Oracle (all labels)")
