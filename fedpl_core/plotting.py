@@ -88,6 +88,21 @@ def plot_curves(histories: dict, metric: str = "auroc_mean", ax=None, title: str
     return ax.figure
 
 
+def plot_curve_grid(curves: pd.DataFrame, metric: str = "auroc_mean", col: str = "setting",
+                    labels: Sequence[str] | None = None, title: str | None = None, col_wrap: int | None = None):
+    """One panel per ``col`` value, one line per method (mean and sd band over seeds);
+    ``curves`` as :func:`fedpl_core.tables.curve_frame` gives it."""
+    d = curves if labels is None else curves[curves["label"].isin(labels)]
+    g = sns.relplot(d, x="round", y=metric, hue="label", col=col, kind="line", marker="o", errorbar="sd",
+                    palette=method_palette(d["label"]), col_wrap=col_wrap, height=3.2, aspect=1.1)
+    g.set_titles(f"{col} = {{col_name}}")
+    for ax in g.axes.flat:
+        ax.grid(alpha=0.3)
+    if title:
+        g.figure.suptitle(title, y=1.03)
+    return g.figure
+
+
 def plot_per_class(df: pd.DataFrame, x: str = "class", y: str = "auroc", hue: str = "label", ax=None,
                    title: str | None = None, order: Sequence[str] | None = None):
     """Per-class bars; ``df`` long form (one row per class x method [x seed])."""

@@ -63,6 +63,23 @@ def paired_ttest(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
     return float(r.statistic), float(r.pvalue)
 
 
+def curve_frame(df: pd.DataFrame, metric: str = "auroc_mean") -> pd.DataFrame:
+    """Per-round values of ``metric`` as long rows (setting, label, seed, round, metric),
+    from the histories that ``run_many(..., histories=True)`` keeps in ``df.attrs``.
+
+    >>> df = pd.DataFrame()
+    >>> df.attrs["histories"] = {("K=2", "FL", 0): [{"round": 1, "auroc_mean": 0.6}, {"round": 2, "train_loss": 1.0},
+    ...                                              {"round": 3, "auroc_mean": 0.7}]}
+    >>> curve_frame(df).values.tolist()
+    [['K=2', 'FL', 0, 1, 0.6], ['K=2', 'FL', 0, 3, 0.7]]
+    """
+    if "histories" not in df.attrs:
+        raise KeyError("no per-round histories: call run_many(..., histories=True)")
+    rows = [{"setting": st, "label": lab, "seed": seed, "round": h["round"], metric: h[metric]}
+            for (st, lab, seed), hist in df.attrs["histories"].items() for h in hist if h.get(metric) is not None]
+    return pd.DataFrame(rows, columns=["setting", "label", "seed", "round", metric])
+
+
 def paired_difference(df: pd.DataFrame, a: str, b: str, metric: str = "auroc_mean", *, which: str | None = "final",
                       label_col: str = "label", pair_on: Sequence[str] = ("setting", "seed"),
                       scale: float = 100.0) -> dict:
@@ -95,17 +112,20 @@ def paired_difference(df: pd.DataFrame, a: str, b: str, metric: str = "auroc_mea
 
 
 def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05) -> str:
-    """One sentence from :func:`paired_difference`, with the verdict the numbers allow.
+    """One sentence from :func:`paired_difference`, with the verdict the numbers allow
+    (a run is one (setting, seed) pair of the two methods).
 
     >>> describe_difference({"a": "FedPSL", "b": "FedAVG", "diff": 2.04, "sd": 1.0, "n": 3, "t": 3.5, "p": 0.07})
-    'FedPSL is 2.0 points above FedAVG (paired t-test over 3 seeds: p = 0.07, not significant at 0.05)'
+    'FedPSL is 2.0 points above FedAVG (paired t-test over 3 runs: p = 0.07, not significant at 0.05)'
     """
-    side = "above" if d["diff"] > 0 else "below" if d["diff"] < 0 else "level with"
-    head = f"{d['a']} is {abs(d['diff']):.1f} {unit} {side} {d['b']}"
+    size = abs(d["diff"])
+    side = "above" if d["diff"] > 0 else "below"
+    head = (f"{d['a']} is level with {d['b']} (within 0.05 {unit})" if size < 0.05
+            else f"{d['a']} is {size:.1f} {unit} {side} {d['b']}")
     if d["p"] is None:
         return head + f" ({d['n']} paired run{'s' if d['n'] != 1 else ''}: no test)"
     verdict = "significant" if d["p"] < alpha else "not significant"
-    return head + f" (paired t-test over {d['n']} seeds: p = {d['p']:.2g}, {verdict} at {alpha:g})"
+    return head + f" (paired t-test over {d['n']} runs: p = {d['p']:.2g}, {verdict} at {alpha:g})"
 
 
 def stars(p: float | None) -> str:

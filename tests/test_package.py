@@ -101,4 +101,8 @@ def test_pinned_numbers_of_a_tiny_run(toy, toy_partition, method):
     sim = Simulation(get_method(method, **HPARAMS.get(method, {})), model, train, toy_partition, test,
                      EngineConfig(rounds=2, batch_size=32, progress=False, seed=0))
     h = sim.run()[-1]
-    assert (h["train_loss"], h["auroc_mean"]) == PINNED[method]
+    loss, auroc = PINNED[method]
+    # the AUROC (a ranking) is pinned exactly; the mean training loss to 1e-6 relative, since
+    # a different number of BLAS / OpenMP threads reorders its float sums (about 1e-8 here)
+    assert h["auroc_mean"] == auroc
+    assert h["train_loss"] == pytest.approx(loss, rel=1e-6, abs=0)
