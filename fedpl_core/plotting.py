@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-FIGURES = Path("figures")
+from .tables import figures_dir
+
 
 
 #: One colour per method concept, the same in every notebook.  Keys are normalised labels
@@ -137,9 +138,10 @@ def plot_mask_matrix(mask: np.ndarray, class_names: Sequence[str], client_names:
     return ax.figure
 
 
-def savefig(fig, name: str, folder: str | Path = FIGURES, dpi: int = 150) -> Path:
-    """Save ``fig`` as ``folder/name`` (PNG unless the name has a suffix)."""
-    p = Path(folder) / (name if Path(name).suffix else f"{name}.png")
+def savefig(fig, name: str, folder: str | Path | None = None, dpi: int = 150) -> Path:
+    """Save ``fig`` as ``folder/name`` (PNG unless the name has a suffix; default folder
+    :func:`fedpl_core.tables.figures_dir`)."""
+    p = Path(figures_dir() if folder is None else folder) / (name if Path(name).suffix else f"{name}.png")
     p.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(p, dpi=dpi, bbox_inches="tight")
     return p

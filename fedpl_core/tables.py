@@ -1,6 +1,8 @@
 """Result tables: mean +- std over seeds, paired tests, markdown and LaTeX output."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -151,8 +153,17 @@ def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = N
     return sty.to_latex(caption=caption, label=label, hrules=True).replace("±", r"$\pm$")
 
 
-def save_table(df: pd.DataFrame, stem: str, folder: str = "figures") -> dict[str, str]:
-    """Write ``<stem>.csv``, ``.md`` and ``.tex`` into ``folder``; returns the paths."""
+def figures_dir() -> Path:
+    """Where notebooks write figures and tables: ``$FEDPL_FIGURES`` if set (the test suite
+    points it to a temporary folder, so a smoke run never overwrites the committed
+    cpu-profile outputs), else ``figures/`` under the working directory."""
+    return Path(os.environ.get("FEDPL_FIGURES") or "figures")
+
+
+def save_table(df: pd.DataFrame, stem: str, folder: str | Path | None = None) -> dict[str, str]:
+    """Write ``<stem>.csv``, ``.md`` and ``.tex`` into ``folder`` (default
+    :func:`figures_dir`); returns the paths."""
+    folder = figures_dir() if folder is None else folder
     from pathlib import Path
 
     p = Path(folder)

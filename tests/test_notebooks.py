@@ -2,7 +2,6 @@
 
 Marked ``notebook``: ``pytest -m "not notebook"`` runs the fast suite alone.
 """
-import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_smoke_profile_and_writes_its_figures(nb, tmp_path):
+def test_notebook_runs_smoke_profile_and_writes_its_figures(nb, tmp_path, monkeypatch):
     import nbformat
     import papermill as pm
 
@@ -21,7 +20,8 @@ def test_notebook_runs_smoke_profile_and_writes_its_figures(nb, tmp_path):
     tagged = [c for c in source.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(tagged) == 1, f"{nb.name}: needs exactly one cell tagged 'parameters'"
     assert "profile = \"cpu\"" in tagged[0].source, "the parameters cell sets profile = \"cpu\" (the default)"
-    t0 = time.time()
+    figures = tmp_path / "figures"  # never overwrite the committed cpu-profile figures
+    monkeypatch.setenv("FEDPL_FIGURES", str(figures))
     out = tmp_path / nb.name
     # papermill raises PapermillExecutionError on the first failing cell
     pm.execute_notebook(str(nb), str(out), parameters={"profile": "smoke", "results_dir": str(tmp_path / "results")},
@@ -30,5 +30,6 @@ def test_notebook_runs_smoke_profile_and_writes_its_figures(nb, tmp_path):
     code = [c for c in executed.cells if c.cell_type == "code"]
     assert all(c.get("execution_count") for c in code), "a code cell did not run"
     prefix = nb.stem.split("_")[0] + "_"
-    written = [p for p in (ROOT / "figures").glob(prefix + "*") if p.stat().st_mtime >= t0 - 1]
-    assert any(p.suffix == ".png" for p in written), f"{nb.name} wrote no figure to figures/"
+    written = list(figures.glob(prefix + "*"))
+    assert any(p.suffix == ".png" for p in written), f"{nb.name} wrote no figure to $FEDPL_FIGURES"
+    assert any(p.suffix == ".csv" for p in written), f"{nb.name} wrote no table to $FEDPL_FIGURES"
