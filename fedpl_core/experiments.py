@@ -471,9 +471,44 @@ class Study:
         return out
 
 
+def _worker_init(modules: list[str], threads: int) -> None:
+    """A ``run_many`` worker process: the modules that register data sources, and
+    ``threads`` torch threads (one per worker by default: the workers share the cores)."""
+    import importlib
+
+    torch.set_num_threads(threads)
+    for m in modules:
+        importlib.import_module(m)
+
+
+def _run_in_pool(jobs: list[ExperimentConfig], results_dir, workers: int, progress: bool) -> list[RunResult]:
+    import multiprocessing
+    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+
+    from tqdm.auto import tqdm
+
+    from .datasets import SOURCES
+
+    modules = sorted({fn.__module__ for fn in SOURCES.values() if fn.__module__ != "__main__"})
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    results: list[RunResult | None] = [None] * len(jobs)
+    ctx = multiprocessing.get_context("spawn")  # no forked torch / OpenMP state
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(modules, threads)) as ex:
+        futures = {ex.submit(run, cfg, results_dir): i for i, cfg in enumerate(jobs)}
+        bar = tqdm(total=len(futures), desc=f"runs ({workers} workers)", disable=not progress)
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            for f in done:
+                results[futures[f]] = f.result()  # a failed run raises here; the pool cancels the rest
+                bar.update(1)
+        bar.close()
+    return results  # type: ignore[return-value]
+
+
 def run_many(base: ExperimentConfig, methods: Sequence[str | tuple[str, dict]], seeds: Iterable[int] = (0,),
              results_dir: str | Path | None = None, settings: dict[str, dict[str, Any]] | None = None,
-             progress: bool = True, histories: bool = False) -> pd.DataFrame:
+             progress: bool = True, histories: bool = False, workers: int = 1) -> pd.DataFrame:
     """Grid over settings x methods x seeds on identical data and partitions.
 
     ``methods`` items are names or ``(label, overrides)`` pairs, e.g.
@@ -482,18 +517,37 @@ def run_many(base: ExperimentConfig, methods: Sequence[str | tuple[str, dict]], 
     ``which`` (final / best, see :func:`result_rows`).  With ``histories`` the per-round
     records are kept in ``df.attrs["histories"][(setting, label, seed)]``.  Runs that
     another process holds (a lock in ``results_dir``) are done last, waiting for it.
+
+    ``workers`` > 1 runs the runs that are not cached yet in that many worker processes
+    (spawned, each with ``cpu_count // workers`` torch threads); the numbers are those of
+    a serial run with the same threads.  Data sources registered in ``__main__`` (a
+    notebook cell) are not seen by the workers: register them in an importable module.
     """
     from tqdm.auto import tqdm
 
+    if not (isinstance(workers, int) and workers >= 1):
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
     jobs = Study(base, methods, list(seeds), settings).jobs()
     results: dict[int, RunResult] = {}
     pending = []
-    for i, (_, _, cfg) in enumerate(tqdm(jobs, desc="runs", disable=not progress)):
-        res = run(cfg, results_dir, wait=False)
-        if res is None:
-            pending.append(i)
-        else:
+    if workers > 1:
+        todo = []
+        for i, (_, _, cfg) in enumerate(jobs):
+            out = Path(results_dir) / f"{cfg.run_id()}.json" if results_dir is not None else None
+            cached = _read_result(out) if out is not None and out.is_file() else None
+            if cached is not None:
+                results[i] = cached
+            else:
+                todo.append(i)
+        for i, res in zip(todo, _run_in_pool([jobs[i][2] for i in todo], results_dir, workers, progress)):
             results[i] = res
+    else:
+        for i, (_, _, cfg) in enumerate(tqdm(jobs, desc="runs", disable=not progress)):
+            res = run(cfg, results_dir, wait=False)
+            if res is None:
+                pending.append(i)
+            else:
+                results[i] = res
     for i in pending:  # claimed by another process: wait for its result
         results[i] = run(jobs[i][2], results_dir)
     rows, hist = [], {}

@@ -43,6 +43,19 @@ def pick(profile: str, *, smoke: T, cpu: T, full: T) -> T:
     return {"smoke": smoke, "cpu": cpu, "full": full}[check_profile(profile)]
 
 
+def default_workers(profile: str, device: str = "auto") -> int:
+    """Worker processes for ``run_many``: one per CPU core in the cpu profile on a CPU
+    (each run single-threaded), else 1 (smoke: starting workers costs more than it
+    saves; a GPU: one device)."""
+    import os
+
+    import torch
+
+    check_profile(profile)
+    on_cpu = device == "cpu" or (device == "auto" and not torch.cuda.is_available())
+    return max(1, os.cpu_count() or 1) if profile == "cpu" and on_cpu else 1
+
+
 def prepare(profile: str, device: str = "auto") -> str:
     """Check ``profile`` and set up torch for it; returns the profile.
 

@@ -57,6 +57,28 @@ def test_run_many_is_tidy_and_uses_identical_data(tmp_path):
     assert {"auroc:Cardiomegaly", "auroc:Effusion"} <= set(df.columns)
 
 
+def test_run_many_in_worker_processes_gives_the_serial_numbers(tmp_path):
+    """workers=2: the uncached runs go to two spawned processes with one torch thread each;
+    the numbers equal a serial run with one thread, and a cached run is not redone."""
+    import torch
+
+    methods = ["fedavg", "fedavg_pl"]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        serial = E.run_many(tiny(), methods, seeds=[0, 1], progress=False)
+    finally:
+        torch.set_num_threads(threads)
+    E.run(tiny(method="fedavg", seed=0), tmp_path)  # one run cached beforehand
+    before = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.json")}
+    par = E.run_many(tiny(), methods, seeds=[0, 1], results_dir=tmp_path, progress=False, workers=2)
+    assert par["auroc_mean"].tolist() == serial["auroc_mean"].tolist()
+    assert len(list(tmp_path.glob("*.json"))) == 4
+    assert all(tmp_path.joinpath(n).stat().st_mtime_ns == t for n, t in before.items())  # not rewritten
+    with pytest.raises(ValueError, match="workers"):
+        E.run_many(tiny(), methods, workers=0)
+
+
 def test_best_rows_come_from_validation_selection_never_the_test_set(tmp_path):
     cfg = tiny(method="fedavg", engine=EngineConfig(rounds=3, batch_size=32, progress=False, client_val_fraction=0.2))
     res = E.run(cfg)

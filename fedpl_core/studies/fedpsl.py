@@ -104,6 +104,31 @@ def paper_methods(labels: Sequence[str] | None = None, first_order: bool = False
     return out
 
 
+def tadl_variants(first_order: bool = True) -> list[tuple[str, dict]]:
+    """A diagnosis of TADL against FedAVG's local step, one difference at a time, as
+    ``(label, config overrides)`` for ``run_many`` (the first and third rows are Table II's
+    FedAVG and FedPSL w/ TADL, so their runs are shared):
+
+    * ``FedAVG, batch 16``: FedAVG on TADL's half-batches: smaller gradient batches and
+      BatchNorm statistics over 16 images, without any meta-learning;
+    * ``TADL, batch 64``: TADL whose halves have FedAVG's 32 images;
+    * ``TADL, alpha = 0.1``: a look-ahead that moves the encoder (with alpha = 1e-3 the
+      SGD step theta - alpha grad is tiny next to the Adam steps, so TADL is close to
+      training the encoder on one half with the head updated on the other);
+    * ``TADL, second order``: the exact meta-gradient (skipped if ``first_order`` is False:
+      it is then the Table II row).
+    """
+    tadl = {"method": "fedpsl_tadl", "method_kwargs": {"first_order": first_order}}
+    rows = [("FedAVG", {"method": "fedavg_wbce", "method_kwargs": {}}),
+            ("FedAVG, batch 16", {"method": "fedavg_wbce", "method_kwargs": {}, "batch_size": 16}),
+            ("FedPSL w/ TADL", tadl),
+            ("TADL, batch 64", {**tadl, "batch_size": 64}),
+            ("TADL, alpha = 0.1", {"method": "fedpsl_tadl", "method_kwargs": {"first_order": first_order, "alpha": 0.1}})]
+    if first_order:
+        rows.append(("TADL, second order", {"method": "fedpsl_tadl", "method_kwargs": {"first_order": False}}))
+    return rows
+
+
 # =========================================================================== data
 def client_classes(table: str) -> dict[str, list[str]]:
     """Clients and their classes: Table I (``"II"``, K = 4) or Table III (``"IV"``, K = 6)."""
