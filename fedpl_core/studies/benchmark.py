@@ -1,0 +1,148 @@
+"""The cross-paper benchmark: every registered method in each paper's setting.
+
+None of the four papers compares all methods on one footing; this study does, on the
+built-in synthetic chest X-rays: identical data, partitions and seeds for every method,
+one config per setting (:func:`settings`), the methods straight from the registry
+(:func:`methods`; a newly registered method joins automatically), one ``run_many`` call
+per setting, a leaderboard per setting and a rank plot across settings.
+
+Settings (``profile`` scales data, model and rounds; see :mod:`fedpl_core.profiles`):
+
+============================  ==========================================================
+setting                        federation
+============================  ==========================================================
+missing-m (FedMLP)             8 clients, IID split, each client misses ``m`` = 4 of the
+                               8 FedMLP CXR classes (``missing_classes``)
+label-set mismatch (FedLSM)    8 clients, IID split, 3 classes each drawn as FedLSM's
+                               Tables 5/6 (``label_set_mismatch``, seed 523)
+Table I sets (FedPSL)          FedPSL's 4 clients with the label sets and positive counts
+                               of its Table I (``fedpsl`` source), balanced test blocks
+label-space union (Surgical)   2 sources (NIH-like, CheXpert-like domains), 20 classes in
+                               all, 7 shared (``surgical-noniid``, heterogeneous)
+============================  ==========================================================
+
+**[choices]** Every method runs with its registry defaults and the setting's schedule
+(the papers' per-method protocols, such as Surgical Aggregation's head warm-up or
+FedPSL's weighted loss, stay in their own notebooks); the last round is reported (no
+model selection), personalised methods (``local``, ``pfl``, ``fedbn``) are scored with the
+package's one personalised policy; FedLSM's own data sets (ICH, ISIC) are stood in for by
+the synthetic chest X-rays.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..config import EngineConfig
+from ..data import synthetic as S
+from ..experiments import ExperimentConfig
+from ..methods import available_methods
+from ..profiles import pick
+from ..tables import fmt_mean_std
+from . import fedpsl, surgical
+
+SETTINGS = ("missing-m (FedMLP)", "label-set mismatch (FedLSM)", "Table I sets (FedPSL)",
+            "label-space union (Surgical)")
+#: The score of each setting: mean AUROC on its test set; the union setting has one test
+#: set per source, so it is scored on the external set, which carries all 20 labels.
+SCORES = {SETTINGS[3]: "external/auroc_mean"}
+
+
+def _engine(profile: str, device: str) -> EngineConfig:
+    rounds = pick(profile, smoke=1, cpu=10, full=50)
+    return EngineConfig(rounds=rounds, local_epochs=1, batch_size=32, lr=pick(profile, smoke=2e-3, cpu=2e-3, full=1e-3),
+                        eval_every=rounds, selection=None, device=device, progress=False)
+
+
+def settings(profile: str = "cpu", data_seed: int = 0, device: str = "auto") -> dict[str, ExperimentConfig]:
+    """``{setting: base config}`` of the four settings for ``profile``."""
+    eng = _engine(profile, device)
+    size = pick(profile, smoke=28, cpu=28, full=64)
+    model, model_kwargs = pick(profile, smoke=("cnn", {"width": 8}), cpu=("cnn", {"width": 8}), full=("resnet18", {}))
+    n_train, n_test = pick(profile, smoke=(320, 200), cpu=(1600, 800), full=(20000, 4000))
+    common = dict(image_size=size, data_seed=data_seed, model=model, model_kwargs=model_kwargs, engine=eng)
+    cxr8 = dict(dataset="synthetic-cxr", classes=list(S.FEDMLP_CXR8), n_train=n_train, n_test=n_test, num_clients=8,
+                **common)
+    fed = fedpsl.config("II", pool=pick(profile, smoke=60, cpu=300, full=1000), image_size=size,
+                        test_pos=pick(profile, smoke=30, cpu=150, full=300), test_neg=pick(profile, smoke=30, cpu=150,
+                                                                                          full=300),
+                        data_seed=data_seed, model=model, model_kwargs=model_kwargs, engine=eng)
+    st = surgical.make_settings(profile, seed=data_seed, device=device, image_size=size, model=model,
+                                model_kwargs=model_kwargs, n_nih=n_train // 2, n_chexpert=n_train // 2,
+                                n_noniid_test=n_test // 2)
+    union = surgical.noniid_config(st, heterogeneous=True).replace(engine=eng, name="benchmark-union")
+    return {
+        SETTINGS[0]: ExperimentConfig(name="benchmark-missing-m", partition="missing_classes",
+                                      partition_kwargs={"missing": 4, "seed": data_seed}, **cxr8),
+        SETTINGS[1]: ExperimentConfig(name="benchmark-lsm", partition="label_set_mismatch",
+                                      partition_kwargs={"classes_per_client": 3, "seed": 523}, **cxr8),
+        SETTINGS[2]: fed.replace(name="benchmark-fedpsl"),
+        SETTINGS[3]: union,
+    }
+
+
+def methods(exclude: Sequence[str] = ()) -> list[str]:
+    """Every registered method (the registry's order), minus ``exclude``."""
+    return [m for m in available_methods() if m not in set(exclude)]
+
+
+def run(profile: str = "cpu", seeds: Sequence[int] = (0, 1, 2), results_dir: str | None = None,
+        workers: int = 1, exclude: Sequence[str] = (), data_seed: int = 0, device: str = "auto") -> pd.DataFrame:
+    """Every method of :func:`methods` in every setting: one ``run_many`` call per
+    setting; rows get ``setting`` and ``score`` (the setting's metric, :data:`SCORES`)."""
+    from ..experiments import run_many
+
+    frames = []
+    for name, base in settings(profile, data_seed, device).items():
+        df = run_many(base, methods(exclude), seeds, results_dir, progress=False, workers=workers)
+        df["setting"] = name
+        df["score"] = df[SCORES.get(name, "auroc_mean")]
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def leaderboard(df: pd.DataFrame, metric: str = "score", which: str = "final", decimals: int = 3) -> pd.DataFrame:
+    """Per setting and method: ``mean ± std`` over seeds, the mean, ``n`` and the rank of
+    the mean (1 = best; ties share the better rank), sorted by setting and rank."""
+    d = df[df["which"] == which] if "which" in df else df
+    g = d.groupby(["setting", "label"], sort=False)[metric]
+    out = g.agg(["mean", "std", "count"]).reset_index()
+    out["rank"] = out.groupby("setting")["mean"].rank(ascending=False, method="min").astype("Int64")
+    out[metric] = [fmt_mean_std(m, s, decimals) for m, s in zip(out["mean"], out["std"])]
+    out = out.rename(columns={"count": "n", "label": "method"})
+    order = {s: i for i, s in enumerate(dict.fromkeys([*SETTINGS, *out["setting"]]))}
+    out = out.assign(_o=out["setting"].map(order)).sort_values(["_o", "rank"], kind="stable")
+    return out[["setting", "rank", "method", metric, "mean", "n"]].reset_index(drop=True)
+
+
+def rank_table(board: pd.DataFrame) -> pd.DataFrame:
+    """Methods x settings of ranks, plus the mean rank (sorted by it)."""
+    r = board.pivot(index="method", columns="setting", values="rank")
+    r = r.reindex(columns=[s for s in SETTINGS if s in r.columns])
+    r["mean rank"] = r.mean(axis=1)
+    return r.sort_values("mean rank")
+
+
+def plot_ranks(board: pd.DataFrame, title: str = "Rank of each method in each setting (1 = best)"):
+    """One line per method across the settings (rank axis inverted: best on top)."""
+    import matplotlib.pyplot as plt
+
+    from ..plotting import method_color
+
+    r = rank_table(board)
+    cols = [c for c in r.columns if c != "mean rank"]
+    fig, ax = plt.subplots(figsize=(1.9 * len(cols) + 3, 0.28 * len(r) + 2.5))
+    x = np.arange(len(cols))
+    for method, row in r.iterrows():
+        ax.plot(x, row[cols].to_numpy(float), marker="o", color=method_color(method), label=method)
+    ax.set_xticks(x)
+    ax.set_xticklabels([c.replace(" (", "\n(") for c in cols], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_ylabel("rank")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, bbox_to_anchor=(1.0, 1.0), loc="upper left", frameon=False)
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
