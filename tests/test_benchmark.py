@@ -1,0 +1,37 @@
+"""The cross-paper benchmark's tables (hand-made results) and its settings."""
+import pandas as pd
+import pytest
+
+from fedpl_core.studies import benchmark as B
+
+
+def _frame():
+    rows = []
+    for seed, (a, b, c) in enumerate([(0.80, 0.70, 0.70), (0.82, 0.72, 0.72)]):
+        for label, v in (("a", a), ("b", b), ("c", c)):
+            rows.append({"setting": B.SETTINGS[1], "label": label, "seed": seed, "which": "final", "score": v})
+        rows.append({"setting": B.SETTINGS[0], "label": "a", "seed": seed, "which": "final", "score": 0.5})
+        rows.append({"setting": B.SETTINGS[0], "label": "b", "seed": seed, "which": "final", "score": 0.6})
+    return pd.DataFrame(rows)
+
+
+def test_leaderboard_ranks_means_with_ties_in_setting_order():
+    board = B.leaderboard(_frame())
+    assert list(board["setting"].unique()) == [B.SETTINGS[0], B.SETTINGS[1]]  # the SETTINGS order, not alphabetical
+    s1 = board[board["setting"] == B.SETTINGS[1]].set_index("method")
+    assert s1.loc["a", "rank"] == 1 and s1.loc["b", "rank"] == 2 and s1.loc["c", "rank"] == 2  # tie: better rank
+    assert s1.loc["a", "score"] == "0.810 ± 0.014" and s1.loc["a", "n"] == 2
+    ranks = B.rank_table(board)
+    assert ranks.loc["a", "mean rank"] == pytest.approx((2 + 1) / 2) and ranks.loc["b", "mean rank"] == 1.5
+
+
+def test_settings_cover_the_four_papers_and_every_registered_method():
+    from fedpl_core.methods import available_methods
+
+    cfgs = B.settings("smoke")
+    assert list(cfgs) == list(B.SETTINGS)
+    assert cfgs[B.SETTINGS[1]].partition == "label_set_mismatch" and cfgs[B.SETTINGS[1]].partition_kwargs["seed"] == 523
+    assert cfgs[B.SETTINGS[2]].dataset == "fedpsl" and cfgs[B.SETTINGS[3]].dataset == "surgical-noniid"
+    assert B.methods() == available_methods() and "fedavg" not in B.methods(["fedavg"])
+    with pytest.raises(ValueError, match="unknown profile"):
+        B.settings("gpu")
