@@ -352,6 +352,31 @@ def sweep_table(df: pd.DataFrame, x: str = "n", which: str = "best", decimals: i
     return out
 
 
+def sweep_differences(df: pd.DataFrame, x: str, a: str, b: str, which: str = "final") -> pd.DataFrame:
+    """``a`` minus ``b`` (AUROC points, paired over seeds) at every value of the sweep
+    column ``x``: columns ``x``, ``diff``, ``sd``, ``pairs``, ``p``."""
+    from ..tables import paired_difference
+
+    rows = []
+    for v, d in df.groupby(x, sort=True):
+        r = paired_difference(d, a, b, which=which)
+        rows.append({x: v, "diff": r["diff"], "sd": r["sd"], "pairs": r["n"], "p": r["p"]})
+    return pd.DataFrame(rows)
+
+
+def sweep_trend(df: pd.DataFrame, x: str, label: str, which: str = "final") -> dict:
+    """Mean AUROC of ``label`` at the smallest and the largest ``x``, their paired
+    difference (points, largest minus smallest, paired over seeds) and its t-test p."""
+    from ..tables import paired_ttest
+
+    d = df[(df["label"] == label) & (df["which"] == which)].pivot_table(index="seed", columns=x, values="auroc_mean")
+    lo, hi = d.columns.min(), d.columns.max()
+    pair = d[[lo, hi]].dropna()
+    p = paired_ttest(pair[hi], pair[lo])[1] if len(pair) >= 2 and not np.allclose(pair[hi], pair[lo]) else None
+    return {"label": label, "x_lo": lo, "x_hi": hi, "lo": float(d[lo].mean()), "hi": float(d[hi].mean()),
+            "diff": float((pair[hi] - pair[lo]).mean() * 100), "n": int(len(pair)), "p": p}
+
+
 def plot_sweep(df: pd.DataFrame, x: str = "n", xlabel: str | None = None, title: str = "", logx: bool = True):
     """Mean AUROC (mean ± std over seeds) against ``x``: best round (left) and last round (right)."""
     import matplotlib.pyplot as plt
