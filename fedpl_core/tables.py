@@ -113,9 +113,10 @@ def paired_difference(df: pd.DataFrame, a: str, b: str, metric: str = "auroc_mea
             "sd": float(diff.std(ddof=1)) if len(diff) > 1 else float("nan"), "n": int(len(diff)), "t": t, "p": p}
 
 
-def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05) -> str:
+def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05, pairs: str = "runs") -> str:
     """One sentence from :func:`paired_difference`, with the verdict the numbers allow
-    (a run is one (setting, seed) pair of the two methods).
+    (``pairs`` names what was paired: runs, one (setting, seed) of the two methods each,
+    or classes).
 
     >>> describe_difference({"a": "FedPSL", "b": "FedAVG", "diff": 2.04, "sd": 1.0, "n": 3, "t": 3.5, "p": 0.07})
     'FedPSL is 2.0 points above FedAVG (paired t-test over 3 runs: p = 0.07, not significant at 0.05)'
@@ -125,9 +126,9 @@ def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05) -> s
     head = (f"{d['a']} is level with {d['b']} (within 0.05 {unit})" if size < 0.05
             else f"{d['a']} is {size:.1f} {unit} {side} {d['b']}")
     if d["p"] is None:
-        return head + f" ({d['n']} paired run{'s' if d['n'] != 1 else ''}: no test)"
+        return head + f" ({d['n']} paired {pairs}: no test)"
     verdict = "significant" if d["p"] < alpha else "not significant"
-    return head + f" (paired t-test over {d['n']} runs: p = {d['p']:.2g}, {verdict} at {alpha:g})"
+    return head + f" (paired t-test over {d['n']} {pairs}: p = {d['p']:.2g}, {verdict} at {alpha:g})"
 
 
 def stars(p: float | None) -> str:

@@ -554,6 +554,17 @@ def noniid_table(df: pd.DataFrame, columns: Sequence[str], which: str = "best",
     return out
 
 
+def class_difference(df: pd.DataFrame, column: str, a: str, b: str, which: str = "best") -> dict:
+    """``a`` minus ``b`` on one table column (e.g. ``"NIH: unique"``), paired across the
+    column's classes (each class AUROC the mean over seeds), as the paper tests: the
+    :func:`~fedpl_core.tables.paired_difference` dict (``n`` = classes)."""
+    d = long_form(df[df["which"] == which])
+    per_class = d[d["column"] == column].groupby(["label", "cls"])["auroc"].mean().reset_index()
+    from ..tables import paired_difference
+
+    return paired_difference(per_class.rename(columns={"auroc": "auroc_mean"}), a, b, which=None, pair_on=("cls",))
+
+
 def best_vs_last(df: pd.DataFrame, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """Mean AUROC of the selected (``best``: lowest validation loss) and the last-round
     (``final``) models per method and column, with the mean selected round."""
