@@ -126,7 +126,7 @@ def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05, pair
     head = (f"{d['a']} is level with {d['b']} (within 0.05 {unit})" if size < 0.05
             else f"{d['a']} is {size:.1f} {unit} {side} {d['b']}")
     if d["p"] is None:
-        return head + f" ({d['n']} paired {pairs}: no test)"
+        return head + f" ({pairs}: {d['n']}, no test)"
     verdict = "significant" if d["p"] < alpha else "not significant"
     return head + f" (paired t-test over {d['n']} {pairs}: p = {d['p']:.2g}, {verdict} at {alpha:g})"
 
