@@ -116,7 +116,7 @@ class Settings:
     calibrate_bn: bool = True
     n_public: int = 256
     # training (the paper: 1 local epoch per round, batch 64, lr 5e-5, warm-up 15 epochs at 5e-3)
-    rounds: int = 10
+    rounds: int = 16
     local_epochs: float = 1.0
     batch_size: int = 32
     lr: float = 3e-3
@@ -160,7 +160,7 @@ def make_settings(profile: str = "cpu", seed: int = 0, device: str = "auto", dat
 
     * ``smoke``: 400 images at 28 px, a slim CNN, 2 rounds, 1 seed, two points per
       ablation: every cell runs, the numbers mean nothing.
-    * ``cpu``: the class defaults: 800 images, 10 rounds, 3 seeds, K in 2, 4, 8.
+    * ``cpu``: the class defaults: 800 images, 16 rounds, 3 seeds, K in 2, 4, 8.
     * ``full``: the paper's schedule (150 rounds, warm-up 15 epochs, early stopping after
       25) with ResNet-18 at 64 px on synthetic data or DenseNet-121 at 224 px on real data.
     """
