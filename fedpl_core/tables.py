@@ -90,7 +90,7 @@ def paired_difference(df: pd.DataFrame, a: str, b: str, metric: str = "auroc_mea
     Returns ``{"a", "b", "diff", "sd", "n", "t", "p"}``: the mean difference (in points of
     ``scale``: 100 turns AUROC into percentage points), its standard deviation, the
     number of pairs and the two-sided paired t-test (``t``, ``p`` None with fewer than two
-    pairs or with identical samples).
+    pairs or when every pair differs by the same amount, where the t statistic is undefined).
 
     >>> df = pd.DataFrame({"label": ["x"] * 3 + ["y"] * 3, "seed": [0, 1, 2] * 2,
     ...                    "auroc_mean": [0.80, 0.82, 0.84, 0.78, 0.79, 0.83]})
@@ -107,7 +107,7 @@ def paired_difference(df: pd.DataFrame, a: str, b: str, metric: str = "auroc_mea
     wide = wide[[a, b]].dropna()
     diff = (wide[a] - wide[b]) * scale
     t = p = None
-    if len(diff) >= 2 and not np.allclose(diff, 0.0):
+    if len(diff) >= 2 and not np.allclose(diff, diff.iloc[0]):  # equal differences: t undefined
         t, p = paired_ttest(wide[a], wide[b])
     return {"a": a, "b": b, "diff": float(diff.mean()) if len(diff) else float("nan"),
             "sd": float(diff.std(ddof=1)) if len(diff) > 1 else float("nan"), "n": int(len(diff)), "t": t, "p": p}
