@@ -497,12 +497,17 @@ def _run_in_pool(jobs: list[ExperimentConfig], results_dir, workers: int, progre
         futures = {ex.submit(run, cfg, results_dir): i for i, cfg in enumerate(jobs)}
         bar = tqdm(total=len(futures), desc=f"runs ({workers} workers)", disable=not progress)
         pending = set(futures)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-            for f in done:
-                results[futures[f]] = f.result()  # a failed run raises here; the pool cancels the rest
-                bar.update(1)
-        bar.close()
+        try:
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for f in done:
+                    results[futures[f]] = f.result()  # a failed run raises here
+                    bar.update(1)
+        except BaseException:
+            ex.shutdown(wait=True, cancel_futures=True)  # runs not started are dropped; finished ones stay cached
+            raise
+        finally:
+            bar.close()
     return results  # type: ignore[return-value]
 
 
