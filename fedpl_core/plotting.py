@@ -15,8 +15,6 @@ import seaborn as sns
 
 from .tables import figures_dir
 
-
-
 #: One colour per method concept, the same in every notebook.  Keys are normalised labels
 #: (lower case, without spaces, ``_``, ``-`` and a trailing ``" (strategy)"``); the
 #: papers' names for one concept share a colour (FedAvg = FedAVG = FL).
@@ -64,26 +62,12 @@ def method_palette(labels) -> dict[str, str]:
     return {lab: method_color(lab) for lab in dict.fromkeys(labels)}
 
 
-def history_frame(histories: dict, metric: str = "auroc_mean") -> pd.DataFrame:
-    """Long rows (label, seed, round, metric); ``histories``: label -> one engine history,
-    or label -> {seed: history} / [history, ...] for several seeds."""
-    rows = []
-    for lab, hist in histories.items():
-        runs = hist.items() if isinstance(hist, dict) else enumerate(hist if hist and isinstance(hist[0], list)
-                                                                        else [hist])
-        for seed, h_run in runs:
-            rows += [{"label": lab, "seed": seed, "round": h["round"], metric: h[metric]}
-                     for h in h_run if h.get(metric) is not None]
-    return pd.DataFrame(rows)
-
-
-def plot_curves(histories: dict, metric: str = "auroc_mean", ax=None, title: str | None = None):
-    """Metric per round, one line per method; with several seeds per method the line is
-    their mean and the band their standard deviation (see :func:`history_frame`)."""
+def plot_curves(curves: pd.DataFrame, metric: str = "auroc_mean", ax=None, title: str | None = None):
+    """Metric per round, one line per method: the mean over seeds with an sd band;
+    ``curves`` long rows as :func:`fedpl_core.tables.curve_frame` gives them."""
     ax = ax or plt.subplots(figsize=(6, 4))[1]
-    df = history_frame(histories, metric)
-    sns.lineplot(df, x="round", y=metric, hue="label", marker="o", ax=ax, errorbar="sd",
-                 palette=method_palette(df["label"]))
+    sns.lineplot(curves, x="round", y=metric, hue="label", marker="o", ax=ax, errorbar="sd",
+                 palette=method_palette(curves["label"]))
     ax.set_title(title or metric)
     ax.grid(alpha=0.3)
     return ax.figure

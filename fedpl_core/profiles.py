@@ -11,7 +11,8 @@ full      the papers' settings (models, image sizes, schedules): a GPU      hour
 ========  ================================================================  ======================
 
 Each study maps a profile to its settings (``studies.fedpsl.settings(profile)``,
-``studies.surgical.make_settings(profile)``, ``studies.introduction.settings(profile)``);
+``studies.surgical.make_settings(profile)``, ``studies.benchmark.settings(profile)``; the
+introduction notebook picks its few values with :func:`pick`);
 any single notebook parameter can still be overridden with papermill
 (``papermill nb.ipynb out.ipynb -p profile cpu -p seeds "[0, 1]"``).
 

@@ -365,16 +365,16 @@ def sweep_differences(df: pd.DataFrame, x: str, a: str, b: str, which: str = "fi
 
 
 def sweep_trend(df: pd.DataFrame, x: str, label: str, which: str = "final") -> dict:
-    """Mean AUROC of ``label`` at the smallest and the largest ``x``, their paired
-    difference (points, largest minus smallest, paired over seeds) and its t-test p."""
-    from ..tables import paired_ttest
+    """Mean AUROC of ``label`` at the smallest and the largest ``x``, and their paired
+    difference (points, largest minus smallest, paired over seeds; t-test ``p``)."""
+    from ..tables import paired_difference
 
-    d = df[(df["label"] == label) & (df["which"] == which)].pivot_table(index="seed", columns=x, values="auroc_mean")
-    lo, hi = d.columns.min(), d.columns.max()
-    pair = d[[lo, hi]].dropna()
-    p = paired_ttest(pair[hi], pair[lo])[1] if len(pair) >= 2 and not np.allclose(pair[hi], pair[lo]) else None
-    return {"label": label, "x_lo": lo, "x_hi": hi, "lo": float(d[lo].mean()), "hi": float(d[hi].mean()),
-            "diff": float((pair[hi] - pair[lo]).mean() * 100), "n": int(len(pair)), "p": p}
+    d = df[(df["label"] == label) & (df["which"] == which)]
+    lo, hi = d[x].min(), d[x].max()
+    r = paired_difference(d.assign(label=d[x]), hi, lo, which=None, pair_on=("seed",))
+    means = d.groupby(x)["auroc_mean"].mean()
+    return {"label": label, "x_lo": lo, "x_hi": hi, "lo": float(means[lo]), "hi": float(means[hi]),
+            "diff": r["diff"], "n": r["n"], "p": r["p"]}
 
 
 def plot_sweep(df: pd.DataFrame, x: str = "n", xlabel: str | None = None, title: str = "", logx: bool = True):

@@ -78,7 +78,7 @@ from ..data import synthetic as S
 from ..data.base import ImageDataset, concat_datasets
 from ..datasets import DataBundle, register_source
 from ..experiments import ExperimentConfig, build_partition, load_data
-from ..tables import fmt_mean_std, paired_ttest, stars
+from ..tables import fmt_mean_std, paired_difference, paired_ttest, stars
 
 #: NIH's 14 findings and CheXpert's 13 (CheXpert's column order), synthetic names.
 NIH_CLASSES = list(S.NIH14)
@@ -560,8 +560,6 @@ def class_difference(df: pd.DataFrame, column: str, a: str, b: str, which: str =
     :func:`~fedpl_core.tables.paired_difference` dict (``n`` = classes)."""
     d = long_form(df[df["which"] == which])
     per_class = d[d["column"] == column].groupby(["label", "cls"])["auroc"].mean().reset_index()
-    from ..tables import paired_difference
-
     return paired_difference(per_class.rename(columns={"auroc": "auroc_mean"}), a, b, which=None, pair_on=("cls",))
 
 
