@@ -561,14 +561,14 @@ def run_many(base: ExperimentConfig, methods: Sequence[str | tuple[str, dict]], 
     another process holds (a lock in ``results_dir``) are done last, waiting for it.
 
     ``backend`` (:mod:`fedpl_core.grid`) runs the runs not cached yet: ``"serial"`` in
-    this process, ``"process"`` in ``workers`` spawned processes (``cpu_count // workers``
-    torch threads each), ``"ray"`` as Ray tasks (a cluster at ``ray_address``, else a local
+    this process, ``"process"`` in ``workers`` local processes (forked on Linux without CUDA, else
+    spawned; ``cpu_count // workers`` torch threads each; kept alive for the next grid), ``"ray"`` as Ray tasks (a cluster at ``ray_address``, else a local
     Ray with ``workers`` CPUs; ``pip install -e .[ray]``).  Default: ``"process"`` when
     ``workers > 1``, else ``"serial"``.  The numbers are those of a serial run with the
     same threads.  A run that raises is retried ``retries`` times; then one
     :class:`fedpl_core.grid.GridError` names every failed run, after the others are done
     and written.  Data sources registered in ``__main__`` (a notebook cell) are not seen
-    by the workers: register them in an importable module.
+    by spawned workers (macOS, Windows, CUDA): register them in an importable module.
     """
     from .grid import check_args, run_grid
 

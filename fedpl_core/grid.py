@@ -1,7 +1,8 @@
 """Backends of :func:`fedpl_core.experiments.run_many`: where the runs of a grid execute.
 
 * ``serial``: one after the other in this process;
-* ``process``: spawned local worker processes, ``cpu_count // workers`` torch threads each;
+* ``process``: local worker processes (forked on Linux without CUDA, else spawned),
+  ``cpu_count // workers`` torch threads each, kept for the next grid;
 * ``ray``: one Ray task per run, with the CPU / GPU request of its device, on an existing
   cluster (``ray_address``) or on a local one started with ``num_cpus=workers``.
 
@@ -16,6 +17,7 @@ still failed, after all the other runs finished and were written.
 """
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import os
@@ -117,30 +119,30 @@ class SerialBackend(Backend):
 
 
 class ProcessBackend(Backend):
-    """``workers`` spawned processes (no forked torch / OpenMP state), each with
-    ``cpu_count // workers`` torch threads.  A worker that dies breaks the pool: the
-    runs it held fail (and are retried) and a new pool serves the later submissions."""
+    """``workers`` local processes (forked on Linux, see :func:`start_method`), each with
+    ``cpu_count // workers`` torch threads.
+
+    The pool outlives the grid: the next grid with the same ``workers`` (and data-source
+    modules) reuses it, so a notebook's many grids pay the workers' start (spawning or forking,
+    importing torch, torch's lazy imports on the first optimizer: about 7 s a worker)
+    once, and each worker keeps its in-memory data cache.  :func:`shutdown_pools` (also
+    run at exit) stops it.  A worker that dies breaks the pool: the runs it held fail (and
+    are retried) and a new pool serves the later submissions."""
 
     name = "process"
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self.threads = max(1, (os.cpu_count() or 1) // workers)
-        self._pool = None
+        self._futures: list = []
 
     def _executor(self):
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        if self._pool is None or getattr(self._pool, "_broken", False):
-            if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=worker_init, initargs=(source_modules(), self.threads))
-        return self._pool
+        return shared_pool(self.workers, self.threads, tuple(source_modules()))
 
     def submit(self, cfg, results_dir, wait):
-        return self._executor().submit(_run_one, cfg, results_dir, wait)
+        f = self._executor().submit(_run_one, cfg, results_dir, wait)
+        self._futures.append(f)
+        return f
 
     def finished(self, handles):
         from concurrent.futures import FIRST_COMPLETED, wait
@@ -153,9 +155,60 @@ class ProcessBackend(Backend):
         return out
 
     def close(self):
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        """Cancel this grid's runs that have not started (an interrupted grid); the pool
+        stays for the next grid."""
+        for f in self._futures:
+            f.cancel()
+        self._futures = []
+
+
+_POOLS: dict[tuple, Any] = {}
+
+
+def start_method() -> str:
+    """``"fork"`` on Linux while CUDA is not initialised in this process, else ``"spawn"``.
+
+    A forked worker starts at once with torch, fedpl and the data sources already imported
+    (a spawned one imports them again: 3-7 s a worker, most of a short run), the pattern of
+    torch's own ``DataLoader`` workers: the worker sets its torch threads before any torch
+    work (:func:`worker_init`).  CUDA cannot be forked once initialised, and macOS /
+    Windows default to spawn, so those spawn."""
+    import multiprocessing
+    import sys
+
+    import torch
+
+    if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods() \
+            and not torch.cuda.is_initialized():
+        return "fork"
+    return "spawn"
+
+
+def shared_pool(workers: int, threads: int, modules: tuple[str, ...]):
+    """The live process pool for ``(workers, threads, modules)``; a broken pool, or one
+    started for other settings, is shut down and replaced (one pool at a time)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    key = (workers, threads, modules)
+    pool = _POOLS.get(key)
+    if pool is not None and not getattr(pool, "_broken", False):
+        return pool
+    shutdown_pools(wait=False)
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(start_method()),
+                               initializer=worker_init, initargs=(list(modules), threads))
+    _POOLS[key] = pool
+    return pool
+
+
+def shutdown_pools(wait: bool = True) -> None:
+    """Stop the worker processes kept between grids (their pending runs are cancelled)."""
+    while _POOLS:
+        _, pool = _POOLS.popitem()
+        pool.shutdown(wait=wait, cancel_futures=True)
+
+
+atexit.register(shutdown_pools, wait=False)
 
 
 def _ray_task(cfg, results_dir, wait, modules, threads, cwd, paths):
@@ -344,4 +397,5 @@ def _drive(b: Backend, jobs: list[_Job], results_dir, retries: int, results: lis
 
 
 __all__ = ["BACKENDS", "GridError", "Backend", "SerialBackend", "ProcessBackend", "RayBackend", "make_backend",
-           "run_grid", "needs_gpu", "worker_init", "source_modules"]
+           "run_grid", "needs_gpu", "worker_init", "source_modules", "shared_pool", "shutdown_pools",
+           "start_method"]

@@ -44,6 +44,19 @@ def pick(profile: str, *, smoke: T, cpu: T, full: T) -> T:
     return {"smoke": smoke, "cpu": cpu, "full": full}[check_profile(profile)]
 
 
+def engine_options(profile: str) -> dict:
+    """Engine settings a profile adds to every run: the ``cpu`` profile trains and
+    evaluates in ``channels_last`` layout (NHWC), 1.24x faster for the small CNN on one
+    thread (16 rounds of FedAvg on 1,000 images at 32 px: 8.8 s -> 7.1 s on this project's
+    machine).  The numbers differ from the default layout by float rounding only (final
+    AUROC within about 3e-4), not in kind; ``smoke`` and ``full`` keep the default layout.
+
+    >>> engine_options("cpu"), engine_options("full")
+    ({'channels_last': True}, {})
+    """
+    return {"channels_last": True} if check_profile(profile) == "cpu" else {}
+
+
 def default_workers(profile: str, device: str = "auto") -> int:
     """Worker processes for ``run_many``: one per CPU core in the cpu profile on a CPU
     (each run single-threaded), else 1 (smoke: starting workers costs more than it

@@ -272,3 +272,23 @@ def test_ray_backend_gives_the_serial_numbers_and_reports_a_failed_run(serial, l
     # the Ray tasks wrote the results: loaded from the files, no Ray task needed
     df = E.run_many(tiny(), METHODS, [0, 1], tmp_path, progress=False, backend="ray", workers=2)
     assert finals(df).tolist() == serial.tolist()
+
+
+def test_process_workers_outlive_a_grid(tmp_path):
+    """The next grid reuses the live worker processes (no new spawn, no new torch import);
+    a new pool replaces it only after ``shutdown_pools``."""
+    log = tmp_path / "loads.log"
+    cfg = lambda k: tiny(dataset="counted-cxr", dataset_kwargs={"log": str(log), "k": k})  # noqa: E731
+    G.shutdown_pools()
+    E.run_many(cfg(0), ["fedavg"], [0, 1], tmp_path / "a", workers=2, progress=False)
+    (pool,) = G._POOLS.values()
+    workers = {str(pid) for pid in pool._processes}
+    E.run_many(cfg(1), ["fedavg"], [0, 1], tmp_path / "b", workers=2, progress=False)
+    assert list(G._POOLS.values()) == [pool] and {str(pid) for pid in pool._processes} == workers
+    loads = [line.split() for line in log.read_text().splitlines()]
+    assert {k for k, _ in loads} == {"0", "1"} and {pid for _, pid in loads} <= workers
+    G.shutdown_pools()
+    assert not G._POOLS
+    E.run_many(cfg(2), ["fedavg"], [0], tmp_path / "c", workers=2, progress=False)
+    (fresh,) = G._POOLS.values()
+    assert fresh is not pool and not {str(pid) for pid in fresh._processes} & workers

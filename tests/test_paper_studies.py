@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from fedpl_core.experiments import run_many
+from fedpl_core.methods import get_method
 from fedpl_core.studies import fedlsm, fedmlp
 from fixtures_data import ham_rows, write_ham10000
 
@@ -54,7 +55,10 @@ def test_fedmlp_settings_levels_and_ablation():
     abl = dict(fedmlp.ablation_methods(st))
     assert abl["FedAvg"]["method_kwargs"] == {**st.fedmlp_kwargs(), "mld": False, "wpc": False, "cr": False,
                                                      "st": False}
-    assert all(abl["FedMLP (+ ST)"]["method_kwargs"][k] for k in ("mld", "wpc", "cr", "st"))
+    # every switch on is FedMLP itself: the same config as Tables 1-2's row, so one shared run
+    assert abl["FedMLP (+ ST)"] == dict(fedmlp.methods(st))["FedMLP"]
+    full = get_method("fedmlp", **abl["FedMLP (+ ST)"]["method_kwargs"])
+    assert (full.mld, full.wpc, full.cr, full.st) == (True, True, True, True)
     cpu = fedmlp.settings("cpu")
     fm = dict(fedmlp.methods(cpu))["FedMLP"]
     assert fm["method_kwargs"] == {"warmup_rounds": cpu.warmup_rounds, "t0": cpu.t0, "t1": cpu.t1}

@@ -39,7 +39,7 @@ from ..config import EngineConfig
 from ..data import synthetic as S
 from ..experiments import ExperimentConfig
 from ..methods import available_methods
-from ..profiles import pick
+from ..profiles import engine_options, pick
 from ..tables import fmt_mean_std
 from . import fedpsl, surgical
 
@@ -53,7 +53,7 @@ SCORES = {SETTINGS[3]: "external/auroc_mean"}
 def _engine(profile: str, device: str) -> EngineConfig:
     rounds = pick(profile, smoke=1, cpu=10, full=50)
     return EngineConfig(rounds=rounds, local_epochs=1, batch_size=32, lr=pick(profile, smoke=2e-3, cpu=2e-3, full=1e-3),
-                        eval_every=rounds, selection=None, device=device, progress=False)
+                        eval_every=rounds, selection=None, device=device, progress=False, **engine_options(profile))
 
 
 def settings(profile: str = "cpu", data_seed: int = 0, device: str = "auto") -> dict[str, ExperimentConfig]:
@@ -61,7 +61,7 @@ def settings(profile: str = "cpu", data_seed: int = 0, device: str = "auto") -> 
     eng = _engine(profile, device)
     size = pick(profile, smoke=28, cpu=28, full=64)
     model, model_kwargs = pick(profile, smoke=("cnn", {"width": 8}), cpu=("cnn", {"width": 8}), full=("resnet18", {}))
-    n_train, n_test = pick(profile, smoke=(320, 200), cpu=(1600, 800), full=(20000, 4000))
+    n_train, n_test = pick(profile, smoke=(320, 200), cpu=(1200, 600), full=(20000, 4000))
     common = dict(image_size=size, data_seed=data_seed, model=model, model_kwargs=model_kwargs, engine=eng)
     cxr8 = dict(dataset="synthetic-cxr", classes=list(S.FEDMLP_CXR8), n_train=n_train, n_test=n_test, num_clients=8,
                 **common)

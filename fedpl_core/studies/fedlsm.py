@@ -40,7 +40,7 @@ from ..config import EngineConfig
 from ..data import synthetic as S
 from ..experiments import ExperimentConfig
 from ..methods import available_methods
-from ..profiles import pick
+from ..profiles import engine_options, pick
 from ..tables import fmt_mean_std
 
 TASKS = ("Task 1", "Task 2")
@@ -89,7 +89,7 @@ class Settings:
         return EngineConfig(rounds=self.rounds, local_iters=self.local_iters[task], batch_size=32,
                             optimizer="adam", lr=self.lr, weight_decay=self.weight_decay,
                             augment="flip_shift", eval_every=self.eval_every, client_val_fraction=0.1,
-                            selection="val_loss", device=self.device, progress=False)
+                            selection="val_loss", device=self.device, progress=False, **engine_options(self.profile))
 
     def config(self, task: str) -> ExperimentConfig:
         """The base config of ``task`` (``"Task 1"`` or ``"Task 2"``)."""

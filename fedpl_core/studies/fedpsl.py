@@ -517,7 +517,7 @@ def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: s
 
     Model selection is the paper's: the evaluated round with the best mean test AUROC
     (optimistic, labelled so; the last round is reported beside it)."""
-    from ..profiles import pick
+    from ..profiles import engine_options, pick
 
     common = dict(optimizer="adam", lr=1e-3, normalize="instance", augment="flip_shift", batch_size=32,
                   device=device, progress=False, selection="auroc_mean")
@@ -526,7 +526,8 @@ def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: s
                      model="cnn", model_kwargs={"width": 8}, first_order=True,
                      fig3_n=[30, 60], fig4_base=60, fig4_n=[15, 60], total_epochs=2, table5_e=[1, 2])
     cpu = Settings(seeds=[0, 1, 2], n=300, image_size=32, test_pos=150, test_neg=150,
-                   engine=EngineConfig(rounds=12, local_epochs=2, eval_every=2, eval_batch_size=500, **common),
+                   engine=EngineConfig(rounds=12, local_epochs=2, eval_every=2, eval_batch_size=500, **common,
+                                       **engine_options("cpu")),
                    model="cnn", model_kwargs={"width": 16}, first_order=True,
                    fig3_n=[50, 100, 300], fig4_base=300, fig4_n=[50, 300, 600], total_epochs=24,
                    table5_e=[2, 6, 24])

@@ -78,6 +78,7 @@ from ..data import synthetic as S
 from ..data.base import ImageDataset, concat_datasets
 from ..datasets import DataBundle, register_source
 from ..experiments import ExperimentConfig, build_partition, load_data
+from ..profiles import engine_options
 from ..tables import fmt_mean_std, paired_difference, paired_ttest, stars
 
 #: NIH's 14 findings and CheXpert's 13 (CheXpert's column order), synthetic names.
@@ -150,7 +151,8 @@ class Settings:
         return EngineConfig(rounds=self.rounds, local_epochs=self.local_epochs, batch_size=self.batch_size,
                             lr=self.lr, normalize=self.normalize, augment=self.augment,
                             client_val_fraction=self.client_val_fraction, selection="val_loss",
-                            selection_mode="min", patience=self.patience, device=self.device, progress=False)
+                            selection_mode="min", patience=self.patience, device=self.device, progress=False,
+                            **engine_options(self.profile))
 
 
 def make_settings(profile: str = "cpu", seed: int = 0, device: str = "auto", data_root: str | None = None,
