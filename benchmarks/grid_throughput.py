@@ -2,19 +2,23 @@
 a small CNN, a few seconds each) serially, in worker processes and as Ray tasks.
 
 Each backend writes into its own fresh results folder, so every run is really executed;
-the wall time includes starting the workers (spawned processes; a local Ray with
-``--workers`` CPUs, whose start-up is also reported on its own; "ray (warm)" is a second
-grid on the Ray that is already up, as a notebook's later grids see it).  Serial runs with
-``cpu_count // workers`` torch threads, the threads of one worker, so all three do
-the same arithmetic (the script checks that the numbers are identical).
+the wall time includes starting the workers (forked processes on Linux, spawned elsewhere,
+see ``fedpl_core.grid.start_method``; a local Ray with ``--workers`` CPUs, whose start-up
+is also reported on its own; "ray (warm)" is a second grid on the Ray that is already up,
+as a notebook's later grids see it).  Serial runs with ``cpu_count // workers`` torch
+threads, the threads of one worker, so all three do the same arithmetic (the script
+checks that the numbers are identical).  Forked workers inherit the driver's imports and
+its in-memory data cache (built by the serial pass, about 0.3 s); Ray's workers import
+and build everything themselves.
 
-    python benchmarks/grid_throughput.py                  # 8 runs of about 5 s, 2 workers
-    python benchmarks/grid_throughput.py --rounds 24      # 8 runs of about 10 s
-
-The fixed costs (spawning the workers and importing torch in each, about 3-4 s; starting a
-local Ray, about 6 s; each worker building the synthetic data once) are paid once per
-grid, so the ratio grows with the length of the runs towards ``--workers``.
+    python benchmarks/grid_throughput.py                  # 8 runs of about 7 s, 2 workers
+    python benchmarks/grid_throughput.py --rounds 24      # 8 runs of about 15 s
     python benchmarks/grid_throughput.py --backends serial process --rounds 4
+
+The fixed costs (starting the workers: forking is immediate, spawning imports torch again,
+3-7 s; starting a local Ray, about 6 s) are paid once per process (the process pool is kept
+for the next grid) or once per Ray, so the ratio grows with the length of the runs towards
+``--workers``.
 """
 from __future__ import annotations
 
@@ -74,7 +78,7 @@ def main() -> None:
                 same = numbers[b] == numbers["serial"]
                 over = times[b] - times["serial"] / a.workers
                 print(f"{b:10s} / serial throughput: {times['serial'] / times[b]:.2f}x  (target >= 1.6x; "
-                      f"{over:+.1f} s over serial / {a.workers}: start-up, data built in each worker; numbers "
+                      f"{over:+.1f} s over serial / {a.workers}: worker start-up and the last run alone; numbers "
                       f"{'identical' if same else 'DIFFER'})")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

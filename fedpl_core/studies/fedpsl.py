@@ -508,9 +508,9 @@ def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: s
 
     * ``smoke``: 32 px, small CNN, 60 images per client, 2 rounds x 1 epoch, 1 seed,
       two points per sweep: every cell runs, the numbers mean nothing.
-    * ``cpu``: 32 px, small CNN, 300 images per client (the regime of label scarcity TADL
+    * ``cpu``: 32 px, small CNN, 200 images per client (the regime of label scarcity TADL
       targets), 12 rounds x 2 local epochs, 3 seeds, first-order TADL, evaluation every
-      2 rounds; sweeps of three points.
+      2 rounds, channels-last layout; sweeps of three points (fits 15 minutes on 2 cores).
     * ``full``: ResNet-18 at 64 px on synthetic data (DenseNet-121 at 224 px is the
       paper's; pass ``model="densenet121"`` with real data), 1,000 images per client,
       100 epochs with synchronisation every 10 (10 rounds), 3 seeds, second-order TADL.
@@ -525,11 +525,11 @@ def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: s
                      engine=EngineConfig(rounds=2, local_epochs=1, eval_every=1, eval_batch_size=400, **common),
                      model="cnn", model_kwargs={"width": 8}, first_order=True,
                      fig3_n=[30, 60], fig4_base=60, fig4_n=[15, 60], total_epochs=2, table5_e=[1, 2])
-    cpu = Settings(seeds=[0, 1, 2], n=300, image_size=32, test_pos=150, test_neg=150,
+    cpu = Settings(seeds=[0, 1, 2], n=200, image_size=32, test_pos=150, test_neg=150,
                    engine=EngineConfig(rounds=12, local_epochs=2, eval_every=2, eval_batch_size=500, **common,
                                        **engine_options("cpu")),
                    model="cnn", model_kwargs={"width": 16}, first_order=True,
-                   fig3_n=[50, 100, 300], fig4_base=300, fig4_n=[50, 300, 600], total_epochs=24,
+                   fig3_n=[50, 100, 200], fig4_base=200, fig4_n=[50, 200, 400], total_epochs=24,
                    table5_e=[2, 6, 24])
     full = Settings(seeds=[0, 1, 2], n=1000, image_size=64, test_pos=300, test_neg=300,
                     engine=EngineConfig(rounds=10, local_epochs=10, eval_every=1, eval_batch_size=512, **common),
