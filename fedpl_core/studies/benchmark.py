@@ -51,7 +51,7 @@ SCORES = {SETTINGS[3]: "external/auroc_mean"}
 
 
 def _engine(profile: str, device: str) -> EngineConfig:
-    rounds = pick(profile, smoke=1, cpu=10, full=50)
+    rounds = pick(profile, smoke=1, cpu=8, full=50)
     return EngineConfig(rounds=rounds, local_epochs=1, batch_size=32, lr=pick(profile, smoke=2e-3, cpu=2e-3, full=1e-3),
                         eval_every=rounds, selection=None, device=device, progress=False, **engine_options(profile))
 
@@ -61,12 +61,12 @@ def settings(profile: str = "cpu", data_seed: int = 0, device: str = "auto") -> 
     eng = _engine(profile, device)
     size = pick(profile, smoke=28, cpu=28, full=64)
     model, model_kwargs = pick(profile, smoke=("cnn", {"width": 8}), cpu=("cnn", {"width": 8}), full=("resnet18", {}))
-    n_train, n_test = pick(profile, smoke=(320, 200), cpu=(1200, 600), full=(20000, 4000))
+    n_train, n_test = pick(profile, smoke=(320, 200), cpu=(800, 400), full=(20000, 4000))
     common = dict(image_size=size, data_seed=data_seed, model=model, model_kwargs=model_kwargs, engine=eng)
     cxr8 = dict(dataset="synthetic-cxr", classes=list(S.FEDMLP_CXR8), n_train=n_train, n_test=n_test, num_clients=8,
                 **common)
-    fed = fedpsl.config("II", pool=pick(profile, smoke=60, cpu=300, full=1000), image_size=size,
-                        test_pos=pick(profile, smoke=30, cpu=150, full=300), test_neg=pick(profile, smoke=30, cpu=150,
+    fed = fedpsl.config("II", pool=pick(profile, smoke=60, cpu=200, full=1000), image_size=size,
+                        test_pos=pick(profile, smoke=30, cpu=100, full=300), test_neg=pick(profile, smoke=30, cpu=100,
                                                                                           full=300),
                         data_seed=data_seed, model=model, model_kwargs=model_kwargs, engine=eng)
     st = surgical.make_settings(profile, seed=data_seed, device=device, image_size=size, model=model,
