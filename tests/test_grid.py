@@ -292,3 +292,15 @@ def test_process_workers_outlive_a_grid(tmp_path):
     E.run_many(cfg(2), ["fedavg"], [0], tmp_path / "c", workers=2, progress=False)
     (fresh,) = G._POOLS.values()
     assert fresh is not pool and not {str(pid) for pid in fresh._processes} & workers
+
+
+def test_start_method_spawns_once_cuda_is_initialised(monkeypatch):
+    """Forking a process whose CUDA is initialised breaks the child: then the workers spawn."""
+    import sys
+
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    assert G.start_method() == "spawn"
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    assert G.start_method() == ("fork" if sys.platform.startswith("linux") else "spawn")
