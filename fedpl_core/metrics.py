@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+from scipy.stats import rankdata
 from sklearn.metrics import (accuracy_score, average_precision_score, balanced_accuracy_score,
                              precision_recall_fscore_support, roc_auc_score)
 
@@ -25,6 +26,31 @@ def _mean(values):
     """Mean of the non-None entries as a float, or None if there are none."""
     vals = [v for v in values if v is not None]
     return float(np.mean(vals)) if vals else None
+
+
+def binary_auroc(y_true: np.ndarray, y_score: np.ndarray) -> float:
+    """AUROC of 0/1 labels (both values present) as the Mann-Whitney statistic over
+    average ranks, ``(R_pos - P (P + 1) / 2) / (P N)``: the value of sklearn's
+    ``roc_auc_score`` (ties count one half, the trapezoid of its ROC curve) without its
+    input validation, which costs 20x the computation on a few hundred scores and was
+    most of an evaluation round on small models."""
+    pos = y_true == 1
+    n_pos = int(pos.sum())
+    n_neg = y_true.size - n_pos
+    ranks = rankdata(y_score)
+    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def _binary_prf(y_true: np.ndarray, pred: np.ndarray) -> tuple[float, float, float]:
+    """Precision, recall and F1 of 0/1 predictions (sklearn's ``average="binary"``,
+    ``zero_division=0``), from the counts."""
+    tp = float(np.sum((pred == 1) & (y_true == 1)))
+    fp = float(np.sum((pred == 1) & (y_true == 0)))
+    fn = float(np.sum((pred == 0) & (y_true == 1)))
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
+    return precision, recall, f1
 
 
 def _names(class_names, n_classes):
@@ -78,10 +104,10 @@ def multilabel_metrics(y_true, y_score, class_names=None, threshold=0.5, mask=No
                 per[k].append(None)
             continue
         pred = (ys > threshold).astype(int)
-        p, r, f, _ = precision_recall_fscore_support(yt, pred, average="binary", zero_division=0)
+        p, r, f = _binary_prf(yt, pred)
         tpr = pred[yt == 1].mean()
         tnr = 1.0 - pred[yt == 0].mean()
-        per["auroc"].append(float(roc_auc_score(yt, ys)))
+        per["auroc"].append(binary_auroc(yt, ys))
         per["ap"].append(float(average_precision_score(yt, ys)))
         per["bacc"].append(float((tpr + tnr) / 2))
         per["f1"].append(float(f))

@@ -184,3 +184,26 @@ def test_per_class_table():
     assert df.loc["b", "f1"] == pytest.approx(2 / 3)
     assert df.loc["c"].isna().all()
     assert m["auroc_per_class"][2] is None           # the dict itself keeps None
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_multilabel_equals_sklearn_with_ties_and_mask(seed):
+    """The rank-based AUROC and the count-based precision / recall / F1 give sklearn's
+    values, ties in the scores (rounded to 0.1) and a label mask included."""
+    from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
+
+    rng = np.random.default_rng(seed)
+    y = (rng.random((300, 6)) < [0.02, 0.1, 0.3, 0.5, 0.7, 0.95]).astype(int)
+    s = np.round(rng.random((300, 6)) * 0.6 + 0.4 * y * rng.random((300, 6)), 1)
+    mask = rng.random((300, 6)) < 0.8
+    m = multilabel_metrics(y, s, mask=mask)
+    for c in range(6):
+        yt, ys = y[mask[:, c], c], s[mask[:, c], c]
+        if yt.min() == yt.max():
+            assert m["auroc_per_class"][c] is None
+            continue
+        p, r, f, _ = precision_recall_fscore_support(yt, (ys > 0.5).astype(int), average="binary", zero_division=0)
+        assert m["auroc_per_class"][c] == pytest.approx(roc_auc_score(yt, ys), abs=1e-12)
+        assert (m["precision_per_class"][c], m["recall_per_class"][c], m["f1_per_class"][c]) == \
+            pytest.approx((p, r, f), abs=1e-12)
+    assert m["n_defined"] >= 5
