@@ -61,11 +61,11 @@ def settings(profile: str = "cpu", data_seed: int = 0, device: str = "auto") -> 
     eng = _engine(profile, device)
     size = pick(profile, smoke=28, cpu=28, full=64)
     model, model_kwargs = pick(profile, smoke=("cnn", {"width": 8}), cpu=("cnn", {"width": 8}), full=("resnet18", {}))
-    n_train, n_test = pick(profile, smoke=(320, 200), cpu=(800, 400), full=(20000, 4000))
+    n_train, n_test = pick(profile, smoke=(320, 200), cpu=(600, 400), full=(20000, 4000))
     common = dict(image_size=size, data_seed=data_seed, model=model, model_kwargs=model_kwargs, engine=eng)
     cxr8 = dict(dataset="synthetic-cxr", classes=list(S.FEDMLP_CXR8), n_train=n_train, n_test=n_test, num_clients=8,
                 **common)
-    fed = fedpsl.config("II", pool=pick(profile, smoke=60, cpu=200, full=1000), image_size=size,
+    fed = fedpsl.config("II", pool=pick(profile, smoke=60, cpu=150, full=1000), image_size=size,
                         test_pos=pick(profile, smoke=30, cpu=100, full=300), test_neg=pick(profile, smoke=30, cpu=100,
                                                                                           full=300),
                         data_seed=data_seed, model=model, model_kwargs=model_kwargs, engine=eng)
