@@ -10,39 +10,40 @@ rounds).  Runs with fewer than 4 evaluations (single-round sweeps) are left out.
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+
+from fedpl_core.tables import late_gain
 
 
-def late_rise(folder: Path) -> dict[str, float]:
-    """``{method: mean gain in AUROC points over the last quarter of the rounds}``."""
-    gains: dict[str, list[float]] = collections.defaultdict(list)
+def curves(folder: Path) -> pd.DataFrame:
+    """Per-round mean AUROC of every cached run in ``folder``, as :func:`fedpl_core.tables.curve_frame`
+    rows with the notebook as setting, the method as label and the run id in place of the seed
+    (one curve per run)."""
+    rows = []
     for f in sorted(folder.glob("*.json")):
         d = json.loads(f.read_text())
-        h = [(r["round"], r["auroc_mean"]) for r in d.get("history", []) if r.get("auroc_mean") is not None]
-        if len(h) < 4:
-            continue
-        before = [a for r, a in h if r <= 0.75 * h[-1][0]]
-        if before:
-            gains[d["config"]["method"]].append(100 * (h[-1][1] - before[-1]))
-    return {m: float(np.mean(g)) for m, g in sorted(gains.items())}
+        rows += [{"setting": folder.name, "label": d["config"]["method"], "seed": f.stem, "round": r["round"],
+                  "auroc_mean": r["auroc_mean"]} for r in d.get("history", []) if r.get("auroc_mean") is not None]
+    return pd.DataFrame(rows, columns=["setting", "label", "seed", "round", "auroc_mean"])
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--results", default="results")
     a = p.parse_args()
-    for folder in sorted(Path(a.results).iterdir()):
-        rise = late_rise(folder) if folder.is_dir() else {}
-        if not rise:
+    for folder in sorted(x for x in Path(a.results).iterdir() if x.is_dir()):
+        g = late_gain(curves(folder))
+        if g.empty:
             continue
+        rise = dict(zip(g["label"], g["gain"]))
         top = max(rise, key=rise.get)
         print(f"{folder.name}: median {np.median(list(rise.values())):+.1f} points over the last quarter "
               f"(max {rise[top]:+.1f}, {top}; {len(rise)} methods)")
-        print("    " + ", ".join(f"{m} {g:+.1f}" for m, g in rise.items()))
+        print("    " + ", ".join(f"{m} {x:+.1f}" for m, x in sorted(rise.items())))
 
 
 if __name__ == "__main__":

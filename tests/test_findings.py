@@ -35,3 +35,18 @@ def test_describe_difference_states_the_verdict_the_numbers_allow():
         "SA is 2.0 points below PL (paired t-test over 9 classes: p = 0.001, significant at 0.05)"
     tiny = dict(sig, diff=0.01, p=None, n=1)
     assert describe_difference(tiny) == "SA is level with PL (within 0.05 points) (runs: 1, no test)"
+
+
+def test_late_gain_averages_seeds_and_skips_short_curves():
+    from fedpl_core.tables import late_gain
+
+    rows = []
+    for seed, end in ((0, 0.80), (1, 0.76)):  # rounds given out of order
+        for rnd, v in ((16, end), (4, 0.6), (12, 0.74), (8, 0.7), (14, 0.9)):
+            rows.append({"setting": "a", "label": "m", "seed": seed, "round": rnd, "auroc_mean": v})
+    rows += [{"setting": "a", "label": "short", "seed": 0, "round": r, "auroc_mean": 0.5} for r in (1, 2, 3)]
+    g = late_gain(pd.DataFrame(rows))
+    # 0.75 x 16 = 12: each seed's last value against its round-12 value (round 14 is not the reference)
+    assert g["label"].tolist() == ["m"]
+    assert g["gain"].iloc[0] == pytest.approx(100 * ((0.80 - 0.74) + (0.76 - 0.74)) / 2)
+    assert g["n"].iloc[0] == 2
