@@ -82,11 +82,10 @@ def curve_frame(df: pd.DataFrame, metric: str = "auroc_mean") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["setting", "label", "seed", "round", metric])
 
 
-def late_gain(curves: pd.DataFrame, metric: str = "auroc_mean", fraction: float = 0.25,
-              scale: float = 100.0) -> pd.DataFrame:
-    """How much each curve still rises at the end: per (setting, label), the mean over
-    seeds of the last evaluated value minus the last value evaluated at or before
-    ``(1 - fraction)`` of the last round, in points of ``scale``; ``n``: the seeds.  Near
+def late_gain(curves: pd.DataFrame, metric: str = "auroc_mean", scale: float = 100.0) -> pd.DataFrame:
+    """How much each curve still rises over the last quarter of its rounds: per (setting,
+    label), the mean over seeds of the last evaluated value minus the last value evaluated
+    at or before 3/4 of the last round, in points of ``scale``; ``n``: the seeds.  Near
     zero (or below) means the curve has flattened; curves with fewer than 4 evaluations
     are left out.  ``curves`` as :func:`curve_frame` gives it.
 
@@ -100,7 +99,7 @@ def late_gain(curves: pd.DataFrame, metric: str = "auroc_mean", fraction: float 
         if len(g) < 4:
             continue
         last = g["round"].iloc[-1]
-        before = g[g["round"] <= (1 - fraction) * last]
+        before = g[g["round"] <= 0.75 * last]
         if len(before):
             out.append((setting, label, scale * (g[metric].iloc[-1] - before[metric].iloc[-1])))
     d = pd.DataFrame(out, columns=["setting", "label", "gain"])
