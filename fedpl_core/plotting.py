@@ -16,10 +16,11 @@ import seaborn as sns
 from .tables import figures_dir
 
 #: One colour per method concept, the same in every notebook.  Keys are normalised labels
-#: (lower case, without spaces, ``_``, ``-`` and a trailing ``" (strategy)"``); the
+#: (lower case, without spaces, ``_``, ``-`` and a trailing ``" (strategy)"``, except a
+#: parenthesis about labels such as FedLSM's "FedAvg (100% labels)", its oracle); the
 #: papers' names for one concept share a colour (FedAvg = FedAVG = FL).
 METHOD_COLORS: dict[str, str] = {
-    **dict.fromkeys(["oracle"], "#222222"),
+    **dict.fromkeys(["oracle", "oraclewbce", "fedavgoracle", "fedavg(100%labels)"], "#222222"),
     **dict.fromkeys(["centralized", "central", "iml"], "#8c8c8c"),
     **dict.fromkeys(["fedavg", "fl"], "#1f77b4"),
     **dict.fromkeys(["fedavgpl", "fl+pl", "fedpl"], "#ff7f0e"),
@@ -33,12 +34,15 @@ METHOD_COLORS: dict[str, str] = {
     **dict.fromkeys(["fedlsm"], "#7f3c8d"),
     **dict.fromkeys(["fedmlp"], "#11a579"),
 }
-_FALLBACK = sns.color_palette("tab20", 20).as_hex()
+#: Colours for the other labels: tab20 and tab20b without the concept colours above, so a
+#: method without a fixed colour never takes one of theirs.
+_FALLBACK = [c for c in sns.color_palette("tab20", 20).as_hex() + sns.color_palette("tab20b", 20).as_hex()
+             if c not in set(METHOD_COLORS.values())]
 
 
 def _key(label: str) -> str:
     label = str(label)
-    if label.endswith(")") and " (" in label:
+    if label.endswith(")") and " (" in label and "label" not in label[label.rindex(" ("):]:
         label = label[:label.rindex(" (")]
     return label.lower().replace(" ", "").replace("_", "").replace("-", "")
 
@@ -58,8 +62,34 @@ def method_color(label: str) -> str:
 
 
 def method_palette(labels) -> dict[str, str]:
-    """``{label: colour}`` for seaborn's ``palette=``."""
-    return {lab: method_color(lab) for lab in dict.fromkeys(labels)}
+    """``{label: colour}`` for seaborn's ``palette=``: each label's :func:`method_color`,
+    except that no two labels of one figure share a colour.  Labels with a concept colour
+    claim it first (the first of them where two share a concept); a label whose colour is
+    taken gets the first free fallback colour (colours repeat only once those run out).
+
+    >>> pal = method_palette(["FedAvg (100% labels)", "FedAvg*", "FedAvg", "FedProx*", "FSSL*"])
+    >>> pal["FedAvg"] == method_color("FedAvg") and pal["FedAvg (100% labels)"] == method_color("Oracle")
+    True
+    >>> len(set(pal.values()))
+    5
+    """
+    labels = list(dict.fromkeys(labels))
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for lab in labels:  # concept colours first, in order
+        c = METHOD_COLORS.get(_key(lab))
+        if c is not None and c not in used:
+            out[lab] = c
+            used.add(c)
+    for lab in labels:
+        if lab in out:
+            continue
+        c = method_color(lab)
+        if c in used:
+            c = next((x for x in _FALLBACK if x not in used), c)
+        out[lab] = c
+        used.add(c)
+    return {lab: out[lab] for lab in labels}
 
 
 def plot_curves(curves: pd.DataFrame, metric: str = "auroc_mean", ax=None, title: str | None = None):

@@ -138,14 +138,15 @@ def plot_ranks(board: pd.DataFrame, title: str = "Rank of each method in each se
     """One line per method across the settings (rank axis inverted: best on top)."""
     import matplotlib.pyplot as plt
 
-    from ..plotting import method_color
+    from ..plotting import method_palette
 
     r = rank_table(board)
+    colors = method_palette(r.index)
     cols = [c for c in r.columns if c != "mean rank"]
     fig, ax = plt.subplots(figsize=(1.9 * len(cols) + 3, 0.28 * len(r) + 2.5))
     x = np.arange(len(cols))
     for method, row in r.iterrows():
-        ax.plot(x, row[cols].to_numpy(float), marker="o", color=method_color(method), label=method)
+        ax.plot(x, row[cols].to_numpy(float), marker="o", color=colors[method], label=method)
     ax.set_xticks(x)
     ax.set_xticklabels([c.replace(" (", "\n(") for c in cols], fontsize=8)
     ax.invert_yaxis()
