@@ -41,8 +41,8 @@ def main() -> None:
             continue
         rise = dict(zip(g["label"], g["gain"]))
         top = max(rise, key=rise.get)
-        print(f"{folder.name}: median {np.median(list(rise.values())):+.1f} points over the last quarter "
-              f"(max {rise[top]:+.1f}, {top}; {len(rise)} methods)")
+        print(f"{folder.name}: median {np.median(list(rise.values())):+.1f} points from round "
+              f"{int(g['start'].min())} to {int(g['end'].max())} (max {rise[top]:+.1f}, {top}; {len(rise)} methods)")
         print("    " + ", ".join(f"{m} {x:+.1f}" for m, x in sorted(rise.items())))
 
 

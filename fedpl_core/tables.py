@@ -83,16 +83,18 @@ def curve_frame(df: pd.DataFrame, metric: str = "auroc_mean") -> pd.DataFrame:
 
 
 def late_gain(curves: pd.DataFrame, metric: str = "auroc_mean", scale: float = 100.0) -> pd.DataFrame:
-    """How much each curve still rises over the last quarter of its rounds: per (setting,
-    label), the mean over seeds of the last evaluated value minus the last value evaluated
-    at or before 3/4 of the last round, in points of ``scale``; ``n``: the seeds.  Near
-    zero (or below) means the curve has flattened; curves with fewer than 4 evaluations
-    are left out.  ``curves`` as :func:`curve_frame` gives it.
+    """How much each curve still rises over (about) the last quarter of its rounds: per
+    (setting, label), the mean over seeds of the last evaluated value minus the last value
+    evaluated at or before 3/4 of the last round, in points of ``scale``; ``n``: the seeds;
+    ``start`` / ``end``: the rounds compared (with an evaluation every few rounds ``start``
+    can lie before 3/4 of ``end``: the gain then spans more than a quarter).  Near zero (or
+    below) means the curve has flattened; curves with fewer than 4 evaluations are left out.
+    ``curves`` as :func:`curve_frame` gives it.
 
     >>> c = pd.DataFrame({"setting": "s", "label": "x", "seed": 0, "round": [2, 4, 6, 8],
     ...                   "auroc_mean": [0.60, 0.70, 0.74, 0.75]})
     >>> late_gain(c).round(6).values.tolist()  # round 8 against round 6 (the last at or before 0.75 x 8)
-    [['s', 'x', 1.0, 1]]
+    [['s', 'x', 1.0, 1, 6, 8]]
     """
     out = []
     for (setting, label, _), g in curves.sort_values("round").groupby(["setting", "label", "seed"], sort=False):
@@ -101,20 +103,25 @@ def late_gain(curves: pd.DataFrame, metric: str = "auroc_mean", scale: float = 1
         last = g["round"].iloc[-1]
         before = g[g["round"] <= 0.75 * last]
         if len(before):
-            out.append((setting, label, scale * (g[metric].iloc[-1] - before[metric].iloc[-1])))
-    d = pd.DataFrame(out, columns=["setting", "label", "gain"])
-    return (d.groupby(["setting", "label"], sort=False)["gain"].agg(["mean", "count"]).reset_index()
-            .rename(columns={"mean": "gain", "count": "n"}))
+            out.append((setting, label, scale * (g[metric].iloc[-1] - before[metric].iloc[-1]),
+                        int(before["round"].iloc[-1]), int(last)))
+    d = pd.DataFrame(out, columns=["setting", "label", "gain", "start", "end"])
+    return (d.groupby(["setting", "label"], sort=False)
+            .agg(gain=("gain", "mean"), n=("gain", "count"), start=("start", "min"), end=("end", "max"))
+            .reset_index())
 
 
-def describe_late_gain(gains: pd.DataFrame, rounds: int, highlight: Sequence[str] = (), rising: float = 2.0) -> str:
-    """A sentence from :func:`late_gain`'s rows: the median gain over the last quarter of
-    the ``rounds``, the range, the ``highlight`` methods' gains, and whether any curve is
-    still rising (a gain above ``rising`` points).
+def describe_late_gain(gains: pd.DataFrame, rounds: int | None = None, highlight: Sequence[str] = (),
+                       rising: float = 2.0) -> str:
+    """A sentence from :func:`late_gain`'s rows: the median gain between the rounds it
+    compared, the range, the ``highlight`` methods' gains, and whether any curve is still
+    rising (a gain above ``rising`` points).  ``rounds`` is not used (kept for callers
+    that pass the schedule): the rounds come from ``gains``.
 
-    >>> g = pd.DataFrame({"setting": "s", "label": ["A", "B", "C"], "gain": [0.5, 3.0, -1.0], "n": 3})
+    >>> g = pd.DataFrame({"setting": "s", "label": ["A", "B", "C"], "gain": [0.5, 3.0, -1.0], "n": 3,
+    ...                   "start": 8, "end": 12})
     >>> describe_late_gain(g, 12, ["B"])  # doctest: +NORMALIZE_WHITESPACE
-    'Over the last quarter of the 12 rounds the curves gain +0.5 points (median over 3 methods, from -1.0 to
+    'From round 8 to round 12, the last, the curves gain +0.5 points (median over 3 methods, from -1.0 to
     +3.0; B +3.0). Some are still rising at the last round (more than 2 points): the schedule stops before
     they converge, and the tables compare them mid-climb.'
     """
@@ -122,7 +129,8 @@ def describe_late_gain(gains: pd.DataFrame, rounds: int, highlight: Sequence[str
         return "Too few evaluated rounds (fewer than 4 a run) to tell whether the curves flatten."
     g = gains.groupby("label", sort=False)["gain"].mean()
     named = [f"{m} {g[m]:+.1f}" for m in highlight if m in g.index]
-    text = (f"Over the last quarter of the {rounds} rounds the curves gain {g.median():+.1f} points (median over "
+    start, end = int(gains["start"].min()), int(gains["end"].max())
+    text = (f"From round {start} to round {end}, the last, the curves gain {g.median():+.1f} points (median over "
             f"{len(g)} methods, from {g.min():+.1f} to {g.max():+.1f}" + (f"; {', '.join(named)}" if named else "")
             + "). ")
     if (g > rising).any():

@@ -50,3 +50,4 @@ def test_late_gain_averages_seeds_and_skips_short_curves():
     assert g["label"].tolist() == ["m"]
     assert g["gain"].iloc[0] == pytest.approx(100 * ((0.80 - 0.74) + (0.76 - 0.74)) / 2)
     assert g["n"].iloc[0] == 2
+    assert (g["start"].iloc[0], g["end"].iloc[0]) == (12, 16)
