@@ -444,3 +444,20 @@ def test_study_sweeps_are_settings_of_the_one_runner(tmp_path, monkeypatch):
     monkeypatch.setattr(E, "build_simulation", lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-run")))
     again = E.run_many(base, methods, [0], tmp_path, settings=settings, progress=False)
     assert again["auroc_mean"].tolist() == df["auroc_mean"].tolist()
+
+
+def test_profiles_keep_the_paper_schedule_in_full_and_a_consistent_cpu_subset():
+    """The full profile keeps the paper's Adam lr 1e-3 and every method of Tables II / IV;
+    the cpu profile's method lists are subsets in the paper's order, its Table V periods
+    divide its epochs, and one of them is the Table II schedule (that run is shared)."""
+    from fedpl_core.studies import fedpsl as study
+
+    full, cpu = study.settings("full"), study.settings("cpu")
+    assert full.engine.lr == 1e-3 and full.table2_labels is None and full.table4_labels == study.TABLE_IV_LABELS
+    order = [label for label, _, _ in study.TABLE_II_METHODS]
+    for labels in (cpu.table2_labels, cpu.table4_labels):
+        assert labels == [m for m in order if m in labels] and {"FedAVG", "FedPSL", "Oracle"} <= set(labels)
+    assert not {"FedSSP", "FedMatch", "FedMatch+"} & set(cpu.table2_labels + cpu.table4_labels)
+    assert all(cpu.total_epochs % e == 0 for e in cpu.table5_e)
+    assert cpu.engine.local_epochs in cpu.table5_e and cpu.total_epochs == cpu.engine.rounds * cpu.engine.local_epochs
+    assert [m for m, _ in study.paper_methods(cpu.table2_labels, verbose=False)] == cpu.table2_labels
