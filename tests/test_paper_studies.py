@@ -74,3 +74,24 @@ def test_fedmlp_results_table_by_hand():
     t = fedmlp.results_table(pd.DataFrame(rows))
     assert t.loc["A", ("m=1", "BACC")] == "70.0 ± 14.1"  # mean 0.7, sd of (0.6, 0.8) = 0.1414
     assert t.loc["B", ("m=1", "AUC")] == "70.0 ± 0.0"
+
+
+def test_hot_cool_gap_compares_cool_and_hot_class_gains_paired_on_seed(monkeypatch):
+    """Cool = labelled by fewer clients than the median class, hot = more; each gain is
+    FedMLP minus FedAvg-PL on the same seed; Welch's test between the two sets."""
+    from scipy import stats
+
+    counts = pd.DataFrame({"clients labelling it": [1, 3, 5]}, index=["a", "b", "c"])
+    monkeypatch.setattr(fedmlp, "hot_cool", lambda df, cfg, setting, which="final": counts)
+    rows = []
+    for seed, (ga, gc) in enumerate([(0.10, 0.01), (0.06, 0.03), (0.08, -0.01)]):
+        rows.append({"label": "FedAvg-PL", "seed": seed, "which": "final", "setting": "m=2",
+                     "auroc:a": 0.5, "auroc:b": 0.6, "auroc:c": 0.7})
+        rows.append({"label": "FedMLP", "seed": seed, "which": "final", "setting": "m=2",
+                     "auroc:a": 0.5 + ga, "auroc:b": 0.6, "auroc:c": 0.7 + gc})
+    g = fedmlp.hot_cool_gap(pd.DataFrame(rows), cfg=None, setting="m=2")
+    assert (g["n_cool"], g["n_hot"], g["cool_clients"], g["hot_clients"]) == (1, 1, (1, 1), (5, 5))
+    assert g["cool"] == pytest.approx(8.0) and g["hot"] == pytest.approx(1.0) and g["diff"] == pytest.approx(7.0)
+    assert g["p"] == pytest.approx(stats.ttest_ind([10, 6, 8], [1, 3, -1], equal_var=False).pvalue)
+    one_seed = fedmlp.hot_cool_gap(pd.DataFrame(rows[:2]), cfg=None, setting="m=2")
+    assert one_seed["diff"] == pytest.approx(9.0) and one_seed["p"] is None

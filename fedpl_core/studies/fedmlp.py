@@ -19,8 +19,9 @@ one local epoch a round; 500 rounds with a 50-round warm-up there, 100 rounds wi
 the small CNN at 32 px with Adam 1e-3 for 16 rounds and a 4-round warm-up, evaluating
 every 2 rounds, at the highest missing level of each table only (ICH m = 4, CXR m = 7: one
 labelled class per client, the setting of Table 3, so the full FedMLP run is shared with
-the ablation), with 1,200 CXR training images, so that the notebook fits 15 minutes on 2
-cores; since its runs have far fewer rounds, and FedMLP's tags
+the ablation), plus FedMLP and FedAvg-PL at ICH m = 2 for the hot / cool comparison
+(``Settings.hot_cool_levels``), with 1,200 CXR training images, so that the notebook fits
+15 minutes on 2 cores; since its runs have far fewer rounds, and FedMLP's tags
 accumulate round by round, its missing-label detection ratios are ``T0 = 2.5 %`` and
 ``T1 = 5 %`` (x 5 the paper's), so that a 200-image client tags anything at all
 (``floor(tau * n) >= 1``).  The baselines run with their own papers' defaults.
@@ -73,6 +74,10 @@ class Settings:
     device: str = "auto"
     data_roots: dict[str, str] = field(default_factory=dict)
     data_seed: int = 0
+    #: missing level of each table at which hot and cool classes are compared (a level
+    #: where the number of clients labelling a class varies); run for FedMLP and
+    #: FedAvg-PL only when it is not one of ``missing``
+    hot_cool_levels: dict[str, int] = field(default_factory=dict)
 
     def engine(self) -> EngineConfig:
         return EngineConfig(rounds=self.rounds, local_epochs=1, batch_size=32, optimizer="adam", lr=self.lr,
@@ -109,7 +114,10 @@ def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: s
                            {"ICH": 600, "CXR": 600}, {"ICH": [4], "CXR": [7]}, 16, 4, 1e-3, 0.025, 0.05),
               full=Settings("full", [0, 1, 2], 128, "resnet18", {}, {"ICH": 20000, "CXR": 20000},
                             {"ICH": 4000, "CXR": 4000}, levels, 100, 10, 3e-5, 0.005, 0.01))
-    st = replace(st, device=device, data_roots=dict(data_roots or {}), data_seed=data_seed)
+    # ICH m = 2: classes labelled by 1 to 5 of the 5 clients (data_seed 0); CXR m = 5: 1 to 4 of 8;
+    # the smoke profile reuses its m = 1 runs
+    hot_cool = pick(profile, smoke={"ICH": 1}, cpu={"ICH": 2}, full={"ICH": 2, "CXR": 5})
+    st = replace(st, device=device, data_roots=dict(data_roots or {}), data_seed=data_seed, hot_cool_levels=hot_cool)
     if seeds is not None:
         st.seeds = list(seeds)
     return st
@@ -181,5 +189,32 @@ def hot_cool(df: pd.DataFrame, cfg: ExperimentConfig, setting: str, which: str =
     return pd.concat([counts, per.round(1)], axis=1).sort_values("clients labelling it", ascending=False)
 
 
+def hot_cool_gap(df: pd.DataFrame, cfg: ExperimentConfig, setting: str, a: str = "FedMLP", b: str = "FedAvg-PL",
+                 which: str = "final") -> dict[str, Any]:
+    """``a`` minus ``b`` in per-class AUROC (points, paired on the seed) on the cool classes
+    (labelled by fewer clients than the median class) and on the hot ones (more than the
+    median), and Welch's t-test between the two sets of (class, seed) gains (indicative:
+    the classes of one run are not independent).  Keys ``cool``, ``hot`` (mean gains),
+    ``diff`` (cool minus hot), ``p``, ``n_cool`` / ``n_hot`` (classes) and ``cool_clients``
+    / ``hot_clients`` (the range of clients labelling them); ``diff`` is None without both
+    kinds, ``p`` also with fewer than two gains of a kind."""
+    from scipy import stats
+
+    hc = hot_cool(df, cfg, setting, which)
+    n = hc["clients labelling it"]
+    cool, hot = list(n.index[n < n.median()]), list(n.index[n > n.median()])
+    d = df[(df["which"] == which) & (df["setting"] == setting)].set_index("seed")
+    gains = {c: (d[d["label"] == a][f"auroc:{c}"] - d[d["label"] == b][f"auroc:{c}"]).dropna() * 100 for c in n.index}
+    gc = pd.concat([gains[c] for c in cool]) if cool else pd.Series(dtype=float)
+    gh = pd.concat([gains[c] for c in hot]) if hot else pd.Series(dtype=float)
+    both = len(gc) > 0 and len(gh) > 0
+    return {"cool": float(gc.mean()) if len(gc) else None, "hot": float(gh.mean()) if len(gh) else None,
+            "diff": float(gc.mean() - gh.mean()) if both else None,
+            "p": float(stats.ttest_ind(gc, gh, equal_var=False).pvalue) if len(gc) > 1 and len(gh) > 1 else None,
+            "n_cool": len(cool), "n_hot": len(hot),
+            "cool_clients": (int(n[cool].min()), int(n[cool].max())) if cool else None,
+            "hot_clients": (int(n[hot].min()), int(n[hot].max())) if hot else None, "table": hc}
+
+
 __all__ = ["TABLES", "PAPER_METHODS", "ABLATION", "METRICS", "Settings", "settings", "methods", "missing_methods",
-           "level_settings", "ablation_methods", "one_class_setting", "results_table", "hot_cool"]
+           "level_settings", "ablation_methods", "one_class_setting", "results_table", "hot_cool", "hot_cool_gap"]
