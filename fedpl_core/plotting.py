@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -27,17 +28,22 @@ METHOD_COLORS: dict[str, str] = {
     **dict.fromkeys(["fedprox"], "#17becf"),
     **dict.fromkeys(["fedbn", "fedbn+"], "#bcbd22"),
     **dict.fromkeys(["fl+sa", "surgical"], "#2ca02c"),
-    **dict.fromkeys(["fedpsl"], "#d62728"),
+    **dict.fromkeys(["fedpsl", "fpsl"], "#d62728"),
     **dict.fromkeys(["fedpslw/tdma", "tdma"], "#e377c2"),
     **dict.fromkeys(["fedpslw/tadl", "tadl"], "#9467bd"),
     **dict.fromkeys(["pfl", "local", "individual"], "#8c564b"),
     **dict.fromkeys(["fedlsm"], "#7f3c8d"),
     **dict.fromkeys(["fedmlp"], "#11a579"),
 }
-#: Colours for the other labels: tab20 and tab20b without the concept colours above, so a
-#: method without a fixed colour never takes one of theirs.
+def _rgb_distance(a: str, b: str) -> float:
+    return float(np.linalg.norm(np.array(matplotlib.colors.to_rgb(a)) - np.array(matplotlib.colors.to_rgb(b))) * 255)
+
+
+#: Colours for the other labels: tab20 and tab20b without those within 40 (RGB distance, 0-255
+#: scale) of a concept colour above, so a method without a fixed colour is never mistaken
+#: for one of them.
 _FALLBACK = [c for c in sns.color_palette("tab20", 20).as_hex() + sns.color_palette("tab20b", 20).as_hex()
-             if c not in set(METHOD_COLORS.values())]
+             if min(_rgb_distance(c, f) for f in set(METHOD_COLORS.values())) > 40]
 
 
 def _key(label: str) -> str:
