@@ -186,7 +186,8 @@ def hot_cool(df: pd.DataFrame, cfg: ExperimentConfig, setting: str, which: str =
     d = df[(df["which"] == which) & (df["setting"] == setting)]
     cols = {f"auroc:{n}": n for n in part.class_names if f"auroc:{n}" in d}
     per = d.groupby("label", sort=False)[list(cols)].mean().rename(columns=cols).T * 100
-    return pd.concat([counts, per.round(1)], axis=1).sort_values("clients labelling it", ascending=False)
+    return (pd.concat([counts, per.round(1)], axis=1).sort_values("clients labelling it", ascending=False)
+            .rename_axis("class"))
 
 
 def hot_cool_gap(df: pd.DataFrame, cfg: ExperimentConfig, setting: str, a: str = "FedMLP", b: str = "FedAvg-PL",
