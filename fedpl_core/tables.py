@@ -111,16 +111,14 @@ def late_gain(curves: pd.DataFrame, metric: str = "auroc_mean", scale: float = 1
             .reset_index())
 
 
-def describe_late_gain(gains: pd.DataFrame, rounds: int | None = None, highlight: Sequence[str] = (),
-                       rising: float = 2.0) -> str:
+def describe_late_gain(gains: pd.DataFrame, highlight: Sequence[str] = (), rising: float = 2.0) -> str:
     """A sentence from :func:`late_gain`'s rows: the median gain between the rounds it
     compared, the range, the ``highlight`` methods' gains, and whether any curve is still
-    rising (a gain above ``rising`` points).  ``rounds`` is not used (kept for callers
-    that pass the schedule): the rounds come from ``gains``.
+    rising (a gain above ``rising`` points).
 
     >>> g = pd.DataFrame({"setting": "s", "label": ["A", "B", "C"], "gain": [0.5, 3.0, -1.0], "n": 3,
     ...                   "start": 8, "end": 12})
-    >>> describe_late_gain(g, 12, ["B"])  # doctest: +NORMALIZE_WHITESPACE
+    >>> describe_late_gain(g, ["B"])  # doctest: +NORMALIZE_WHITESPACE
     'From round 8 to round 12, the last, the curves gain +0.5 points (median over 3 methods, from -1.0 to
     +3.0; B +3.0). Some are still rising at the last round (more than 2 points): the schedule stops before
     they converge, and the tables compare them mid-climb.'
