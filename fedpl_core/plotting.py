@@ -17,8 +17,8 @@ import seaborn as sns
 from .tables import figures_dir
 
 #: One colour per method concept, the same in every notebook.  Keys are normalised labels
-#: (lower case, without spaces, ``_``, ``-`` and a trailing ``" (strategy)"``, except a
-#: parenthesis about labels such as FedLSM's "FedAvg (100% labels)", its oracle); the
+#: (lower case, without spaces, ``_`` and ``-``; a trailing ``" (strategy)"`` is dropped
+#: unless the whole label has a key, as FedLSM's "FedAvg (100% labels)", its oracle); the
 #: papers' names for one concept share a colour (FedAvg = FedAVG = FL).
 METHOD_COLORS: dict[str, str] = {
     **dict.fromkeys(["oracle", "oraclewbce", "fedavgoracle", "fedavg(100%labels)"], "#222222"),
@@ -46,11 +46,17 @@ _FALLBACK = [c for c in sns.color_palette("tab20", 20).as_hex() + sns.color_pale
              if min(_rgb_distance(c, f) for f in set(METHOD_COLORS.values())) > 40]
 
 
+def _norm(label: str) -> str:
+    return str(label).lower().replace(" ", "").replace("_", "").replace("-", "")
+
+
 def _key(label: str) -> str:
+    """The label's key in :data:`METHOD_COLORS`: the whole normalised label if it has a
+    colour of its own, else without a trailing ``" (strategy)"``."""
     label = str(label)
-    if label.endswith(")") and " (" in label and "label" not in label[label.rindex(" ("):]:
+    if _norm(label) not in METHOD_COLORS and label.endswith(")") and " (" in label:
         label = label[:label.rindex(" (")]
-    return label.lower().replace(" ", "").replace("_", "").replace("-", "")
+    return _norm(label)
 
 
 def method_color(label: str) -> str:

@@ -192,7 +192,9 @@ def hot_cool(df: pd.DataFrame, cfg: ExperimentConfig, setting: str, which: str =
 
 def hot_cool_gap(df: pd.DataFrame, cfg: ExperimentConfig, setting: str, a: str = "FedMLP", b: str = "FedAvg-PL",
                  which: str = "final") -> dict[str, Any]:
-    """``a`` minus ``b`` in per-class AUROC (points, paired on the seed) on the cool classes
+    """FedMLP's claim that its missing-label tags help most on "cool" classes (labelled by
+    few clients; the paper's discussion of Tables 1-2, no equation), as numbers:
+    ``a`` minus ``b`` in per-class AUROC (points, paired on the seed) on the cool classes
     (labelled by fewer clients than the median class) and on the hot ones (more than the
     median), and Welch's t-test between the two sets of (class, seed) gains (indicative:
     the classes of one run are not independent).  Keys ``cool``, ``hot`` (mean gains),
