@@ -499,6 +499,12 @@ class Settings:
     table2_labels: list[str] | None = None  # Table II's methods (None: all of the paper's)
     table4_labels: list[str] = field(default_factory=lambda: list(TABLE_IV_LABELS))  # Table IV's methods
 
+    @property
+    def pool(self) -> int:
+        """Images generated per client: enough for every sweep, so that Table II, Fig. 3,
+        Fig. 4 and Table V take their clients' images from the same pools."""
+        return max([self.n, self.fig4_base, *self.fig3_n, *self.fig4_n])
+
     def config(self, table: str = "II", pool: int | None = None, data_seed: int = 0,
                data_root: str | None = None) -> ExperimentConfig:
         """The base config of the Table I / III federation with clients of size ``n``."""
