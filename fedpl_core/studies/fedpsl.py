@@ -526,8 +526,9 @@ def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: s
       notebook fits 15 minutes on 2 cores.  **[choice]** lr 3e-3 instead of the paper's
       1e-3 (also TADL's outer step beta; its look-ahead alpha stays 1e-3): the small CNN,
       trained from scratch for a few hundred steps, gets further in the same rounds (FedAVG,
-      32 px, round 12, 3 seeds: 0.726 against 0.698); 28 px instead of 32 costs about 20 %
-      less a round and learns no worse (FedAVG, lr 3e-3, round 20: 0.829 against 0.785).
+      32 px, round 12, 3 seeds: 0.720 against 0.688); 28 px instead of 32 costs about a
+      quarter less a round and learns no worse (FedAVG, lr 3e-3, round 20: 0.793 against
+      0.792).
       ``benchmarks/cpu_schedule.py`` measures both.
     * ``full``: ResNet-18 at 64 px on synthetic data (DenseNet-121 at 224 px is the
       paper's; pass ``model="densenet121"`` with real data), 1,000 images per client,
