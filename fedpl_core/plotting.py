@@ -19,31 +19,62 @@ from .tables import figures_dir
 #: One colour per method concept, the same in every notebook.  Keys are normalised labels
 #: (lower case, without spaces, ``_`` and ``-``; a trailing ``" (strategy)"`` is dropped
 #: unless the whole label has a key, as FedLSM's "FedAvg (100% labels)", its oracle); the
-#: papers' names for one concept share a colour (FedAvg = FedAVG = FL).
+#: papers' names for one concept share a colour (FedAvg = FedAVG = FL), and so do a
+#: method's label and its registry name ("FedProx*" = ``fedprox_star``, "w/o AWPA" =
+#: ``fedlsm_no_awpa``).  The papers' own methods and the headline baselines have strong
+#: colours; every other registered method has a colour of its own from tab20 / tab20b.
 METHOD_COLORS: dict[str, str] = {
     **dict.fromkeys(["oracle", "oraclewbce", "fedavgoracle", "fedavg(100%labels)"], "#222222"),
-    **dict.fromkeys(["centralized", "central", "iml"], "#8c8c8c"),
-    **dict.fromkeys(["fedavg", "fl"], "#1f77b4"),
+    **dict.fromkeys(["centralized", "central", "iml", "imlwbce"], "#8c8c8c"),
+    **dict.fromkeys(["fedavg", "fl", "fedavgwbce"], "#1f77b4"),
     **dict.fromkeys(["fedavgpl", "fl+pl", "fedpl"], "#ff7f0e"),
-    **dict.fromkeys(["fedprox"], "#17becf"),
+    **dict.fromkeys(["fedprox", "fedproxwbce"], "#17becf"),
     **dict.fromkeys(["fedbn", "fedbn+"], "#bcbd22"),
     **dict.fromkeys(["fl+sa", "surgical"], "#2ca02c"),
     **dict.fromkeys(["fedpsl", "fpsl"], "#d62728"),
-    **dict.fromkeys(["fedpslw/tdma", "tdma"], "#e377c2"),
-    **dict.fromkeys(["fedpslw/tadl", "tadl"], "#9467bd"),
+    **dict.fromkeys(["fedpslw/tdma", "tdma", "fedpsltdma"], "#e377c2"),
+    **dict.fromkeys(["fedpslw/tadl", "tadl", "fedpsltadl"], "#9467bd"),
     **dict.fromkeys(["pfl", "local", "individual"], "#8c564b"),
     **dict.fromkeys(["fedlsm"], "#7f3c8d"),
     **dict.fromkeys(["fedmlp"], "#11a579"),
+    # FedPSL's baselines (Table II)
+    **dict.fromkeys(["fedssp"], "#393b79"),
+    **dict.fromkeys(["fedmatch"], "#e7ba52"),
+    **dict.fromkeys(["fedmatch+", "fedmatchplus"], "#8ca252"),
+    **dict.fromkeys(["fixmatch"], "#98df8a"),
+    **dict.fromkeys(["mixuppme"], "#c49c94"),
+    # FedLSM's baselines (Tables 1-2; * = with TDMA head aggregation) and ablations (Table 3)
+    **dict.fromkeys(["fedavg*", "fedavgstar"], "#6baed6"),
+    **dict.fromkeys(["fedprox*", "fedproxstar"], "#9edae5"),
+    **dict.fromkeys(["moon"], "#5254a3"),
+    **dict.fromkeys(["moon*", "moonstar"], "#9c9ede"),
+    **dict.fromkeys(["fedrs"], "#637939"),
+    **dict.fromkeys(["fedpu"], "#e7969c"),
+    **dict.fromkeys(["fedavgfixmatch*", "fedavgfixmatchstar"], "#ffbb78"),
+    **dict.fromkeys(["fssl*", "fsslstar"], "#c5b0d5"),
+    **dict.fromkeys(["w/oawpa", "fedlsmnoawpa"], "#a55194"),
+    **dict.fromkeys(["w/oude", "fedlsmnoude"], "#de9ed6"),
+    **dict.fromkeys(["w/oue", "fedlsmnoue"], "#d6616b"),
+    # FedMLP's baselines (Tables 1-2)
+    **dict.fromkeys(["rscfed"], "#6b6ecf"),
+    **dict.fromkeys(["fedfixmatch"], "#e7cb94"),
+    **dict.fromkeys(["fedirm"], "#b5cf6b"),
+    **dict.fromkeys(["cbafed"], "#ff9896"),
+    **dict.fromkeys(["fedlsr"], "#c7c7c7"),
+    **dict.fromkeys(["fednoro"], "#74c476"),
 }
+
+
 def _rgb_distance(a: str, b: str) -> float:
     return float(np.linalg.norm(np.array(matplotlib.colors.to_rgb(a)) - np.array(matplotlib.colors.to_rgb(b))) * 255)
 
 
-#: Colours for the other labels: tab20 and tab20b without those within 40 (RGB distance, 0-255
-#: scale) of a concept colour above, so a method without a fixed colour is never mistaken
-#: for one of them.
-_FALLBACK = [c for c in sns.color_palette("tab20", 20).as_hex() + sns.color_palette("tab20b", 20).as_hex()
-             if min(_rgb_distance(c, f) for f in set(METHOD_COLORS.values())) > 40]
+#: Colours for labels without a key above (a notebook's variants such as "TADL, batch 64"):
+#: tab20, tab20b and tab20c without those within 30 (RGB distance, 0-255 scale) of a colour
+#: above, so such a label is never mistaken for a method that has a colour.
+_FALLBACK = [c for c in dict.fromkeys(sns.color_palette("tab20", 20).as_hex() + sns.color_palette("tab20b", 20).as_hex()
+                                      + sns.color_palette("tab20c", 20).as_hex())
+             if min(_rgb_distance(c, f) for f in set(METHOD_COLORS.values())) > 30]
 
 
 def _norm(label: str) -> str:
@@ -60,7 +91,7 @@ def _key(label: str) -> str:
 
 
 def method_color(label: str) -> str:
-    """The fixed colour of a method label (an unknown label gets a stable tab20 colour).
+    """The fixed colour of a method label (a label without a key gets a stable fallback colour).
 
     >>> method_color("FedAVG") == method_color("fedavg") == method_color("FL")
     True

@@ -51,3 +51,28 @@ def test_late_gain_averages_seeds_and_skips_short_curves():
     assert g["gain"].iloc[0] == pytest.approx(100 * ((0.80 - 0.74) + (0.76 - 0.74)) / 2)
     assert g["n"].iloc[0] == 2
     assert (g["start"].iloc[0], g["end"].iloc[0]) == (12, 16)
+
+
+def test_every_registered_method_and_paper_label_has_one_fixed_colour():
+    """One fixed palette: every registry name and every label of the papers' method tables
+    has its own entry in METHOD_COLORS (none falls back to a hashed colour), a table's
+    label and its registry name get the same colour, and the methods of one table have
+    different colours, so a figure of that table draws them without reassigning any."""
+    from fedpl_core.methods import available_methods
+    from fedpl_core.plotting import METHOD_COLORS, _key, method_color, method_palette
+    from fedpl_core.studies import fedlsm, fedmlp, fedpsl
+
+    missing = [m for m in available_methods() if _key(m) not in METHOD_COLORS]
+    assert not missing, f"registered methods without a colour in plotting.METHOD_COLORS: {missing}"
+    pairs = {"FedPSL Table II": [(lab, name) for lab, name, _ in fedpsl.TABLE_II_METHODS],
+             **{f"FedLSM {t}": [(lab, name) for lab, name, tasks in fedlsm.PAPER_METHODS if t in tasks]
+                + fedlsm.ABLATION[1:] for t in fedlsm.TASKS},
+             "FedMLP Tables 1-2": list(fedmlp.PAPER_METHODS)}
+    for table, rows in pairs.items():
+        labels = [lab for lab, _ in rows]
+        assert all(_key(lab) in METHOD_COLORS for lab in labels), table
+        assert len({method_color(lab) for lab in labels}) == len(labels), table
+        assert method_palette(labels) == {lab: method_color(lab) for lab in labels}, table
+        for lab, name in rows:
+            if (lab, name) != ("FedAvg", "fedavg_pl"):  # FedLSM's "FedAvg" (partial loss) is drawn as FedAvg
+                assert method_color(lab) == method_color(name), (table, lab, name)
