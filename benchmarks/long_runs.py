@@ -45,7 +45,7 @@ def cases() -> dict[str, tuple]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scale", type=int, default=None, help="rounds = scale x the notebook's (default: 4)")
+    ap.add_argument("--scale", type=int, default=4, help="rounds = scale x the notebook's")
     ap.add_argument("--only", nargs="+", default=None, help="case names (default: all)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--results-dir", default="results/benchmarks/long_runs")
@@ -56,7 +56,7 @@ def main() -> None:
     for name, (base, methods, rounds, settings, (ma, mb)) in cases().items():
         if a.only and name not in a.only:
             continue
-        long = rounds * (a.scale or 4)
+        long = rounds * a.scale
         settings = {k: {**v, "rounds": long} for k, v in (settings or {"long": {}}).items()}
         t = time.perf_counter()
         df = run_many(base, methods, [0, 1, 2], a.results_dir, settings=settings, progress=False, histories=True,
