@@ -9,7 +9,9 @@ notebook's last round and at the long run's:
 * each method's mean AUROC and its late gain (``tables.late_gain``: the rise over about the
   last quarter of the rounds, in points);
 * the difference between the pair, paired on the seed, with its t-test
-  (``tables.paired_difference``).
+  (``tables.paired_difference``);
+* for a method that pseudo-labels (FedLSM), the share of unknown entries that carry a
+  pseudo-label and the precision of the positive ones, scored against the hidden labels.
 
 The first part of a long run *is* the notebook's run (rounds 1..R are the same computation),
 so both columns come from one run per (method, seed)::
@@ -65,6 +67,12 @@ def main() -> None:
         print(f"\n{name}: {long} rounds ({time.perf_counter() - t:.0f} s with {a.workers} workers); "
               "mean AUROC over 3 seeds by round")
         print(curves.groupby(["round", "label"], sort=False)["auroc_mean"].mean().unstack().round(3).to_string())
+        pl = curve_frame(df, "pl/coverage").merge(curve_frame(df, "pl/pos_precision"), how="left")
+        if len(pl) and (pl["pl/coverage"] > 0).any():  # a method that pseudo-labels: when and how well
+            by = pl.groupby(["label", "round"])[["pl/coverage", "pl/pos_precision"]].mean().round(3)
+            on = by[by["pl/coverage"] > 0]
+            print(f"pseudo-labels (share of the unknown entries; precision of the positive ones), mean over seeds, "
+                  f"rounds where any is set:\n{on.iloc[::max(1, len(on) // 8)].to_string()}")
         for end in (rounds, long):
             part = curves[curves["round"] <= end]
             gain = late_gain(part).set_index("label")
