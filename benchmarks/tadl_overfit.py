@@ -1,4 +1,4 @@
-"""TADL where local training over-fits: FedPSL's Table II federation at the paper's n = 1,000
+"""TADL where local training should over-fit: FedPSL's Table II federation at the paper's n = 1,000
 images per client and its 10 local epochs a round, on the small CNN (5 rounds by default, half
 the paper's 10, to fit 2 CPU cores; ``--rounds 10`` is the paper's 100 epochs), at the image
 size and Adam learning rate of notebook 01's cpu profile (``--image-size 32 --lr 1e-3`` gives
@@ -6,11 +6,11 @@ the paper's lr at the earlier profile's size).
 
 The cpu profile of ``notebooks/01_fedpsl.ipynb`` (200 images, 32 epochs) under-fits: FedAVG's best
 round is its last, and TADL costs points there.  TADL is built against over-fitting of scarce local
-data, so this script runs the regime where FedAVG does over-fit (its best round comes before the
-last) and compares FedAVG, FedPSL w/ TADL and FedPSL on the last round and on the best round
+data, so this script runs the paper's regime, where local training should over-fit (it prints
+whether FedAVG's best round comes before the last), and compares FedAVG, FedPSL w/ TADL and FedPSL on the last round and on the best round
 (selected on the test set: optimistic), paired over seeds.  Uses the one runner and its cache::
 
-    python benchmarks/tadl_overfit.py                       # 3 seeds, 2 workers: about 10 min on 2 cores
+    python benchmarks/tadl_overfit.py                       # 3 seeds, 2 workers: about 7 min on 2 cores
     python benchmarks/tadl_overfit.py --rounds 4 --local-epochs 5 --seeds 0 1   # shorter
 """
 from __future__ import annotations
