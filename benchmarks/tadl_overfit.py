@@ -7,8 +7,9 @@ the paper's lr at the earlier profile's size).
 The cpu profile of ``notebooks/01_fedpsl.ipynb`` (200 images, 32 epochs) under-fits: FedAVG's best
 round is its last, and TADL costs points there.  TADL is built against over-fitting of scarce local
 data, so this script runs the paper's regime, where local training should over-fit (it prints
-whether FedAVG's best round comes before the last), and compares FedAVG, FedPSL w/ TADL and FedPSL on the last round and on the best round
-(selected on the test set: optimistic), paired over seeds.  Uses the one runner and its cache::
+whether FedAVG's best round comes before the last), and compares FedAVG, FedPSL w/ TADL and
+FedPSL on the last round and on the best round (selected on the test set: optimistic), paired
+over seeds.  Uses the one runner and its cache::
 
     python benchmarks/tadl_overfit.py                       # 3 seeds, 2 workers: about 7 min on 2 cores
     python benchmarks/tadl_overfit.py --rounds 4 --local-epochs 5 --seeds 0 1   # shorter
