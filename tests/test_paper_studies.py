@@ -33,16 +33,68 @@ def test_fedlsm_settings_follow_the_paper_tables():
 
 
 def test_fedlsm_task2_runs_unchanged_on_ham10000_files(tmp_path):
-    """``data_root`` swaps the synthetic skin lesions for HAM10000 read in its published layout."""
+    """``data_roots={"Task 2": ...}`` swaps the synthetic skin lesions for HAM10000 read in its
+    published layout; Task 1 stays on the built-in chest X-rays."""
     write_ham10000(tmp_path, rows=ham_rows(60), size=(40, 30))
-    st = dataclasses.replace(fedlsm.settings("smoke"), data_root=str(tmp_path))
+    st = fedlsm.settings("smoke", data_roots={"Task 2": str(tmp_path)})
     cfg = st.config("Task 2")
-    assert cfg.dataset == "ham10000" and cfg.classes is None
+    assert cfg.dataset == "ham10000" and cfg.data_root == str(tmp_path) and cfg.classes is None
+    t1 = st.config("Task 1")
+    assert t1.dataset == "synthetic-cxr" and t1.data_root is None and len(t1.classes) == 14
+    assert fedlsm.settings("smoke").config("Task 2").dataset == "synthetic-skin"  # no root: built-in data
     df = run_many(cfg, [("FedAvg*", {"method": "fedavg_star"}), ("FedLSM", {"method": "fedlsm"})], [0],
                   progress=False)
     final = df[df["which"] == "final"].set_index("label")
     assert set(final.index) == {"FedAvg*", "FedLSM"} and final["accuracy"].between(0, 1).all()
     assert fedlsm.table2(df).columns.tolist() == list(fedlsm.TABLE2_METRICS)
+
+
+def test_fedlsm_data_roots_per_task_and_clear_errors(tmp_path):
+    st = fedlsm.settings("cpu", data_roots={"Task 1": "/nih", "Task 2": "/ham"})
+    assert st.config("Task 1").dataset == "nih" and st.config("Task 1").data_root == "/nih"
+    assert st.config("Task 1").classes is None and st.config("Task 2").data_root == "/ham"
+    assert fedlsm.settings("cpu", data_roots={"Task 1": "/nih"}).config("Task 2").dataset == "synthetic-skin"
+    assert fedlsm.settings("cpu").data_roots == {} and fedlsm.settings("cpu", data_roots=None).data_roots == {}
+    with pytest.raises(ValueError, match="unknown task 'Task 3' in data_roots.*'Task 2'"):
+        fedlsm.settings("cpu", data_roots={"Task 3": str(tmp_path)})
+    with pytest.raises(ValueError, match="unknown task 'ham10000' in data_roots"):  # caught in config() too
+        dataclasses.replace(fedlsm.settings("cpu"), data_roots={"ham10000": "/ham"}).config("Task 2")
+    with pytest.raises(TypeError, match="data_roots maps a task"):  # the old single data_root
+        fedlsm.settings("cpu", data_roots=str(tmp_path))
+
+
+def _ranked_runs(lsm, star, avg, metric="auroc_mean"):
+    rows = [{"label": lab, "seed": s, "which": "final", "setting": "", "auroc_mean": v, "accuracy": v, "f1": v,
+             "precision": v, "recall": v}
+            for lab, vals in (("FedAvg", avg), ("FedAvg*", star), ("FedLSM", lsm)) for s, v in enumerate(vals)]
+    return pd.DataFrame(rows)
+
+
+def test_fedlsm_paper_numbers_beside_ours_and_the_ranking_test():
+    df = _ranked_runs([0.90, 0.92, 0.94], [0.85, 0.86, 0.88], [0.80, 0.83, 0.84])
+    wp = fedlsm.with_paper(df, "Task 2")
+    assert wp.columns.tolist()[:4] == ["AUC (ours)", "AUC (paper)", "Accuracy (ours)", "Accuracy (paper)"]
+    assert wp.loc["FedLSM", "AUC (ours)"] == "92.0 ± 2.0" and wp.loc["FedLSM", "AUC (paper)"] == "96.0"
+    assert wp.loc["FedAvg*", "F1 (paper)"] == "62.0" and wp.loc["FPSL", "AUC (ours)"] == "not run"
+    assert fedlsm.with_paper(df, "Task 1").loc["FedLSM", "AUC (paper)"] == "79.1"  # Table 1's average AUC
+    steps = fedlsm.ordering(df, "Task 2")
+    assert steps["metric"].tolist() == ["AUC", "AUC", "Accuracy", "Accuracy", "F1", "F1"]
+    auc = steps[steps["metric"] == "AUC"].set_index("A")
+    # FedLSM - FedAvg*: 5, 6, 6 points; FedAvg* - FedAvg: 5, 3, 4
+    assert auc.loc["FedLSM", "A - B (points)"] == pytest.approx(5.67, abs=0.01)
+    assert auc.loc["FedAvg*", "A - B (points)"] == pytest.approx(4.0)
+    assert auc.loc["FedLSM", "paper A - B"] == pytest.approx(1.1) and auc.loc["FedAvg*", "paper A - B"] == pytest.approx(2.2)
+    assert auc["p"].max() < 0.05 and (auc["pairs"] == 3).all()
+    text = fedlsm.describe_ordering(steps)
+    assert len(text) == 3 and text[0].startswith("AUC: FedLSM > FedAvg* > FedAvg holds (every step")
+    # FedLSM below FedAvg*: the sentence names the failing step, computed from the numbers
+    worse = fedlsm.describe_ordering(fedlsm.ordering(_ranked_runs([0.84, 0.85, 0.87], [0.85, 0.86, 0.88],
+                                                                  [0.80, 0.83, 0.84]), "Task 1"))
+    assert worse == [s for s in worse if "does not hold (FedLSM is not above FedAvg*)" in s] and len(worse) == 1
+    # above, but not significantly
+    noisy = fedlsm.describe_ordering(fedlsm.ordering(_ranked_runs([0.95, 0.85, 0.90], [0.85, 0.86, 0.88],
+                                                                  [0.80, 0.83, 0.84]), "Task 1"))
+    assert "holds in direction only" in noisy[0]
 
 
 def test_fedmlp_settings_levels_and_ablation():

@@ -14,9 +14,14 @@ union of the I_k is every class, and a label outside I_k is simply unknown.
 * **Table 3**: the ablation w/o AWPA, w/o UDE, w/o UE, in both tasks.
 
 Built-in data (the default): the synthetic chest X-ray generator with the NIH 14 classes
-(Task 1) and the synthetic skin-lesion mode with HAM10000's class priors (Task 2);
-``data_root`` switches to NIH ChestX-ray14 (``nih``) and HAM10000 / ISIC 2018 Task 3
-(``ham10000``) read from disk in their published layouts.
+(Task 1) and the synthetic skin-lesion mode with HAM10000's class priors (Task 2).
+``data_roots`` (``{"Task 1": folder, "Task 2": folder}``, either or both, as
+:mod:`~fedpl_core.studies.fedmlp` has it) switches a task to its real data, read from disk in
+the published layout: NIH ChestX-ray14 (``nih``) for Task 1, HAM10000 / ISIC 2018 Task 3
+(``ham10000``, split 7:1:2 by lesion as in the paper; ``n_train`` / ``n_test`` do not apply)
+for Task 2; a task without a root stays on the built-in data.  :data:`PAPER_TABLE1` and
+:data:`PAPER_TABLE2` hold the paper's numbers, :func:`with_paper` puts them beside ours and
+:func:`ordering` tests the paper's ranking FedLSM > FedAvg* > FedAvg, paired over seeds.
 
 **[choices]** (the paper's protocol where the built-in profiles cannot afford it):
 DenseNet-121 at 224 px, 200 / 30 local iterations and 50 rounds are the ``full`` profile;
@@ -65,6 +70,28 @@ ABLATION = [("FedLSM", "fedlsm"), ("w/o AWPA", "fedlsm_no_awpa"), ("w/o UDE", "f
             ("w/o UE", "fedlsm_no_ue")]
 TABLE2_METRICS = {"AUC": "auroc_mean", "Accuracy": "accuracy", "F1": "f1", "Precision": "precision",
                   "Recall": "recall"}
+#: The paper's Table 1 (NIH ChestX-ray14), "Average AUC" row, by our method labels.
+PAPER_TABLE1: dict[str, dict[str, float]] = {lab: {"AUC": v} for lab, v in (
+    ("FedAvg (100% labels)", 0.807), ("FedAvg", 0.710), ("FedAvg*", 0.760), ("FedProx*", 0.766), ("MOON*", 0.772),
+    ("FedRS", 0.697), ("FPSL", 0.760), ("FedAvg-FixMatch*", 0.776), ("FSSL*", 0.740), ("FedLSM", 0.791))}
+#: The paper's Table 2 (ISIC 2018 / HAM10000), macro AUC, accuracy, F1, precision, recall, by our
+#: method labels ("FedAvg* + FixMatch" is FedAvg-FixMatch*, "Ours" FedLSM).
+PAPER_TABLE2: dict[str, dict[str, float]] = {lab: dict(zip(TABLE2_METRICS, v)) for lab, v in (
+    ("FedAvg (100% labels)", (0.977, 0.889, 0.809, 0.743, 0.800)),
+    ("FedAvg", (0.927, 0.810, 0.576, 0.721, 0.622)),
+    ("FedAvg*", (0.949, 0.817, 0.620, 0.753, 0.597)),
+    ("FedProx*", (0.952, 0.820, 0.630, 0.768, 0.612)),
+    ("MOON*", (0.948, 0.826, 0.652, 0.755, 0.620)),
+    ("FedPU", (0.927, 0.796, 0.550, 0.699, 0.570)),
+    ("FedRS", (0.926, 0.800, 0.577, 0.716, 0.597)),
+    ("FPSL", (0.952, 0.825, 0.638, 0.728, 0.613)),
+    ("FedAvg-FixMatch*", (0.940, 0.789, 0.564, 0.681, 0.541)),
+    ("FSSL*", (0.939, 0.807, 0.608, 0.740, 0.580)),
+    ("FedLSM", (0.960, 0.846, 0.713, 0.763, 0.699)))}
+#: The ranking both tables report, best first, and the metrics :func:`ordering` tests it on.
+RANKING = ("FedLSM", "FedAvg*", "FedAvg")
+RANKING_METRICS = {"Task 1": {"AUC": "auroc_mean"},
+                   "Task 2": {"AUC": "auroc_mean", "Accuracy": "accuracy", "F1": "f1"}}
 
 
 @dataclass
@@ -84,7 +111,8 @@ class Settings:
     weight_decay: float
     eval_every: int
     device: str = "auto"
-    data_root: str | None = None
+    #: ``{"Task 1": NIH folder, "Task 2": HAM10000 folder}``; a task left out uses the built-in data
+    data_roots: dict[str, str] = field(default_factory=dict)
     data_seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -98,11 +126,13 @@ class Settings:
         """The base config of ``task`` (``"Task 1"`` or ``"Task 2"``)."""
         if task not in TASKS:
             raise ValueError(f"unknown task {task!r}; use one of {TASKS}")
+        check_data_roots(self.data_roots)
         one = task == "Task 1"
-        real = self.data_root is not None
+        root = self.data_roots.get(task)
+        real = root is not None
         dataset = ("nih" if one else "ham10000") if real else ("synthetic-cxr" if one else "synthetic-skin")
         return ExperimentConfig(
-            name=f"fedlsm-{'t1' if one else 't2'}", dataset=dataset, data_root=self.data_root,
+            name=f"fedlsm-{'t1' if one else 't2'}", dataset=dataset, data_root=root,
             classes=list(S.NIH14) if one and not real else None, image_size=self.image_size,
             n_train=self.n_train[task], n_test=self.n_test[task], data_seed=self.data_seed,
             partition="label_set_mismatch", num_clients=8 if one else 5,
@@ -110,8 +140,23 @@ class Settings:
             model=self.model, model_kwargs=dict(self.model_kwargs), engine=self.engine(task))
 
 
+def check_data_roots(data_roots: Any) -> dict[str, str]:
+    """``data_roots`` as a ``{task: folder}`` dict (None: ``{}``), with a clear error for
+    a key that is not a task or a bare folder where a dict belongs."""
+    if data_roots is None:
+        return {}
+    if not isinstance(data_roots, dict):
+        raise TypeError(f"data_roots maps a task to its data folder, e.g. {{'Task 2': '/data/HAM10000'}}; "
+                        f"got {type(data_roots).__name__} {data_roots!r}")
+    unknown = [k for k in data_roots if k not in TASKS]
+    if unknown:
+        raise ValueError(f"unknown task {unknown[0]!r} in data_roots; use {TASKS[0]!r} (NIH ChestX-ray14) "
+                         f"and/or {TASKS[1]!r} (HAM10000 / ISIC 2018)")
+    return {k: str(v) for k, v in data_roots.items() if v is not None}
+
+
 def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: str = "auto",
-             data_root: str | None = None, data_seed: int = 0) -> Settings:
+             data_roots: dict[str, str] | None = None, data_seed: int = 0) -> Settings:
     """The notebook's settings for a profile (:mod:`fedpl_core.profiles`).
 
     * ``smoke``: 28 px, a tiny CNN, a few hundred images, 2 rounds of 3 iterations, 1 seed.
@@ -120,7 +165,11 @@ def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: s
       first-order TADL, as in notebook 01's cpu profile), so the notebook fits its 15 minutes.
     * ``full``: DenseNet-121 at 224 px, 50 rounds of 200 / 30 iterations, Adam lr 1e-4 with
       weight decay 5e-4 (Table 4), 3 seeds: the paper's protocol (a GPU; real data by
-      ``data_root``).
+      ``data_roots``).
+
+    ``data_roots``: ``{"Task 1": NIH ChestX-ray14 folder, "Task 2": HAM10000 folder}``, either
+    or both; a task left out stays on the built-in data (a key other than the two tasks is
+    an error).
     """
     st = pick(profile,
               smoke=Settings("smoke", [0], 28, "cnn", {"width": 8}, {"Task 1": 240, "Task 2": 200},
@@ -129,7 +178,7 @@ def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: s
                            {"Task 1": 800, "Task 2": 600}, 10, {"Task 1": 12, "Task 2": 10}, 3e-3, 0.0, 2),
               full=Settings("full", [0, 1, 2], 224, "densenet121", {}, {"Task 1": 20000, "Task 2": 7000},
                             {"Task 1": 5000, "Task 2": 2000}, 50, {"Task 1": 200, "Task 2": 30}, 1e-4, 5e-4, 1))
-    st = replace(st, device=device, data_root=data_root, data_seed=data_seed)
+    st = replace(st, device=device, data_roots=check_data_roots(data_roots), data_seed=data_seed)
     if seeds is not None:
         st.seeds = list(seeds)
     return st
@@ -190,5 +239,82 @@ def best_and_last(df: pd.DataFrame, metric: str = "auroc_mean", decimals: int = 
     return pd.DataFrame(out)
 
 
-__all__ = ["TASKS", "PAPER_METHODS", "ABLATION", "Settings", "settings", "methods", "missing_methods",
-           "ablation_methods", "table1", "table2", "best_and_last"]
+def paper_table(task: str) -> dict[str, dict[str, float]]:
+    """The paper's numbers for ``task``: Table 1's average AUC or Table 2's five metrics."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; use one of {TASKS}")
+    return PAPER_TABLE1 if task == "Task 1" else PAPER_TABLE2
+
+
+def with_paper(df: pd.DataFrame, task: str, which: str = "final", decimals: int = 1) -> pd.DataFrame:
+    """Our numbers (x 100, mean ± std over seeds) beside the paper's (x 100), a column pair
+    ``"<metric> (ours)"``, ``"<metric> (paper)"`` per metric (Task 1: the mean AUROC and
+    Table 1's average AUC; Task 2: Table 2's five metrics).  Rows: our methods in ``df``'s
+    order, then the paper's methods not run here (ours ``"not run"``)."""
+    paper = paper_table(task)
+    metrics = {"AUC": "auroc_mean"} if task == "Task 1" else TABLE2_METRICS
+    d = df[df["which"] == which]
+    g = d.groupby("label", sort=False)
+    ours = list(dict.fromkeys(d["label"]))
+    rows = ours + [lab for lab in paper if lab not in ours]
+    out = pd.DataFrame(index=pd.Index(rows, name="method"))
+    for name, col in metrics.items():
+        m, s = g[col].mean() * 100, g[col].std(ddof=1) * 100
+        out[f"{name} (ours)"] = [fmt_mean_std(m[i], s[i], decimals) if i in m.index else "not run" for i in rows]
+        out[f"{name} (paper)"] = [f"{100 * paper[i][name]:.{decimals}f}" if i in paper else "" for i in rows]
+    return out
+
+
+def ordering(df: pd.DataFrame, task: str, ranking: Sequence[str] = RANKING, which: str = "final") -> pd.DataFrame:
+    """The paper's ranking (``ranking``, best first: FedLSM > FedAvg* > FedAvg) step by step,
+    on the metrics of :data:`RANKING_METRICS`: for each metric and each neighbouring pair
+    ``A - B``, the difference in points (x 100) paired on the seed, its sd, the number of
+    pairs, the two-sided paired t-test's p (:func:`fedpl_core.tables.paired_difference`;
+    None with fewer than two pairs) and the paper's difference.  A pair with a method not in
+    ``df`` is left out."""
+    from ..tables import paired_difference
+
+    paper = paper_table(task)
+    have = set(df["label"])
+    rows = []
+    for name, col in RANKING_METRICS[task].items():
+        for a, b in zip(ranking[:-1], ranking[1:]):
+            if not {a, b} <= have:
+                continue
+            d = paired_difference(df, a, b, col, which=which)
+            pd_ = 100 * (paper[a][name] - paper[b][name]) if a in paper and b in paper else float("nan")
+            rows.append({"metric": name, "A": a, "B": b, "A - B (points)": round(d["diff"], 2),
+                         "sd": round(d["sd"], 2), "pairs": d["n"], "p": d["p"], "paper A - B": round(pd_, 1)})
+    return pd.DataFrame(rows, columns=["metric", "A", "B", "A - B (points)", "sd", "pairs", "p", "paper A - B"])
+
+
+def describe_ordering(steps: pd.DataFrame, alpha: float = 0.05) -> list[str]:
+    """One sentence per metric of :func:`ordering`'s table: whether the ranking holds
+    (every step above zero with p < ``alpha``), holds in direction only, or does not
+    hold (naming the steps that fail), with each step's difference and p."""
+    out = []
+    for metric, g in steps.groupby("metric", sort=False):
+        chain = " > ".join([g["A"].iloc[0]] + list(g["B"]))
+        up = g["A - B (points)"] > 0
+        sig = g["p"].map(lambda p: p is not None and p == p and p < alpha)
+        parts = []
+        for _, r in g.iterrows():
+            test = "no test" if r["p"] is None or r["p"] != r["p"] else f"p = {r['p']:.2g}"
+            parts.append(f"{r['A']} - {r['B']} = {r['A - B (points)']:+.1f} points ({test}; paper "
+                         f"{r['paper A - B']:+.1f})")
+        if up.all() and sig.all():
+            verdict = f"holds (every step above zero, p < {alpha:g})"
+        elif up.all():
+            verdict = f"holds in direction only (not every step significant at {alpha:g})"
+        else:
+            failed = ", ".join(f"{r['A']} is not above {r['B']}" for _, r in g[~up].iterrows())
+            verdict = f"does not hold ({failed})"
+        pairs = int(g["pairs"].min()) if len(g) else 0
+        out.append(f"{metric}: {chain} {verdict}: " + "; ".join(parts) + f" (paired over {pairs} seed(s)).")
+    return out
+
+
+__all__ = ["TASKS", "PAPER_METHODS", "ABLATION", "TABLE2_METRICS", "PAPER_TABLE1", "PAPER_TABLE2", "RANKING",
+           "RANKING_METRICS", "Settings", "check_data_roots", "settings", "methods", "missing_methods",
+           "ablation_methods", "table1", "table2", "best_and_last", "paper_table", "with_paper", "ordering",
+           "describe_ordering"]
