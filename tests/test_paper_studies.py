@@ -61,6 +61,8 @@ def test_fedlsm_data_roots_per_task_and_clear_errors(tmp_path):
         dataclasses.replace(fedlsm.settings("cpu"), data_roots={"ham10000": "/ham"}).config("Task 2")
     with pytest.raises(TypeError, match="data_roots maps a task"):  # the old single data_root
         fedlsm.settings("cpu", data_roots=str(tmp_path))
+    # papermill -p passes a dict as its text
+    assert fedlsm.settings("cpu", data_roots='{"Task 2": "/ham"}').data_roots == {"Task 2": "/ham"}
 
 
 def _ranked_runs(lsm, star, avg, metric="auroc_mean"):

@@ -142,9 +142,17 @@ class Settings:
 
 def check_data_roots(data_roots: Any) -> dict[str, str]:
     """``data_roots`` as a ``{task: folder}`` dict (None: ``{}``), with a clear error for
-    a key that is not a task or a bare folder where a dict belongs."""
+    a key that is not a task or a bare folder where a dict belongs.  A string holding a dict
+    literal (``'{"Task 2": "/data/HAM10000"}'``, what ``papermill -p`` passes) is parsed."""
     if data_roots is None:
         return {}
+    if isinstance(data_roots, str) and data_roots.strip().startswith("{"):
+        import ast
+
+        try:
+            data_roots = ast.literal_eval(data_roots.strip())
+        except (ValueError, SyntaxError) as e:
+            raise ValueError(f"data_roots {data_roots!r} is not a dict literal: {e}") from None
     if not isinstance(data_roots, dict):
         raise TypeError(f"data_roots maps a task to its data folder, e.g. {{'Task 2': '/data/HAM10000'}}; "
                         f"got {type(data_roots).__name__} {data_roots!r}")
