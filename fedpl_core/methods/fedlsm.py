@@ -70,14 +70,22 @@ pseudo-labelling pool and UDE mixes random pairs of the whole data with the D_l 
 ``ude=False``: no MixUp (the main batch takes the full ``batch_size``; D_h is unused);
 ``awpa=False``: masked aggregation (above).
 
-``mode="code"`` switches to the released code's behaviour (dzp2095/FedLSM, read through the
-issue; each switch is also a keyword, ``None`` = follow ``mode``):
+``mode="code"`` switches to the released code's behaviour.  The code (dzp2095/FedLSM at
+c1c0e6f) was read: ``src/modules/cxr_trainer.py`` (multi-label step), ``skin_trainer.py``
+(single-label step), ``src/datasets/data_pool_cxr.py`` (UE split), ``dataset_cxr.py``,
+``src/fl/server.py`` / ``client.py``, ``src/modules/hooks.py``, ``src/model/ema.py`` and
+``configs/*/run_conf.yaml``.  Each switch is also a keyword, ``None`` = follow ``mode``:
 
 * ``scalar_reduction``: multi-label ``mean(BCE(z, t)) * mean(W)`` with W = pos-weights on
-  known classes and the confidence mask on U_k (the mask and weights only scale the loss);
-  unconfident U_k entries get soft targets t = sigmoid(teacher).  UDE likewise with the mask
+  known classes and pos-weight x confidence mask on U_k (``cxr_trainer.py`` L110-112, L147;
+  the mask and weights only scale the loss); unconfident U_k entries get soft targets t =
+  sigmoid(teacher).  The client's pos-weights here are 1 on U_k (``class_pos_weight``), so
+  on U_k W is the mask unless other pos-weights are given.  UDE likewise with the mask
   "confident in both" over all classes.  Single-label: CE averaged over all rows, a row
   without (pseudo-)label contributing 0.
+* ``lambda_on_uncertain``: UDE's MixUp puts lambda on the D_h sample, ``lam * x_h + (1 -
+  lam) * x_l`` (``cxr_trainer.py`` L142, L157-165; ``skin_trainer.py`` L133, L147-155), where
+  Eq. 6 is read as lambda on x_l (:func:`ude_mix`).
 * ``code_entropy``: multi-label score = mean over *all* C classes of -p ln p with p =
   sigmoid on U_k and 0 on I_k; single-label: -sum p ln p, unnormalised.
 * ``swap_negative_thresholds``: tau_n and tau_ln swapped (code 0.01 for D_l u D_m, 0.005 for D_h).
@@ -86,8 +94,9 @@ issue; each switch is also a keyword, ``None`` = follow ``mode``):
 * ``pseudo_from_round0``: no warm-up round.
 * ``adam_betas`` (0.9, 0.9999) from the released configs.  Not reproduced: the code's global
   pos-weights (computed from every client's labels), its kept Adam state across rounds
-  (``EngineConfig(optimizer_state="keep")``), and its single-label UDE pseudo-labels, which
-  never apply (``~any(softmax)`` is always False).
+  (``EngineConfig(optimizer_state="keep")``), its single-label UDE pseudo-labels, which
+  never apply (``~any(softmax)`` is always False), and its AWPA counts (q_c^k counted per
+  sampled batch over the round's steps, ``cxr_trainer.py`` L106-107, ``skin_trainer.py`` L109).
 
 Logged per client and round (``ctx.log``): ``share_dl`` / ``share_dm`` / ``share_dh`` (the
 split), ``uncertainty`` (mean score), ``pl_share`` (share of the unknown entries of the
@@ -114,7 +123,7 @@ TABLE4 = dict(tau=0.95, tau_l=0.85, tau_p=0.85, tau_n=5e-3, tau_lp=0.7, tau_ln=1
               ema_decay=0.999, mixup_alpha=0.2)
 SPLIT = {"multilabel": (0.2, 0.05), "multiclass": (0.14, 0.036)}  # (n_l, n_h), released configs
 CODE_SWITCHES = ("scalar_reduction", "code_entropy", "swap_negative_thresholds", "entropy_train_mode",
-                 "pseudo_from_round0")
+                 "pseudo_from_round0", "lambda_on_uncertain")
 
 
 # ------------------------------------------------------------------ pure pieces (tested)
@@ -170,10 +179,14 @@ def multilabel_loss(logits: torch.Tensor, target: torch.Tensor, mask: torch.Tens
                     pos_weight: torch.Tensor | None = None, scalar: bool = False) -> torch.Tensor:
     """L_I + L_U of Eq. 5.  Paper: sum over the entries in ``mask`` of BCE (positive term
     weighted by ``pos_weight``), divided by the number of samples.  ``scalar`` (code):
-    ``mean(BCE) * mean(W)``, W = pos_weight on known entries and ``mask`` elsewhere."""
+    ``mean(BCE) * mean(W)``, W = pos_weight on known entries and pos_weight x ``mask``
+    elsewhere (dzp2095/FedLSM ``src/modules/cxr_trainer.py`` L111-112 ``p_weight = pos_weight *
+    pseudo_mask`` then ``p_weight[:, label_mask==1] = pos_weight[label_mask==1]``; L147
+    ``(BCE_mean * p_weight).mean()``)."""
     if scalar:
         pw = torch.ones(logits.shape[1], device=logits.device) if pos_weight is None else pos_weight
-        w = torch.where(known, pw.expand_as(logits), mask.to(logits.dtype))
+        pw = pw.to(logits).expand_as(logits)
+        w = torch.where(known, pw, pw * mask.to(logits.dtype))
         return F.binary_cross_entropy_with_logits(logits, target) * w.mean()
     per = F.binary_cross_entropy_with_logits(logits, target, pos_weight=pos_weight, reduction="none")
     return (per * mask).sum() / max(logits.shape[0], 1)
@@ -208,22 +221,34 @@ def singlelabel_loss(logits, target, labelled, pseudo, scalar: bool = False) -> 
     return l_i + l_u
 
 
+def ude_mix(x_l, y_l, x_h, y_h, lam: float, lam_on_uncertain: bool = False):
+    """Eq. 6's MixUp of a D_l sample with a D_h sample: ``(x_mix, y_mix)``.  Paper
+    (default): ``lam * x_l + (1 - lam) * x_h``.  ``lam_on_uncertain`` (code):
+    ``lam * x_h + (1 - lam) * x_l``, as dzp2095/FedLSM ``src/modules/cxr_trainer.py`` L142
+    ``self._mixup(u_img, c_img, u_label, c_label)`` with L157-165 ``weight * img1 + (1 -
+    weight) * img2`` (img1 = the uncertain sample); ``skin_trainer.py`` L133 / L147-155 alike."""
+    if lam_on_uncertain:
+        return views.mixup(x_h, y_h, x_l, y_l, lam)
+    return views.mixup(x_l, y_l, x_h, y_h, lam)
+
+
 def ude_multilabel(x_l, x_h, p_l, p_h, y_l, y_h, known, lam: float, taus_l: tuple[float, float],
-                   taus_h: tuple[float, float], scalar: bool = False):
+                   taus_h: tuple[float, float], scalar: bool = False, lam_on_uncertain: bool = False):
     """UDE (Eq. 6) for a multi-label batch of pairs: ``(x_mix, y_mix, mask)``.
 
     Targets: labels on known classes, teacher pseudo-labels elsewhere with ``taus_l`` =
     (tau_p, tau_n) for D_l and ``taus_h`` = (tau_lp, tau_ln) for D_h (soft probabilities
     on unconfident entries when ``scalar``).  ``mask``: paper, entries labelled or
     confidently pseudo-labelled in both samples; code (``scalar``), entries the teacher
-    is confident about in both samples, on every class (the released code's mask)."""
+    is confident about in both samples, on every class (the released code's mask).
+    Mixing: :func:`ude_mix` (``lam_on_uncertain``: lambda on x_h, as the released code)."""
     t_l, m_l, _ = multilabel_targets(p_l, y_l, known, *taus_l, soft=scalar)
     t_h, m_h, _ = multilabel_targets(p_h, y_h, known, *taus_h, soft=scalar)
     if scalar:
         mask = ((p_l >= taus_l[0]) | (p_l <= taus_l[1])) & ((p_h >= taus_h[0]) | (p_h <= taus_h[1]))
     else:
         mask = m_l & m_h
-    x_mix, y_mix = views.mixup(x_l, t_l, x_h, t_h, lam)
+    x_mix, y_mix = ude_mix(x_l, t_l, x_h, t_h, lam, lam_on_uncertain)
     return x_mix, y_mix, mask
 
 
@@ -336,7 +361,7 @@ class FedLSM(Method):
                  adam_betas: tuple[float, float] | None | str = "auto",
                  scalar_reduction: bool | None = None, code_entropy: bool | None = None,
                  swap_negative_thresholds: bool | None = None, entropy_train_mode: bool | None = None,
-                 pseudo_from_round0: bool | None = None, **kw: Any):
+                 pseudo_from_round0: bool | None = None, lambda_on_uncertain: bool | None = None, **kw: Any):
         super().__init__(**kw)
         if mode not in ("paper", "code"):
             raise ValueError(f"unknown mode {mode!r}; use 'paper' or 'code'")
@@ -345,7 +370,7 @@ class FedLSM(Method):
         self.mode = mode
         self.scalar_reduction, self.code_entropy = pick(scalar_reduction), pick(code_entropy)
         self.swap_negative_thresholds, self.entropy_train_mode = pick(swap_negative_thresholds), pick(entropy_train_mode)
-        self.pseudo_from_round0 = pick(pseudo_from_round0)
+        self.pseudo_from_round0, self.lambda_on_uncertain = pick(pseudo_from_round0), pick(lambda_on_uncertain)
         self.awpa, self.ude, self.ue = bool(awpa), bool(ude), bool(ue)
         self.tau, self.tau_l, self.tau_p, self.tau_lp = float(tau), float(tau_l), float(tau_p), float(tau_lp)
         self.tau_n, self.tau_ln = (float(tau_ln), float(tau_n)) if self.swap_negative_thresholds else (float(tau_n), float(tau_ln))
@@ -523,12 +548,12 @@ class FedLSM(Method):
             if ml:
                 x_mix, t_mix, mix_mask = ude_multilabel(
                     x_mix_src[:nx], x_mix_src[nx:], probs[sl], probs[sh], y[sl], y[sh], known[sl], lam,
-                    (self.tau_p, self.tau_n), h_taus[:2], self.scalar_reduction)
+                    (self.tau_p, self.tau_n), h_taus[:2], self.scalar_reduction, self.lambda_on_uncertain)
             else:
                 tl, ql = singlelabel_targets(probs[sl], y[sl], labelled[sl], cls, self.tau)
                 th, qh = singlelabel_targets(probs[sh], y[sh], labelled[sh], cls, h_taus[2])
                 mix_mask = (labelled[sl] | ql) & (labelled[sh] | qh)
-                x_mix, t_mix = views.mixup(x_mix_src[:nx], tl, x_mix_src[nx:], th, lam)
+                x_mix, t_mix = ude_mix(x_mix_src[:nx], tl, x_mix_src[nx:], th, lam, self.lambda_on_uncertain)
             x_in = torch.cat([strong, x_mix])
         ctx.optimizer.zero_grad(set_to_none=True)
         with ctx.autocast():

@@ -1,9 +1,11 @@
 """FedMLP (Sun, Wu, Shi, Yu, Cheng, Yan; MICCAI 2024): federated multi-label classification
 under task heterogeneity (each client annotates a subset of the classes).  The paper is the
-specification (``mode="paper"``, default); the released code (szbonaldo/FedMLP) differs and
-could not be read here (no internet), so ``mode="code"`` sets the switches *as issue 12
-describes that code*, each also a keyword.  Notation: AC_k / NC_k the client's active
-(annotated) / negative (missing) classes, S_c the clients that annotate class c.
+specification (``mode="paper"``, default); the released code (szbonaldo/FedMLP at 2ad28b8)
+differs, and ``mode="code"`` sets switches that follow it, each also a keyword (see the end
+of this docstring; read: ``utils/local_training.py`` ``train_FedMLP``, ``utils/FedAvg.py``,
+``utils/FedNoRo.py``, ``main.py``, ``dataset/dataset.py``, ``utils/options.py``).
+Notation: AC_k / NC_k the client's active (annotated) / negative (missing) classes, S_c the
+clients that annotate class c.
 
 * **Stage 1, warm-up** (rounds ``< warmup_rounds`` = t1; paper 50 of 500 rounds, default 10
   here for short runs): the WPC loss (Eq. 4) over AC_k on logit-adjusted probabilities
@@ -44,12 +46,21 @@ describes that code*, each also a keyword.  Notation: AC_k / NC_k the client's a
   3e-5 with L2 weight decay, batch 32, one local epoch a round, all clients every round,
   the last-round model (``EngineConfig(selection=None)``).
 
-``mode="code"`` (issue 12's reading of the released code; each a keyword):
-``logit_adjust=False``; ``wpc_norm="code"`` (stage 1: sum / (nominal batch x |AC_k|),
-stage 2: sum / number of supervised entries); ``cr_schedule="code"`` (CR in stage 1 on all
-missing classes, none in stage 2); ``st=False`` (d_c computed and logged, tau = T);
-``degree_clients="negative"`` (d_c averaged, size-weighted, over the clients where c is
-missing); ``prototype_weighting="size"`` (Eq. 6 weighted by client size).
+``mode="code"`` (the released code; each a keyword; files of szbonaldo/FedMLP, lines at
+2ad28b8): ``logit_adjust=False`` (``LogitAdjust_Multilabel`` is plain BCE on the sigmoid, its
+adjustment commented out, ``utils/FedNoRo.py`` L16-22); ``wpc_norm="code"`` (stage 1: sum /
+(nominal batch x |AC_k|), ``local_training.py`` L956-957; stage 2: sum / number of supervised
+entries, L1188); ``cr_schedule="code"`` (CR in stage 1 on all missing classes, L958-963; none
+in stage 2, where ``loss_dis`` is computed but not added, L1185-1188); ``cr_norm="code"`` (CR
+divided by nominal batch x |NC_k|, L958-959; paper mode B x C); ``st=False`` (the counts use
+T_0 / T_1 with the tau factor commented out, L1069-1072 and L1093-1094; d_c computed and
+logged, tau = T); ``degree_clients="negative"`` (d_c averaged, size-weighted, over the
+clients where c is missing: ``main.py`` L223 ``FedAvg_tao(taos, dict_len,
+class_negative_client_list)``); ``prototype_weighting="size"`` (Eq. 6 weighted by client
+size, ``utils/FedAvg.py`` L72-93).  ``degree_empty=1.0`` gives a class that no client
+misses the degree 1.0, as ``FedAvg_tao`` (``utils/FedAvg.py`` L66-67); it is not set by
+``mode="code"`` (default ``None``: the mean over all clients); with every client in every
+round no client uses that value (MLD and ST read d_c of missing classes only).
 ``degree_weighting`` (``"size"`` = Eq. 10, ``"mean"``) is the same in both modes.
 """
 from __future__ import annotations
@@ -67,9 +78,9 @@ from .base import Method
 from .fedavg import FedAvg
 
 PAPER = dict(logit_adjust=True, wpc_norm="classes", cr_schedule="paper", st=True, degree_clients="active",
-             prototype_weighting="mean")
+             prototype_weighting="mean", cr_norm="classes")
 CODE = dict(logit_adjust=False, wpc_norm="code", cr_schedule="code", st=False, degree_clients="negative",
-            prototype_weighting="size")
+            prototype_weighting="size", cr_norm="code")
 EPS = 1e-6
 
 
@@ -93,6 +104,26 @@ def wpc_loss(logits: torch.Tensor, targets: torch.Tensor, known: torch.Tensor, s
     z = logits if shift is None else logits + shift.to(logits)
     bce = F.binary_cross_entropy_with_logits(z, targets, reduction="none")
     return (bce * known.to(bce.dtype)).sum() / max(float(denom), 1.0)
+
+
+def cr_denominator(norm: str, batch: int, classes: int, nominal_batch: int, missing: int) -> float:
+    """The normaliser of CR.  ``"classes"`` (paper mode, **[choice]**: the paper gives none):
+    B x C.  ``"code"``: the nominal batch size x |NC_k|, as szbonaldo/FedMLP
+    ``utils/local_training.py`` L958-959 ``loss_dis[:, negetive_class_list_client].sum() /
+    (self.args.batch_size * len(negetive_class_list_client))``."""
+    if norm == "classes":
+        return float(batch * classes)
+    if norm == "code":
+        return float(nominal_batch * missing)
+    raise ValueError(f"unknown CR normalisation {norm!r}; use 'classes' or 'code'")
+
+
+def consistency_loss(probs: torch.Tensor, global_probs: torch.Tensor, sel: torch.Tensor, denom: float) -> torch.Tensor:
+    """CR (Sec. 2.4) on one view: ``sum over sel of (p - p_global)^2 / denom`` with p, p_global
+    the sigmoid outputs of the local and the received global model (released code:
+    ``utils/local_training.py`` L943-950, the MSE of the two per view, averaged over the views)."""
+    sq = (probs - global_probs) ** 2
+    return (sq * sel.to(sq.dtype)).sum() / max(float(denom), 1.0)
 
 
 def dual_prototypes(features: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor):
@@ -150,15 +181,19 @@ def learning_degree(probs: torch.Tensor, lower: float = 0.3, upper: float = 0.7)
 
 
 def global_learning_degree(degrees: torch.Tensor, sizes: list[float], members: torch.Tensor,
-                           weighting: str = "size") -> torch.Tensor:
+                           weighting: str = "size", empty: float | None = None) -> torch.Tensor:
     """Eq. 10 (right): per class the (size-weighted or plain) mean of ``degrees [K, C]`` over
-    the clients with ``members[k, c]`` (S_c in the paper); over all clients where none is
-    a member **[choice]**."""
+    the clients with ``members[k, c]`` (S_c in the paper).  A class without members gets
+    ``empty``; ``None``: the mean over all clients **[choice]**.  The released code's
+    ``FedAvg_tao`` (szbonaldo/FedMLP ``utils/FedAvg.py`` L58-70, called at ``main.py`` L223
+    with the clients that miss each class) sets 1.0 there."""
     w = torch.ones(len(sizes)) if weighting == "mean" else torch.as_tensor(sizes, dtype=torch.float32)
     m = members.bool()
-    m = torch.where(m.any(0, keepdim=True), m, torch.ones_like(m))
+    has = m.any(0)
+    m = torch.where(has.view(1, -1), m, torch.ones_like(m))
     wk = m.float() * w.view(-1, 1)
-    return (wk * degrees.float()).sum(0) / wk.sum(0)
+    out = (wk * degrees.float()).sum(0) / wk.sum(0)
+    return out if empty is None else torch.where(has, out, torch.full_like(out, float(empty)))
 
 
 # ============================================================================ the method
@@ -171,7 +206,9 @@ class FedMLP(FedAvg):
     (Table 3 components); num_views (2); cr_weight (1); logit_adjust, wpc_norm
     (``classes``/``code``), cr_schedule (``paper``/``code``), degree_clients
     (``active``/``negative``), degree_weighting (``size``/``mean``), prototype_weighting
-    (``mean``/``size``): see the module docstring.  None = the mode's value.
+    (``mean``/``size``), cr_norm (``classes``/``code``): see the module docstring.  None =
+    the mode's value.  degree_empty: the degree of a class without member clients (None:
+    the mean over all clients; the released code 1.0).
     """
 
     name = "fedmlp"
@@ -183,15 +220,17 @@ class FedMLP(FedAvg):
                  t0: float = 0.005, t1: float = 0.01, mld: bool = True, wpc: bool = True, cr: bool = True,
                  st: bool | None = None, num_views: int = 2, cr_weight: float = 1.0, logit_adjust: bool | None = None,
                  wpc_norm: str | None = None, cr_schedule: str | None = None, degree_clients: str | None = None,
-                 degree_weighting: str = "size", prototype_weighting: str | None = None, **kw: Any):
+                 degree_weighting: str = "size", prototype_weighting: str | None = None, cr_norm: str | None = None,
+                 degree_empty: float | None = None, **kw: Any):
         super().__init__(**kw)
         if mode not in ("paper", "code"):
             raise ValueError(f"unknown mode {mode!r}; use 'paper' or 'code'")
         given = dict(logit_adjust=logit_adjust, wpc_norm=wpc_norm, cr_schedule=cr_schedule, st=st,
-                     degree_clients=degree_clients, prototype_weighting=prototype_weighting)
+                     degree_clients=degree_clients, prototype_weighting=prototype_weighting, cr_norm=cr_norm)
         opts = {k: (PAPER if mode == "paper" else CODE)[k] if v is None else v for k, v in given.items()}
         for k, ok in (("wpc_norm", ("classes", "code")), ("cr_schedule", ("paper", "code")),
-                      ("degree_clients", ("active", "negative")), ("prototype_weighting", ("mean", "size"))):
+                      ("degree_clients", ("active", "negative")), ("prototype_weighting", ("mean", "size")),
+                      ("cr_norm", ("classes", "code"))):
             if opts[k] not in ok:
                 raise ValueError(f"unknown {k} {opts[k]!r}; use one of {ok}")
         if degree_weighting not in ("size", "mean"):
@@ -204,7 +243,8 @@ class FedMLP(FedAvg):
         self.st, self.logit_adjust = bool(opts["st"]), bool(opts["logit_adjust"])
         self.wpc_norm, self.cr_schedule = opts["wpc_norm"], opts["cr_schedule"]
         self.degree_clients, self.degree_weighting = opts["degree_clients"], degree_weighting
-        self.prototype_weighting = opts["prototype_weighting"]
+        self.prototype_weighting, self.cr_norm = opts["prototype_weighting"], opts["cr_norm"]
+        self.degree_empty = None if degree_empty is None else float(degree_empty)
 
     # ---------------------------------------------------------------- server
     def init_server(self, server) -> None:
@@ -232,7 +272,7 @@ class FedMLP(FedAvg):
         server.state["prototypes"], server.state["prototype_valid"] = P, valid
         members = cm if self.degree_clients == "active" else ~cm
         deg = torch.stack([torch.as_tensor(u.metadata["learning_degree"], dtype=torch.float32) for u in ups])
-        server.state["degree"] = global_learning_degree(deg, sizes, members, self.degree_weighting)
+        server.state["degree"] = global_learning_degree(deg, sizes, members, self.degree_weighting, self.degree_empty)
 
     # ---------------------------------------------------------------- client
     def stage2(self, ctx) -> bool:
@@ -338,8 +378,9 @@ class FedMLP(FedAvg):
                 sel = missing if not stage2 else None
             if sel is not None and bool(sel.any()):
                 teacher, _ = ctx.forward_with(ctx.scratch["teacher"], batch.x)
-                sq = (torch.sigmoid(logits) - torch.sigmoid(teacher.float().detach())) ** 2
-                total = total + self.cr_weight * (sq * sel.to(sq.dtype)).sum() / (B * C)
+                denom = cr_denominator(self.cr_norm, B, C, ctx.cfg.batch_size, int(missing[0].sum()))
+                total = total + self.cr_weight * consistency_loss(
+                    torch.sigmoid(logits), torch.sigmoid(teacher.float().detach()), sel, denom)
         return total
 
     def after_training(self, ctx) -> None:
