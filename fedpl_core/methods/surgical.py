@@ -59,6 +59,56 @@ The paper's protocol (:class:`PaperProtocol`, shared with the baselines run besi
   patience=25)``); the engine scores personalised methods (PFL, individually trained
   models) with each client's own model and pools the validation splits of the pooled
   baselines (Centralized, Oracle).
+
+Protocol audit (paper = "Federated Setup", Sec. 2.4; code = the released
+``BioIntelligence-Lab/SurgicalAggregation``, ``src/``):
+
+* **Warm-up.**  Paper: "The classification heads of local models were similarly 'warmed
+  up' prior to training", i.e. as in the centralised setup, "for 15 epochs with a
+  learning rate of 5e-3, while keeping feature extractor weights frozen".  Code: once,
+  before the first round (``federated.py`` L204-216, skipped when the checkpoints exist),
+  ``local.__train_local(only_warmup_model=True)``: a fresh Adam (``local.py`` L41-45),
+  the backbone frozen (``utils.py`` L32; Keras then runs its BatchNorm in inference mode),
+  15 epochs; its learning rate is the function's default 1e-3 (``local.py`` L25, the
+  federated call passes none).  Ours: once per client at its first participation (the
+  same thing with full participation), fresh Adam, encoder frozen in inference mode, at
+  ``warmup_lr`` = 5e-3, the paper's number (**[choice]** paper over code).  Differences
+  left as they are: the code's "head" is everything above the backbone (Dense 256 + ReLU
+  + Dropout 0.3 + the class layer; only the class layer is surgically aggregated), ours
+  the linear head; the code keeps the warm-up epoch with the lowest validation loss
+  (``ModelCheckpoint``, ``local.py`` L48-61), ours the last; the code warms FL + PL's head
+  up with the plain BCE on labels expanded with zeros (``federated.py`` L183-185 run
+  before the warm-up, ``local.py`` L43), ours with the method's own (partial) loss.
+* **FedBN+.**  Paper: "FedBN+, a modification of FedBN with pre-trained batch
+  normalization statistics for global models".  Code: BatchNorm layers not trainable on
+  the clients (``federated.py`` L224-228: inference mode, statistics and affine
+  parameters frozen) and never aggregated (``__fedbn``, L52-64), so every BatchNorm layer
+  stays at its pre-trained state everywhere.  Ours: ``bn_policy="frozen"``, the same.
+* **Selection.**  Paper: "Global convergence was determined by the mean of local
+  validation BCE loss for each client".  Code: after each aggregation, each client's
+  model (aggregated encoder, its rows of the global head) on its validation split with
+  its compiled loss, plain mean over clients (``federated.py`` L286-302), early stopping
+  after 25 evaluations without an improvement of 1e-4 (L249-253, L313-317).  The loss is
+  the training loss: BCE over the client's classes for SA and FL + PL, BCE over all
+  classes with missing labels as negatives for vanilla FL.  Ours:
+  :func:`~fedpl_core.evaluation.validation_loss` with each method's loss on the global
+  model, plain mean over clients; the same, except that our early stopping has no 1e-4
+  margin.
+* **Scores.**  Code: each test set is scored on the classes the global model and the set
+  share (``analysis.py`` L176-182, L250-258): NIH on its 14, CheXpert on its 13, MIMIC
+  on the intersection.  Ours: the same (each extra evaluation set carries its own
+  classes, mapped onto the model's by name).
+* **Vanilla FL.**  Paper: "Missing classes in each dataset are treated as negatives".
+  Code: labels expanded with zeros (``dataset.py`` L45-50), plain BCE, the whole model
+  averaged (``federated.py`` L232-237, L275).  Ours: ``fedavg`` (``partial=False``), the
+  same.
+* **Optimiser state.**  Code: one ``model.compile`` per client before FL and
+  ``model.fit`` every round (``federated.py`` L232-243, L261): each client's Adam keeps
+  its moments across rounds.  Ours: ``EngineConfig(optimizer_state="keep")`` in the
+  study's settings (:mod:`fedpl_core.studies.surgical`).
+* **Encoder weights.**  Eq. 1 cites FedAvg (McMahan et al.: size-weighted); the code
+  takes the plain mean (``federated.py`` L32-37).  Ours: size-weighted (``weighting=
+  "uniform"`` gives the code's).  Equal in the ablation (equal clients).
 """
 from __future__ import annotations
 

@@ -125,6 +125,10 @@ class Settings:
     warmup_lr: float = 5e-3
     client_val_fraction: float = 0.15
     patience: int | None = None
+    #: each client keeps its Adam state across rounds, as the released code does (one
+    #: ``model.compile`` per client before FL, ``model.fit`` every round:
+    #: ``src/federated.py`` L232-243, L261); "reset" gives a fresh Adam each round
+    optimizer_state: str = "keep"
     # ablation
     n_train: int = 800
     n_test: int = 300
@@ -151,8 +155,8 @@ class Settings:
         return EngineConfig(rounds=self.rounds, local_epochs=self.local_epochs, batch_size=self.batch_size,
                             lr=self.lr, normalize=self.normalize, augment=self.augment,
                             client_val_fraction=self.client_val_fraction, selection="val_loss",
-                            selection_mode="min", patience=self.patience, device=self.device, progress=False,
-                            **engine_options(self.profile))
+                            selection_mode="min", patience=self.patience, optimizer_state=self.optimizer_state,
+                            device=self.device, progress=False, **engine_options(self.profile))
 
 
 def make_settings(profile: str = "cpu", seed: int = 0, device: str = "auto", data_root: str | None = None,
