@@ -21,8 +21,12 @@ Two modules on top of FedAvg with the partial loss:
      look-ahead of the encoder (``alpha`` = 1e-3 as the paper's alpha; **[choice]** plain
      SGD for the virtual step, as the issue specifies; the paper used ``higher`` and does
      not say which inner optimiser);
-  2. the head ``phi`` takes one optimiser step (Adam, lr = ``EngineConfig.lr`` = alpha)
-     on ``grad_phi L_train(phi, theta)``;
+  2. the head ``phi`` takes one optimiser step (Adam, lr = ``EngineConfig.lr``) on
+     ``grad_phi L_train(phi, theta)``.  **[choice]** Alg. 1 line 7 writes the step size
+     alpha; the paper sets alpha = beta = 1e-3 ("we use the same learning rates for the
+     standard SL setup and the meta-learning setup"), so in paper mode it is alpha.  Where
+     ``EngineConfig.lr`` differs from ``alpha`` (notebook 01's cpu profile: lr 3e-3, alpha
+     1e-3) the head moves at ``EngineConfig.lr``, like FedAVG's head;
   3. the encoder takes one optimiser step (Adam, lr = beta = ``EngineConfig.lr``) on the
      meta-gradient ``d/dtheta L_val(phi_updated, theta'(theta))`` taken *through* the
      look-ahead (second order: a Hessian-vector product).  ``first_order=True`` drops the
@@ -43,6 +47,49 @@ Two modules on top of FedAvg with the partial loss:
 * **Preprocessing**: per-image instance normalisation is ``EngineConfig(normalize=
   "instance")``; Adam with alpha = beta = 1e-3 is ``EngineConfig(optimizer="adam",
   lr=1e-3)``.  These belong to the engine configuration, not to the method.
+
+Findings
+--------
+**Audit of TADL against Alg. 1 / Eqs. 10-11** (``tests/test_tadl_algorithm1.py`` computes
+Alg. 1 by hand with explicit second-order autograd on a linear encoder + linear head,
+with SGD and with Adam, with and without BatchNorm, and matches ``tadl_step`` and
+``FedPSL.train_step`` to 1e-6; the wrong readings below fail it):
+
+* order: line 6 (look-ahead), line 7 (head on ``B_train``), line 9 (encoder on
+  ``B_val``); the code runs them in that order.  Agrees.
+* head of the meta-loss: line 9 uses ``g_phi`` after line 7 has replaced ``phi_k``, so
+  the *updated* head, held constant (Eq. 11 writes ``g_{phi_k}`` with no dependence on
+  theta).  The code: updated head, detached.  Agrees.
+* optimisers: line 6 is a plain gradient step of size alpha (the code: SGD, ``alpha``);
+  lines 7 and 9 are the client's optimiser, Adam, "alpha = beta = 1e-3" (the code: the
+  engine's Adam at ``EngineConfig.lr``; see the **[choice]** of step 2 for alpha != lr).
+  Agrees in paper mode.
+* BatchNorm: the paper is silent (it used ``higher``); the **[choice]** above (each half
+  normalised by its own batch statistics, running statistics from ``B_train`` once).
+* encoder step: line 9 has only the meta-gradient ``grad_theta L_val(g_phi o
+  f_theta')``; the code adds nothing from ``L_train``.  Agrees.
+
+No defect found; nothing in ``tadl_step`` changed.
+
+**TADL's cost depends on whether local training over-fits** (the small CNN, 28 px, Adam
+3e-3, first-order TADL, FedPSL Table II federation, K = 4; ``benchmarks/tadl_overfit.py``,
+2 workers on 2 shared cores).  TADL slows fitting: the encoder and the head each see half
+of the minibatch.  That is pure cost where FedAVG under-fits and stops costing where it
+over-fits, but in neither regime did it beat FedAVG's best round.
+
+* ``python benchmarks/tadl_overfit.py --n 60 --rounds 10 --local-epochs 10 --seeds 0 1 2 3 4``
+  (60 images per client, 100 epochs; 182 s): FedAVG under-fits (weighted training
+  loss 1.27 -> 1.07, best round = last in 4 of 5 seeds).  Last round: FedAVG 0.737 +-
+  0.020, FedPSL w/ TADL 0.669 +- 0.028 (-6.8 points, paired p = 0.017), FedPSL 0.683
+  +- 0.018 (-5.4, p = 0.010).  Best round: -6.5 (p = 0.019) and -5.1 (p = 0.021).
+  TADL's training loss ends at 1.17.
+* ``python benchmarks/tadl_overfit.py --n 30 --rounds 20 --local-epochs 20 --seeds 0 1 2 3``
+  (30 images per client, 400 epochs; 597 s, partly beside other jobs): FedAVG over-fits
+  (training loss 1.07 -> 0.30; best round 8 or 9 of 20 in every seed, test AUROC 0.724 at
+  round 9 down to 0.697 at round 20).  Last round: FedAVG 0.697 +- 0.030, FedPSL w/ TADL
+  0.701 +- 0.014 (+0.4, p = 0.83), FedPSL 0.700 +- 0.029 (+0.4, p = 0.89).  Best round
+  (test-selected): all three 0.733 (p = 0.99).  TADL's training loss ends at 0.54; its
+  seed-mean AUROC curve peaks later (0.715 in rounds 12-17, FedAVG's 0.724 in round 9).
 
 Registered methods (``get_method(name, **kw)``):
 
@@ -124,15 +171,19 @@ class WeightedBCE(FedAvg):
 
     The weights are computed once per client from its training labels (over its known
     entries with the partial loss, over all entries when missing labels are negatives)
-    and kept in ``ctx.state["pos_weight"]``.  ``pos_weight=False`` gives the plain BCE.
+    and kept in ``ctx.state["pos_weight"]``.  ``pos_weight=False`` gives the plain BCE;
+    ``partial=False`` trains missing labels as negatives (FedLSM's baselines under the
+    other reading of "FedAvg", issue 23; None keeps the class's choice).
     """
 
     name = "wbce"
     partial = True
 
-    def __init__(self, pos_weight: bool = True, **kw: Any):
+    def __init__(self, pos_weight: bool = True, partial: bool | None = None, **kw: Any):
         super().__init__(**kw)
         self.pos_weight = bool(pos_weight)
+        if partial is not None:
+            self.partial = bool(partial)
 
     def class_pos_weight(self, ctx) -> torch.Tensor:
         pw = ctx.state.get("pos_weight")
