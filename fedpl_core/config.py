@@ -129,8 +129,10 @@ class EngineConfig:
     ``optimizer_state``: ``reset`` each round (a fresh Adam per round, as most released
     codes do) or ``keep`` (each client keeps its optimizer state across rounds).
     ``normalize``: ``fixed`` ((x/255 - 0.5) / 0.25), ``imagenet`` or ``instance``
-    (per-image (x - mean) / std, FedPSL).  ``augment``: ``none``, ``flip``, ``shift``
-    or ``flip_shift`` (random horizontal flip, random translation by up to 1/8 of the size).
+    (per-image (x - mean) / std, FedPSL).  ``augment``: ``none``, ``flip``, ``shift``,
+    ``flip_shift`` (random horizontal flip, random translation by up to 1/8 of the size,
+    reflect padding) or ``flip_affine`` (FedMLP's released transform: rotation +-10
+    degrees, translation +-2 %, flip); see :func:`fedpl_core.preprocess.augment_batch`.
     ``eval_every``: evaluate every that many rounds (and after the last).
     ``selection``: the history key that picks the best round (``val_loss``, the default,
     reads the clients' validation splits only, never the test set; ``auroc_mean`` picks on
@@ -154,7 +156,7 @@ class EngineConfig:
     momentum: float = 0.9
     optimizer_state: Literal["reset", "keep"] = "reset"
     normalize: Literal["fixed", "imagenet", "instance"] = "fixed"
-    augment: Literal["none", "flip", "shift", "flip_shift"] = "none"
+    augment: Literal["none", "flip", "shift", "flip_shift", "flip_affine"] = "none"
     eval_every: int = 1
     eval_batch_size: int = 512
     selection: str | None = "val_loss"

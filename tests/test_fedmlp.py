@@ -306,3 +306,44 @@ def test_end_to_end_code_mode_and_all_off(federation):
     off.run(2)
     assert all("pseudo_labels" not in s for s in off.client_states)
     assert "prototypes" not in off.server.state
+
+
+def test_all_components_off_is_fedavg_to_the_bit_under_the_engine_augmentation(federation):
+    """Table 3's first row is Table 2's FedAvg: same batches, same augmentation draws, same
+    loss, so the same global model bit for bit (issue 23)."""
+    train, test, part = federation
+    finals = []
+    for method in (FedMLP(warmup_rounds=1, mld=False, wpc=False, cr=False, st=False), get_method("fedavg")):
+        torch.manual_seed(0)
+        model = build_model("cnn", 4, 1, 28, width=4)
+        cfg = EngineConfig(rounds=2, batch_size=16, progress=False, selection=None, seed=0, lr=1e-2,
+                           augment="flip_affine")
+        sim = Simulation(method, model, train, part, test, cfg)
+        sim.run(2)
+        finals.append(sim.server.global_state)
+    assert all(torch.equal(finals[0][k], finals[1][k]) for k in finals[0])
+
+
+def test_warmup_views_are_extra_engine_batches_and_stage2_has_one(federation, monkeypatch):
+    """With WPC, each warm-up step trains on the batch and one more engine-augmented view
+    of the same samples; stage 2 and WPC-off train on the batch alone."""
+    from fedpl_core.federation import ClientContext
+
+    calls = []
+    orig = ClientContext.make_batch
+
+    def spy(self, pos, train=True, generator=None):
+        calls.append((self.round, bool(train), tuple(pos.tolist())))
+        return orig(self, pos, train, generator)
+
+    monkeypatch.setattr(ClientContext, "make_batch", spy)
+    for kw, per_step in ((dict(), (2, 1)), (dict(wpc=False), (1, 1))):
+        calls.clear()
+        sim = _sim(federation, warmup_rounds=1, mld=False, cr=False, st=False, **kw)
+        sim.run(2)
+        for rnd, want in enumerate(per_step):
+            train_calls = [c for c in calls if c[0] == rnd and c[1]]
+            steps = len(set(train_calls)) if want == 1 else len(train_calls) // 2
+            assert len(train_calls) == want * steps and steps > 0
+            if want == 2:  # the extra view is of the same samples as the batch before it
+                assert all(a[2] == b[2] for a, b in zip(train_calls[::2], train_calls[1::2]))

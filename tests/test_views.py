@@ -24,10 +24,44 @@ def test_views_are_seeded_shaped_and_change_the_images():
 
 
 def test_weak_view_only_flips_and_translates():
-    """Every pixel of the weak view is a pixel of the image, its mirror, or padding."""
-    x = torch.arange(16.0).view(1, 1, 4, 4) + 1
+    """Every pixel of the weak view is a pixel of the same image: shifts pad by reflection
+    (FixMatch's flip-and-shift), never with a constant."""
+    x = torch.arange(2 * 256.0).view(2, 1, 16, 16) + 1  # no zero and no value shared across images
     y = weak_view(x, torch.Generator().manual_seed(0))
-    assert set(y.unique().tolist()) <= set(x.unique().tolist()) | {0.0}
+    for i in range(2):
+        assert set(y[i].unique().tolist()) <= set(x[i].unique().tolist())
+    assert not torch.equal(y, x)
+
+
+def test_engine_shift_pads_by_reflection_and_keeps_every_value():
+    from fedpl_core.preprocess import augment_batch
+
+    x = torch.rand(64, 1, 8, 8) + 0.5  # strictly positive
+    y = augment_batch(x.clone(), "shift", torch.Generator().manual_seed(0))
+    assert (y > 0).all()  # zero padding would leave zeros on the border
+    # a shift by (dy, dx) with reflection equals torch's reflect pad + crop
+    for i in range(64):
+        pad = torch.nn.functional.pad(x[i:i + 1], (1, 1, 1, 1), mode="reflect")
+        assert any(torch.equal(y[i:i + 1], pad[..., r:r + 8, c:c + 8]) for r in range(3) for c in range(3))
+
+
+def test_flip_affine_moves_a_centred_dot_by_at_most_two_percent():
+    """FedMLP's transform: rotation about the centre (leaves a centred dot in place) and a
+    translation of at most 2 % of the side per axis."""
+    from fedpl_core.preprocess import augment_batch
+
+    n, s = 200, 64
+    x = torch.zeros(n, 1, s, s)
+    x[..., s // 2 - 2:s // 2 + 2, s // 2 - 2:s // 2 + 2] = 1.0
+    y = augment_batch(x.clone(), "flip_affine", torch.Generator().manual_seed(0))
+    grid = torch.arange(s, dtype=torch.float32)
+    mass = y.sum((1, 2, 3))
+    cy = (y.sum((1, 3)) * grid).sum(1) / mass
+    cx = (y.sum((1, 2)) * grid).sum(1) / mass
+    dev = torch.stack([cy, cx]) - (s - 1) / 2
+    assert dev.abs().max() <= 0.02 * s + 0.05
+    assert dev.abs().max() > 0.5  # it does translate
+    assert torch.allclose(mass, torch.full_like(mass, 16.0), atol=0.5)  # nothing cut off
 
 
 def test_cutout_square_by_hand():

@@ -12,10 +12,18 @@ clients that annotate class c.
   (Eq. 3, ``y' = y pi1 / (y pi1 + (1-y) pi0)`` = ``sigmoid(l + ln(pi1/pi0))`` exactly, so it
   is computed as BCE-with-logits on ``l + ln(pi1/pi0)``; pi_c,1 = the client's positive rate
   of c, clamped to [1e-6, 1-1e-6] **[choice]**), normalised ``1/C`` per sample (Eq. 4), mean
-  over the batch; FedAvg (size-weighted, Sec. 2.2).  Two augmented views per batch
-  (Sec. 2.2, "data augment techniques inspired by FixMatch"): ``num_views`` weak views
-  (:func:`~fedpl_core.views.weak_view`), the loss averaged over the views **[choice:
-  views and the averaging are not specified; the views are kept in stage 2 too]**.
+  over the batch; FedAvg (size-weighted, Sec. 2.2).  Augmentation (Sec. 2.2, "data
+  augment techniques, inspired by semi-supervised learning", during the warm-up): the
+  views are the **engine's** training augmentation (``EngineConfig.augment``; the study
+  sets ``flip_affine``, the released code's dataset transform, for every method as the
+  released code does), ``num_views`` of them per step in stage 1 (default 2 when WPC is
+  on: the released code's ``image_aug_1`` / ``image_aug_2``, losses averaged,
+  ``utils/local_training.py`` L935-953), one in stage 2 (L1176-1188) and one whenever
+  WPC is off, so that **every component off is FedAvg exactly** (Table 3's first row is
+  Table 2's FedAvg).  **[finding, issue 23]** The views were FixMatch's flip-and-shift
+  (1/8 of the size, zero padding) on top of an un-augmented FedAvg: on the cpu
+  profile's CXR m = 7 the all-off chain lost 6 points to FedAvg through the views
+  alone (``benchmarks/augmentation_cost.py``).
 * **Stage 2**: at the end of every round from t1 - 1 on **[choice: so that prototypes
   exist at round t1]** each client computes, with its trained local model on its
   unaugmented data, the dual prototypes P_0, P_1 of its active classes (Eq. 5; true labels
@@ -41,7 +49,7 @@ clients that annotate class c.
   entries, normalised like WPC, sum / (B C) **[choice: weight 1 and normalisation not given]**.
 * Table 3 ablation switches: ``mld``, ``wpc`` (off = Eq. 1, BCE over all classes with
   untagged missing entries as 0 and no logit adjustment, i.e. FedAvg), ``cr``, ``st`` (off
-  = tau = T).  All off is FedAvg (with the two views).
+  = tau = T).  All off is FedAvg exactly (one engine-augmented view per step).
 * Engine settings of the paper (not the method's): ResNet-18 (ImageNet weights), Adam lr
   3e-5 with L2 weight decay, batch 32, one local epoch a round, all clients every round,
   the last-round model (``EngineConfig(selection=None)``).
@@ -72,7 +80,6 @@ import torch
 import torch.nn.functional as F
 
 from ..federation import Batch
-from ..views import weak_view
 from . import register
 from .base import Method
 from .fedavg import FedAvg
@@ -203,7 +210,8 @@ class FedMLP(FedAvg):
 
     Args (paper defaults): mode ``"paper"`` | ``"code"``; warmup_rounds t1 (10 here, paper
     50); lower / upper L, R (0.3, 0.7); t0 / t1 T_0, T_1 (0.005, 0.01); mld, wpc, cr, st
-    (Table 3 components); num_views (2); cr_weight (1); logit_adjust, wpc_norm
+    (Table 3 components); num_views (views per warm-up step; None = 2 with WPC, else
+    1); cr_weight (1); logit_adjust, wpc_norm
     (``classes``/``code``), cr_schedule (``paper``/``code``), degree_clients
     (``active``/``negative``), degree_weighting (``size``/``mean``), prototype_weighting
     (``mean``/``size``), cr_norm (``classes``/``code``): see the module docstring.  None =
@@ -218,7 +226,7 @@ class FedMLP(FedAvg):
 
     def __init__(self, mode: str = "paper", warmup_rounds: int = 10, lower: float = 0.3, upper: float = 0.7,
                  t0: float = 0.005, t1: float = 0.01, mld: bool = True, wpc: bool = True, cr: bool = True,
-                 st: bool | None = None, num_views: int = 2, cr_weight: float = 1.0, logit_adjust: bool | None = None,
+                 st: bool | None = None, num_views: int | None = None, cr_weight: float = 1.0, logit_adjust: bool | None = None,
                  wpc_norm: str | None = None, cr_schedule: str | None = None, degree_clients: str | None = None,
                  degree_weighting: str = "size", prototype_weighting: str | None = None, cr_norm: str | None = None,
                  degree_empty: float | None = None, **kw: Any):
@@ -235,8 +243,10 @@ class FedMLP(FedAvg):
                 raise ValueError(f"unknown {k} {opts[k]!r}; use one of {ok}")
         if degree_weighting not in ("size", "mean"):
             raise ValueError(f"unknown degree_weighting {degree_weighting!r}; use 'size' or 'mean'")
-        if not (0 <= lower <= upper <= 1) or warmup_rounds < 0 or num_views < 0 or min(t0, t1, cr_weight) < 0:
-            raise ValueError("need 0 <= lower <= upper <= 1, warmup_rounds, num_views, t0, t1, cr_weight >= 0")
+        if num_views is None:
+            num_views = 2 if wpc else 1
+        if not (0 <= lower <= upper <= 1) or warmup_rounds < 0 or num_views < 1 or min(t0, t1, cr_weight) < 0:
+            raise ValueError("need 0 <= lower <= upper <= 1, num_views >= 1, warmup_rounds, t0, t1, cr_weight >= 0")
         self.mode, self.warmup_rounds, self.lower, self.upper = mode, int(warmup_rounds), float(lower), float(upper)
         self.t0, self.t1, self.num_views, self.cr_weight = float(t0), float(t1), int(num_views), float(cr_weight)
         self.mld, self.wpc, self.cr = bool(mld), bool(wpc), bool(cr)
@@ -328,16 +338,18 @@ class FedMLP(FedAvg):
                     learning_degree=float(torch.as_tensor(deg)[missing].mean()))
 
     def local_train(self, ctx) -> float:
-        """One pass over the round's batches; the views replace the engine's augmentation."""
+        """One pass over the round's batches, augmented by the engine (FedAvg's batches)."""
         total, steps = 0.0, 0
-        for batch in ctx.batches(train=self.num_views == 0):
+        for batch in ctx.batches(train=True):
             total += float(self.train_step(ctx, batch))
             steps += 1
         return total / max(steps, 1)
 
     def train_step(self, ctx, batch) -> torch.Tensor:
-        """One step on the mean of the loss over ``num_views`` weak views of the batch."""
-        views = [weak_view(batch.x, ctx.generator) for _ in range(self.num_views)] or [batch.x]
+        """One step on the mean of the loss over the batch and, in the warm-up, ``num_views
+        - 1`` more engine-augmented views of the same samples."""
+        extra = 0 if self.stage2(ctx) else self.num_views - 1
+        views = [batch.x] + [ctx.make_batch(batch.pos, train=True).x for _ in range(extra)]
         ctx.optimizer.zero_grad(set_to_none=True)
         loss = 0.0
         for x in views:

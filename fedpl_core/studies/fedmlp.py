@@ -81,7 +81,8 @@ class Settings:
 
     def engine(self) -> EngineConfig:
         return EngineConfig(rounds=self.rounds, local_epochs=1, batch_size=32, optimizer="adam", lr=self.lr,
-                            eval_every=max(1, self.rounds // 8), selection=None, device=self.device,
+                            augment="flip_affine", eval_every=max(1, self.rounds // 8), selection=None,
+                            device=self.device,
                             progress=False, **engine_options(self.profile))
 
     def config(self, table: str) -> ExperimentConfig:
