@@ -254,17 +254,18 @@ def paper_table(task: str) -> dict[str, dict[str, float]]:
     return PAPER_TABLE1 if task == "Task 1" else PAPER_TABLE2
 
 
-def with_paper(df: pd.DataFrame, task: str, which: str = "final", decimals: int = 1) -> pd.DataFrame:
+def with_paper(df: pd.DataFrame, task: str, which: str = "final", decimals: int = 1,
+               not_run: bool = True) -> pd.DataFrame:
     """Our numbers (x 100, mean ± std over seeds) beside the paper's (x 100), a column pair
     ``"<metric> (ours)"``, ``"<metric> (paper)"`` per metric (Task 1: the mean AUROC and
     Table 1's average AUC; Task 2: Table 2's five metrics).  Rows: our methods in ``df``'s
-    order, then the paper's methods not run here (ours ``"not run"``)."""
+    order, then (``not_run``) the paper's methods not run here (ours ``"not run"``)."""
     paper = paper_table(task)
     metrics = {"AUC": "auroc_mean"} if task == "Task 1" else TABLE2_METRICS
     d = df[df["which"] == which]
     g = d.groupby("label", sort=False)
     ours = list(dict.fromkeys(d["label"]))
-    rows = ours + [lab for lab in paper if lab not in ours]
+    rows = ours + ([lab for lab in paper if lab not in ours] if not_run else [])
     out = pd.DataFrame(index=pd.Index(rows, name="method"))
     for name, col in metrics.items():
         m, s = g[col].mean() * 100, g[col].std(ddof=1) * 100

@@ -1,0 +1,95 @@
+"""FedLSM's Table 2 on the real HAM10000 images: notebook 02's Task 2 methods, paired over seeds.
+
+Runs every Task 2 method of notebook 02 (``studies.fedlsm.methods("Task 2")``: FedAvg with 100 %
+labels, FedAvg, FedAvg*, FedProx*, MOON*, FedRS, FedPU, FedAvg-FixMatch*, FSSL*, FedLSM) on
+HAM10000 / ISIC 2018 read from ``--data-root`` (``HAM10000_metadata.csv`` and the ``{image_id}.jpg``
+files anywhere below it, as Harvard Dataverse or Kaggle ship them), split 7:1:2 by lesion as in the
+paper, with the K = 5 label sets of its Table 6.  Settings: ``studies.fedlsm.settings(profile,
+data_roots={"Task 2": root})``, by default the notebook's cpu profile (small CNN at 28 px, 10 rounds
+of 10 local iterations, Adam 3e-3, 3 seeds, last round), the same config and ``run_many`` call as
+the notebook's real-data section (``--results-dir results/02_fedlsm`` shares its cached runs).
+``--rounds`` / ``--local-iters`` lengthen the schedule; ``--n-train N`` draws a random subset of
+the release (``N / 0.7`` images) before the 7:1:2 split, so about ``N`` images train (a quick
+check; the default is the whole release, 7,010 / 1,001 / 2,004 images).
+
+Prints Table 2 (x 100, mean ± sd over seeds) beside the paper's, the paired differences
+FedLSM - FedAvg* and FedAvg* - FedAvg in AUC, accuracy and F1 (``studies.fedlsm.ordering``: paired
+on the seed, two-sided paired t-test) and whether FedLSM > FedAvg* > FedAvg holds, from the numbers::
+
+    python benchmarks/fedlsm_ham10000.py --data-root /data/HAM10000                # the notebook's cpu setting
+    python benchmarks/fedlsm_ham10000.py --data-root /data/HAM10000 --rounds 40 --local-iters 30
+    python benchmarks/fedlsm_ham10000.py --data-root /data/HAM10000 --rounds 1 --n-train 300 --seeds 0 1
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import pandas as pd
+
+from fedpl_core.data.registry import FEDLSM_FRACTIONS
+from fedpl_core.experiments import load_data, run_many
+from fedpl_core.profiles import default_workers, prepare
+from fedpl_core.studies import fedlsm
+from fedpl_core.tables import curve_frame, describe_late_gain, late_gain
+
+TASK = "Task 2"
+
+
+def config(a: argparse.Namespace):
+    """The notebook's Task 2 config on ``a.data_root``, with the schedule flags applied."""
+    st = fedlsm.settings(a.profile, seeds=a.seeds, device=a.device, data_roots={TASK: a.data_root})
+    if a.rounds:
+        st.rounds = a.rounds
+    if a.local_iters:
+        st.local_iters = {**st.local_iters, TASK: a.local_iters}
+    cfg = st.config(TASK)
+    if a.n_train:
+        cfg = cfg.replace(dataset_kwargs={"max_images": math.ceil(a.n_train / FEDLSM_FRACTIONS[0])})
+    return st, cfg
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-root", required=True, help="HAM10000 folder (HAM10000_metadata.csv + the JPEGs below it)")
+    ap.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "full"])
+    ap.add_argument("--rounds", type=int, default=None, help="communication rounds (default: the profile's, cpu 10)")
+    ap.add_argument("--local-iters", type=int, default=None, help="local iterations a round (default: cpu 10)")
+    ap.add_argument("--n-train", type=int, default=None,
+                    help="about this many training images (a random subset of the release before the split)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=None, help="training seeds (default: the profile's)")
+    ap.add_argument("--methods", nargs="+", default=None, help="labels of 02's Task 2 methods (default: all)")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--workers", type=int, default=None, help="parallel runs (default: one per core, cpu profile)")
+    ap.add_argument("--results-dir", default="results/benchmarks/fedlsm_ham10000")
+    a = ap.parse_args()
+    prepare(a.profile, a.device)
+    workers = a.workers or default_workers(a.profile, a.device)
+    pd.set_option("display.width", 250)
+    pd.set_option("display.max_columns", 20)
+    st, cfg = config(a)
+    data = load_data(cfg)
+    val = len(data.extra["val"]) if "val" in data.extra else 0
+    methods = fedlsm.methods(TASK, a.methods, first_order=a.profile != "full")
+    print(f"HAM10000 from {a.data_root}: {len(data.train)} training / {val} validation / {len(data.test)} test "
+          f"images at {cfg.image_size} px; profile {a.profile}: {cfg.model} {cfg.model_kwargs}, {st.rounds} rounds of "
+          f"{cfg.engine.local_iters} local iterations, lr {cfg.engine.lr:g}, seeds {st.seeds}, {len(methods)} "
+          f"methods, {workers} worker(s)")
+    t = time.perf_counter()
+    df = run_many(cfg, methods, st.seeds, a.results_dir, progress=False, histories=True, workers=workers)
+    print(f"{len(df) // 2} runs in {time.perf_counter() - t:.0f} s (cached runs are not re-run)\n")
+    print("Table 2, last round (x 100, mean ± sd over seeds), beside the paper's (DenseNet-121, 224 px, "
+          "50 rounds of 30 iterations):")
+    print(fedlsm.with_paper(df, TASK, not_run=a.methods is None).to_string())
+    steps = fedlsm.ordering(df, TASK)
+    print("\nPaired differences (points, same seed; p: two-sided paired t-test):")
+    print(steps.set_index("metric").to_string())
+    print()
+    for line in fedlsm.describe_ordering(steps):
+        print(line)
+    print(describe_late_gain(late_gain(curve_frame(df)), ["FedLSM", "FedAvg*", "FedAvg"]))
+
+
+if __name__ == "__main__":
+    main()
