@@ -249,3 +249,40 @@ def test_fedrs_and_fedpu_single_label(skin):
 def test_fedrs_fedpu_refuse_multi_label(federation, name):
     with pytest.raises(ValueError, match="single-label"):
         _run(federation, name)
+
+
+def test_fedavg_star_unknown_as_negative_weights_every_entry_by_hand():
+    """FedAvg* under the "unknown = negative" reading (issue 23): weighted BCE over every
+    entry, N_neg / N_pos counted over all of the client's entries."""
+    from types import SimpleNamespace
+
+    from fedpl_core.federation import Batch
+
+    labels = torch.tensor([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    mask = torch.tensor([[True, False]] * 4)  # class 1 unknown to this client
+    logits = torch.tensor([[0.5, -0.2], [-1.0, 0.3], [2.0, 0.1], [0.0, -0.4]])
+    ctx = SimpleNamespace(state={}, scratch={}, data=SimpleNamespace(labels=labels, mask=mask),
+                          info=SimpleNamespace(task="multilabel"))
+    batch = Batch(None, labels, mask, torch.arange(4), torch.arange(4))
+    pw = torch.tensor([2 / 2, 3 / 1])  # class 0: 2 neg / 2 pos; class 1 over all entries: 3 neg / 1 pos
+    want_neg = F.binary_cross_entropy_with_logits(logits, labels, pos_weight=pw)
+    assert torch.isclose(get_method("fedavg_star", partial=False).loss(ctx, logits, None, batch), want_neg)
+    ctx.state.clear(), ctx.scratch.clear()
+    part = F.binary_cross_entropy_with_logits(logits[:, :1], labels[:, :1], pos_weight=pw[:1])
+    assert torch.isclose(get_method("fedavg_star").loss(ctx, logits, None, batch), part)
+
+
+def test_tdma_effect_pairs_each_reading_on_the_seed():
+    import pandas as pd
+
+    from fedpl_core.studies import fedlsm as study
+
+    vals = {"FedAvg, partial": [0.70, 0.72, 0.74], "FedAvg*, partial": [0.71, 0.72, 0.76],
+            "FedAvg, unknown = 0": [0.60, 0.62, 0.61], "FedAvg*, unknown = 0": [0.70, 0.70, 0.72]}
+    df = pd.DataFrame([{"label": k, "seed": s, "which": "final", "auroc_mean": v}
+                       for k, vs in vals.items() for s, v in enumerate(vs)])
+    t = study.tdma_effect(df)
+    assert t.loc["partial loss", "FedAvg"] == 72.0 and t.loc["partial loss", "FedAvg*"] == 73.0
+    assert t.loc["partial loss", "TDMA gain (points)"] == 1.0  # (1 + 0 + 2) / 3
+    assert t.loc["unknown = negative", "TDMA gain (points)"] == pytest.approx(9.67, abs=0.01)  # (10 + 8 + 11) / 3
+    assert [lab for lab, _ in study.tdma_methods()] == list(vals)

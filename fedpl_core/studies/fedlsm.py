@@ -208,6 +208,46 @@ def methods(task: str, labels: Sequence[str] | None = None, first_order: bool = 
     return out
 
 
+#: Task 1's FedAvg under both readings of "FedAvg" (issue 23), each with FedAvg and with TDMA
+#: head aggregation and the same weighted BCE, so that each pair differs by the aggregation only:
+#: (label, registry name, method kwargs, reading).
+TDMA_GRID = [("FedAvg, partial", "fedavg_wbce", {}, "partial loss"),
+             ("FedAvg*, partial", "fedavg_star", {}, "partial loss"),
+             ("FedAvg, unknown = 0", "fedavg_wbce", {"partial": False}, "unknown = negative"),
+             ("FedAvg*, unknown = 0", "fedavg_star", {"partial": False}, "unknown = negative")]
+
+
+def tdma_methods() -> list[tuple[str, dict]]:
+    """``(label, overrides)`` of :data:`TDMA_GRID`: FedAvg and FedAvg* with the partial loss
+    and with unknown labels trained as negatives.  TDMA averages head row c over the clients
+    that label c only, so it can matter only where the other clients' rows of c carry
+    something harmful: with the partial loss they carry nothing new (their row of c gets no
+    gradient), with unknown = 0 they were trained to say "no" to c."""
+    return [(lab, {"method": name, "method_kwargs": dict(kw)}) for lab, name, kw, _ in TDMA_GRID]
+
+
+def tdma_effect(df: pd.DataFrame, metric: str = "auroc_mean") -> pd.DataFrame:
+    """Per reading of "FedAvg": FedAvg, FedAvg* (x 100, mean over seeds) and the paired
+    difference FedAvg* - FedAvg with its p-value (:func:`fedpl_core.tables.paired_difference`)."""
+    from ..tables import paired_difference
+
+    fin = df[df["which"] == "final"] if "which" in df else df
+    mean = fin.groupby("label")[metric].mean() * 100
+    rows = []
+    for reading in dict.fromkeys(r for *_, r in TDMA_GRID):
+        a, b = [lab for lab, *_, r in TDMA_GRID if r == reading]
+        d = paired_difference(df, b, a, metric)
+        rows.append({"reading of FedAvg": reading, "FedAvg": round(mean[a], 1), "FedAvg*": round(mean[b], 1),
+                     "TDMA gain (points)": round(d["diff"], 2), "p": d["p"], "pairs": d["n"]})
+    return pd.DataFrame(rows).set_index("reading of FedAvg")
+
+
+def code_mode_methods() -> list[tuple[str, dict]]:
+    """FedLSM in paper mode and in ``mode="code"`` (the released code's loss reduction,
+    MixUp order and thresholds; :mod:`fedpl_core.methods.fedlsm`), side by side."""
+    return [("FedLSM", {"method": "fedlsm"}), ("FedLSM (code)", {"method": "fedlsm", "method_kwargs": {"mode": "code"}})]
+
+
 def missing_methods() -> list[str]:
     """Registry names of the paper's methods that this package does not offer (yet)."""
     have = set(available_methods())
@@ -323,7 +363,7 @@ def describe_ordering(steps: pd.DataFrame, alpha: float = 0.05) -> list[str]:
     return out
 
 
-__all__ = ["TASKS", "PAPER_METHODS", "ABLATION", "TABLE2_METRICS", "PAPER_TABLE1", "PAPER_TABLE2", "RANKING",
+__all__ = ["TASKS", "PAPER_METHODS", "ABLATION", "TDMA_GRID", "tdma_methods", "tdma_effect", "code_mode_methods", "TABLE2_METRICS", "PAPER_TABLE1", "PAPER_TABLE2", "RANKING",
            "RANKING_METRICS", "Settings", "check_data_roots", "settings", "methods", "missing_methods",
            "ablation_methods", "table1", "table2", "best_and_last", "paper_table", "with_paper", "ordering",
            "describe_ordering"]
