@@ -119,9 +119,8 @@ def test_fedmlp8_code_learning_degree_is_one_for_a_class_no_client_misses():
     """FedMLP-8 (code).  ``main.py`` L223 ``tao = FedAvg_tao(taos, dict_len, class_negative_client_list)``;
     ``utils/FedAvg.py`` L58-70: per class, the size-weighted mean of the clients in the list,
     ``t_avg[cls] = 1.`` when the list is empty.  Class 0: (200 x .4 + 300 x .6) / 500 = .52;
-    class 1: client 0 alone, .5; class 2: nobody misses it, 1.0.  On the server this takes
-    ``degree_empty=1.0``: ``mode="code"`` alone keeps the fall-back to all clients, which
-    ``tests/test_fedmlp.py::test_server_aggregates_metadata_and_sends_it_back`` expects in code mode."""
+    class 1: client 0 alone, .5; class 2: nobody misses it, 1.0.  ``mode="code"`` sets
+    ``degree_empty=1.0`` on the server."""
     sizes = [100.0, 200.0, 300.0]
     t = torch.tensor([[0.2, 0.5, 0.9], [0.4, 0.1, 0.3], [0.6, 0.7, 0.8]])
     negative = [[1, 2], [0], []]
@@ -133,7 +132,7 @@ def test_fedmlp8_code_learning_degree_is_one_for_a_class_no_client_misses():
     # without ``empty`` (the default): all clients where a class has no member [choice], unchanged
     assert torch.allclose(fedmlp.global_learning_degree(t, sizes, members)[2], torch.tensor((90 + 60 + 240) / 600))
     # the server, as FedMLP.aggregate calls it (class_mask = ~members: the clients that annotate c)
-    m = fedmlp.FedMLP(mode="code", degree_empty=1.0)
+    m = fedmlp.FedMLP(mode="code")
     info = FederationInfo(3, ["a", "b", "c"], "multilabel", ["x", "y", "z"])
     server = Server(m, {"w": torch.zeros(1)}, info)
     ups = []

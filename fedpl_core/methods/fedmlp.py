@@ -66,8 +66,8 @@ logged, tau = T); ``degree_clients="negative"`` (d_c averaged, size-weighted, ov
 clients where c is missing: ``main.py`` L223 ``FedAvg_tao(taos, dict_len,
 class_negative_client_list)``); ``prototype_weighting="size"`` (Eq. 6 weighted by client
 size, ``utils/FedAvg.py`` L72-93).  ``degree_empty=1.0`` gives a class that no client
-misses the degree 1.0, as ``FedAvg_tao`` (``utils/FedAvg.py`` L66-67); it is not set by
-``mode="code"`` (default ``None``: the mean over all clients); with every client in every
+misses the degree 1.0, as ``FedAvg_tao`` (``utils/FedAvg.py`` L66-67), and is set by
+``mode="code"`` (paper mode: ``None``, the mean over all clients); with every client in every
 round no client uses that value (MLD and ST read d_c of missing classes only).
 ``degree_weighting`` (``"size"`` = Eq. 10, ``"mean"``) is the same in both modes.
 """
@@ -85,9 +85,9 @@ from .base import Method
 from .fedavg import FedAvg
 
 PAPER = dict(logit_adjust=True, wpc_norm="classes", cr_schedule="paper", st=True, degree_clients="active",
-             prototype_weighting="mean", cr_norm="classes")
+             prototype_weighting="mean", cr_norm="classes", degree_empty=None)
 CODE = dict(logit_adjust=False, wpc_norm="code", cr_schedule="code", st=False, degree_clients="negative",
-            prototype_weighting="size", cr_norm="code")
+            prototype_weighting="size", cr_norm="code", degree_empty=1.0)
 EPS = 1e-6
 
 
@@ -234,7 +234,8 @@ class FedMLP(FedAvg):
         if mode not in ("paper", "code"):
             raise ValueError(f"unknown mode {mode!r}; use 'paper' or 'code'")
         given = dict(logit_adjust=logit_adjust, wpc_norm=wpc_norm, cr_schedule=cr_schedule, st=st,
-                     degree_clients=degree_clients, prototype_weighting=prototype_weighting, cr_norm=cr_norm)
+                     degree_clients=degree_clients, prototype_weighting=prototype_weighting, cr_norm=cr_norm,
+                     degree_empty=degree_empty)
         opts = {k: (PAPER if mode == "paper" else CODE)[k] if v is None else v for k, v in given.items()}
         for k, ok in (("wpc_norm", ("classes", "code")), ("cr_schedule", ("paper", "code")),
                       ("degree_clients", ("active", "negative")), ("prototype_weighting", ("mean", "size")),
@@ -254,7 +255,7 @@ class FedMLP(FedAvg):
         self.wpc_norm, self.cr_schedule = opts["wpc_norm"], opts["cr_schedule"]
         self.degree_clients, self.degree_weighting = opts["degree_clients"], degree_weighting
         self.prototype_weighting, self.cr_norm = opts["prototype_weighting"], opts["cr_norm"]
-        self.degree_empty = None if degree_empty is None else float(degree_empty)
+        self.degree_empty = None if opts["degree_empty"] is None else float(opts["degree_empty"])
 
     # ---------------------------------------------------------------- server
     def init_server(self, server) -> None:
