@@ -33,7 +33,9 @@ clients that annotate class c.
   positive of c is left out of P_0 / P_1 **[choice]**) and the degrees (Eq. 10: size-weighted
   over S_c) and sends both back in the payload.  At the start of the next round
   (``before_training``) missing-label detection (MLD, Eq. 7-9) runs on the features of the
-  *received* model **[choice: the paper does not say which model's features]**: for each
+  *received* model **[choice: the paper does not say which model's features; the released code
+  does the same: prototypes from the trained local model at the end of a round, L971-996, MLD
+  features from the received model at the start of the next, L1020-1047]**: for each
   missing class with both global prototypes, ``Z = cos(P_0, F) - cos(P_1, F)`` over the
   samples not yet tagged for c; of those with Z >= 0 the ``floor(tau_0 * count)`` largest Z
   are tagged 0, of those with Z < 0 the ``floor(tau_1 * count)`` smallest tagged 1
@@ -47,6 +49,13 @@ clients that annotate class c.
   ``cr_weight`` x MSE between the sigmoid outputs of the local model and of the received
   global model (``ctx.forward_with``, eval mode, same view) over the still-untagged missing
   entries, normalised like WPC, sum / (B C) **[choice: weight 1 and normalisation not given]**.
+* **[finding, issue 23] ST needs a warmed-up model.**  tau = d_c T, and d_c is the share of
+  sigmoid outputs outside [L, R] = [0.3, 0.7].  After 3 of the 4 warm-up rounds of notebook
+  04's cpu profile (one epoch of ~150 images a round, about 15 local steps a client so far)
+  the 5-95 % range of a client's outputs is 0.48-0.50 (mean over classes), so d_c = 0 and
+  tau = 0: ST switches tagging off until the model leaves 0.5
+  (``benchmarks/fedmlp_tagging.py`` plots ``log/learning_degree`` per round).  The paper
+  warms up for 50 epochs of ~3,000 images a client, thousands of steps.
 * Table 3 ablation switches: ``mld``, ``wpc`` (off = Eq. 1, BCE over all classes with
   untagged missing entries as 0 and no logit adjustment, i.e. FedAvg), ``cr``, ``st`` (off
   = tau = T).  All off is FedAvg exactly (one engine-augmented view per step).
