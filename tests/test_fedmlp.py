@@ -112,6 +112,20 @@ def test_all_components_off_is_fedavg_bce():
     m.before_training(ctx)
     want = torch.nn.functional.binary_cross_entropy_with_logits(logits, batch01().y)  # missing = negative, Eq. 1
     assert torch.isclose(m.loss(ctx, logits, None, batch01()), want)
+    # and FedAvg's loss to the bit, gradient included (a different reduction changes the last bit of the
+    # gradient, and the runs part after one round)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(32, 3, generator=g)
+    b = batch01()
+    b = type(b)(b.x, (torch.rand(32, 3, generator=g) < 0.3).float(), torch.ones(32, 3, dtype=torch.bool), torch.arange(32),
+                torch.arange(32))
+    ctx.info = SimpleNamespace(task="multilabel")
+    grads = []
+    for method in (m, get_method("fedavg")):
+        xi = x.clone().requires_grad_(True)
+        method.loss(ctx, xi, None, b).backward()
+        grads.append(xi.grad)
+    assert torch.equal(grads[0], grads[1])
 
 
 # ----------------------------------------------------------------------------- Eq. 7-9

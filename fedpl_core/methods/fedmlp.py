@@ -89,6 +89,7 @@ import torch
 import torch.nn.functional as F
 
 from ..federation import Batch
+from ..losses import masked_bce
 from . import register
 from .base import Method
 from .fedavg import FedAvg
@@ -391,8 +392,8 @@ class FedMLP(FedAvg):
             else:
                 denom = ctx.cfg.batch_size * int(ctx.data.class_mask.sum())
             total = wpc_loss(logits, y, known, shift, denom)
-        else:  # Eq. 1: missing entries are negatives (tags replace them)
-            total = F.binary_cross_entropy_with_logits(logits, y)
+        else:  # Eq. 1: missing entries are negatives (tags replace them); FedAvg's own loss
+            total = masked_bce(logits, y)
         if self.cr and self.cr_weight > 0:
             if self.cr_schedule == "paper":
                 sel = missing & ~known if stage2 else None
