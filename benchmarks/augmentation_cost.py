@@ -13,8 +13,9 @@ training augmentation, at the notebook's 16 rounds and at ``--scale`` times as m
 * ``flip_affine``, FedMLP's released transform (rotation +-10 degrees, translation +-2 %).
 
 The zero-padded variants are the old :func:`fedpl_core.preprocess.augment_batch`, kept
-here (:func:`zero_padded`) only to measure it; each variant caches its runs in its own
-folder, since the run id does not know the padding::
+here (:func:`zero_padded`) only to measure it, run in this process (the grid's worker
+processes, forked once, would not see the patch) and cached in a folder of their own,
+since the run id does not know the padding::
 
     python benchmarks/augmentation_cost.py              # 16 and 64 rounds, 3 seeds
     python benchmarks/augmentation_cost.py --scale 1    # 16 rounds only
@@ -79,11 +80,13 @@ def main() -> None:
         rounds = st.rounds * scale
         for label, (aug, fn) in VARIANTS.items():
             cfg = base.replace(engine=replace(base.engine, rounds=rounds, augment=aug, eval_every=max(1, rounds // 8)))
-            PP.augment_batch = fn  # forked workers inherit the patch
+            old = fn is zero_padded
+            PP.augment_batch = fn  # the patch reaches this process only: the old variants run here, serially
             t = time.time()
             try:
-                df = run_many(cfg, [("FedAvg", {"method": "fedavg"})], st.seeds, progress=False, workers=a.workers,
-                              results_dir=f"{a.results_dir}/{'zero' if fn is zero_padded else 'now'}")
+                df = run_many(cfg, [("FedAvg", {"method": "fedavg"})], st.seeds, progress=False,
+                              workers=1 if old else a.workers, backend="serial" if old else None,
+                              results_dir=f"{a.results_dir}/{'zero' if old else 'now'}")
             finally:
                 PP.augment_batch = _NEW
             d = df[df["which"] == "final"].assign(label=label)
