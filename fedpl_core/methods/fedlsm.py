@@ -98,6 +98,26 @@ c1c0e6f) was read: ``src/modules/cxr_trainer.py`` (multi-label step), ``skin_tra
   never apply (``~any(softmax)`` is always False), and its AWPA counts (q_c^k counted per
   sampled batch over the round's steps, ``cxr_trainer.py`` L106-107, ``skin_trainer.py`` L109).
 
+**Findings (issue 23; notebook 02's cpu profile, 3 seeds, last round):**
+
+* *Which FedAvg?*  The paper's TDMA adds 5 points in Task 1 (FedAvg 0.710 -> FedAvg* 0.760).
+  The released code has no FedAvg, so both readings run (``studies.fedlsm.TDMA_GRID``, same
+  weighted BCE, each pair differing by the aggregation only): with the partial loss TDMA adds
+  +1.8 points (p = 0.29), with unknown labels trained as negatives +0.6 (p = 0.55).  Neither
+  reproduces the paper's gain here (``figures/02_tdma_readings.md``).
+* *Paper mode and code mode*: ``mode="code"`` is not better than paper mode (Task 1 -1.8,
+  p = 0.49; Task 2 AUC -1.2, p = 0.57) and is below FedAvg* in both tasks
+  (``figures/02_code_mode.md``).
+* *Why FedLSM trails FedAvg* in Task 1*: its pseudo-labels never engage in the 10 rounds (at
+  the paper's thresholds the teacher's probabilities on unknown classes stay near 0.5, mean
+  uncertainty 0.99; ``pl/coverage`` 0 every round, ``figures/02_diagnostics_1.md``), so FedLSM
+  is its strong-view training on D_l u D_m without pseudo-labels.  That heavy augmentation
+  slows a short run is measured for FedAvg (``benchmarks/augmentation_cost.py``), not for
+  FedLSM's own strong view.
+* *Real data* (HAM10000, Task 2, 28 px, the small CNN, 40 rounds x 30 iterations):
+  FedLSM - FedAvg* AUC +1.2 (p = 0.52), accuracy -8.2 (p = 0.051), F1 +0.7 (p = 0.81);
+  FedAvg* - FedAvg AUC -4.5 (p = 0.020) (``figures/02_real_ham10000_long.md``).
+
 Logged per client and round (``ctx.log``): ``share_dl`` / ``share_dm`` / ``share_dh`` (the
 split), ``uncertainty`` (mean score), ``pl_share`` (share of the unknown entries of the
 round's main batches that got a pseudo-label; single-label: of the unlabelled samples).
