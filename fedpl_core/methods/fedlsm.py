@@ -108,7 +108,7 @@ c1c0e6f) was read: ``src/modules/cxr_trainer.py`` (multi-label step), ``skin_tra
 * *Paper mode and code mode*: ``mode="code"`` is not better than paper mode (Task 1 -1.8,
   p = 0.49; Task 2 AUC -1.2, p = 0.57) and is below FedAvg* in both tasks
   (``figures/02_code_mode.md``).
-* *Why FedLSM trails FedAvg* in Task 1*: its pseudo-labels never engage in the 10 rounds (at
+* Why FedLSM trails FedAvg and FedAvg* in Task 1: its pseudo-labels never engage in the 10 rounds (at
   the paper's thresholds the teacher's probabilities on unknown classes stay near 0.5, mean
   uncertainty 0.99; ``pl/coverage`` 0 every round, ``figures/02_diagnostics_1.md``), so FedLSM
   is its strong-view training on D_l u D_m without pseudo-labels.  That heavy augmentation
