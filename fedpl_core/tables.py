@@ -12,9 +12,16 @@ from scipy import stats
 
 def fmt_mean_std(mean: float, std: float, decimals: int = 2) -> str:
     """``"mean ± std"``; with one value (``std`` NaN, as ``ddof=1`` gives for n = 1) the
-    mean alone: a single seed has no spread to show."""
+    mean alone: a single seed has no spread to show.  A positive spread that rounds to zero
+    is shown as an upper bound, so it cannot be read as one seed or as equal values.
+
+    >>> fmt_mean_std(0.78781, 0.00013, 3), fmt_mean_std(0.5, 0.0, 3), fmt_mean_std(0.5, float("nan"), 3)
+    ('0.788 ± <0.001', '0.500 ± 0.000', '0.500')
+    """
     if std is None or not np.isfinite(std):
         return f"{mean:.{decimals}f}"
+    if 0 < std < 0.5 * 10 ** -decimals:
+        return f"{mean:.{decimals}f} ± <{10 ** -decimals:.{decimals}f}"
     return f"{mean:.{decimals}f} ± {std:.{decimals}f}"
 
 
