@@ -7,7 +7,6 @@ results folder cannot run code when a run resumes; it is refused with
 """
 from __future__ import annotations
 
-import os
 import pickle
 import zipfile
 from pathlib import Path
@@ -21,15 +20,12 @@ class CheckpointError(RuntimeError):
 
 
 def atomic_torch_save(obj: Any, path: str | Path) -> None:
-    """``torch.save`` to a temporary name in the same folder, then :func:`os.replace`."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """``torch.save`` to a fresh temporary file in the same folder (``mkstemp``: never a
+    planted file or link), then :func:`os.replace` (see :mod:`fedpl_core.fileio`)."""
+    from .fileio import atomic_write
+
+    with atomic_write(path, "wb") as f:
+        torch.save(obj, f)
 
 
 def save_checkpoint(sim, path: str | Path) -> None:

@@ -1,0 +1,202 @@
+"""Files in a results folder that other processes, users and hosts may share.
+
+Every file the package writes there goes through :func:`atomic_write`: the content is
+written to a fresh temporary file made with :func:`tempfile.mkstemp` (``O_CREAT |
+O_EXCL``, so a file or link planted under the temporary name is never opened, truncated
+or written through) in the target's folder, flushed and ``fsync``-ed, then moved into
+place with :func:`os.replace`, which replaces a link planted at the target instead of
+writing through it.  A reader sees the old file or the new one, never a half-written one.
+
+Temporary names are ``.<target name>.<pid>@<host>.<random>.tmp``: the writer's process and
+host are in the name, so :func:`remove_stale_temps` removes only temporaries of this
+package whose process is gone (this host) or that nobody touched for
+:func:`stale_after` seconds (another host); it never follows a link and leaves anything
+that is not a regular file alone.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import stat
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, Iterator
+
+STALE_ENV = "FEDPL_LOCK_STALE_S"
+DEFAULT_STALE_S = 300.0
+
+_TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)(?:@(?P<host>[A-Za-z0-9_-]+)\.[A-Za-z0-9_]+)?\.tmp$")
+
+
+def stale_after() -> float:
+    """Seconds after which an untouched lock or temporary file counts as abandoned
+    (``$FEDPL_LOCK_STALE_S``, default 300).  A lock holder refreshes its lock's time
+    every ``stale_after() / 6`` seconds."""
+    raw = os.environ.get(STALE_ENV, "")
+    if not raw.strip():
+        return DEFAULT_STALE_S
+    try:
+        v = float(raw)
+    except ValueError:
+        raise ValueError(f"{STALE_ENV} must be a number of seconds, got {raw!r}") from None
+    if not (v > 0 and v == v and v != float("inf")):
+        raise ValueError(f"{STALE_ENV} must be a positive number of seconds, got {raw!r}")
+    return v
+
+
+def host_tag() -> str:
+    """This host's name as it stands in temporary names (letters, digits, ``-``, ``_``)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:64] or "host"
+
+
+def temp_prefix(target: str | Path) -> str:
+    """The prefix of this process's temporary files for ``target``."""
+    return f".{Path(target).name}.{os.getpid()}@{host_tag()}."
+
+
+def _umask() -> int:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def make_temp(target: str | Path, mode: str = "w") -> tuple[Path, IO]:
+    """A new temporary file beside ``target`` (``O_EXCL``: never an existing file or
+    link), open for writing with ``mode``, with the permissions a plain ``open`` would
+    give (mkstemp's 0600 would hide shared results from the other users of a folder)."""
+    target = Path(target)
+    fd, name = tempfile.mkstemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+        return Path(name), os.fdopen(fd, mode)
+    except BaseException:
+        os.close(fd)
+        os.unlink(name)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_write(target: str | Path, mode: str = "w", fsync: bool = True) -> Iterator[IO]:
+    """``with atomic_write(path) as f: f.write(...)``: the content lands at ``path`` in
+    one :func:`os.replace` when the block ends without an error; on an error the target
+    is left as it was and the temporary file is removed."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp, f = make_temp(target, mode)
+    try:
+        with f:
+            yield f
+            f.flush()
+            if fsync:
+                os.fsync(f.fileno())
+        os.replace(tmp, target)
+        if fsync:
+            _fsync_dir(target.parent)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def atomic_write_text(target: str | Path, text: str, fsync: bool = True) -> None:
+    with atomic_write(target, "w", fsync=fsync) as f:
+        f.write(text)
+
+
+def atomic_write_bytes(target: str | Path, data: bytes, fsync: bool = True) -> None:
+    with atomic_write(target, "wb", fsync=fsync) as f:
+        f.write(data)
+
+
+def check_writable(target: str | Path) -> Path:
+    """Raise ``OSError`` now when :func:`atomic_write` could not write ``target``."""
+    p = Path(target)
+    if p.is_dir():
+        raise IsADirectoryError(f"{p} is a folder; give a file name")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp, f = make_temp(p)
+    f.close()
+    os.unlink(tmp)
+    return p
+
+
+def parse_temp_name(name: str) -> tuple[int, str | None] | None:
+    """``(pid, host tag or None for the older host-less form)`` of a temporary name of
+    this package, else None."""
+    m = _TEMP.match(name)
+    if not m:
+        return None
+    return int(m["pid"]), m["host"]
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:
+        return False
+    return True
+
+
+def remove_stale_temps(folder: str | Path, stale_s: float | None = None) -> list[Path]:
+    """Remove this package's temporary files in ``folder`` that are abandoned: the writing
+    process (on this host) no longer runs, or (another host's file) it was last modified
+    more than ``stale_s`` seconds ago (default :func:`stale_after`).  Links and anything
+    else that is not a regular file are never removed, nor followed."""
+    stale_s = stale_after() if stale_s is None else stale_s
+    here, removed = host_tag(), []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for e in entries:
+        parsed = parse_temp_name(e.name)
+        if parsed is None:
+            continue
+        try:
+            st = os.lstat(e.path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        pid, host = parsed
+        if host in (None, here):
+            stale = not pid_alive(pid)
+        else:
+            stale = time.time() - st.st_mtime > stale_s
+        if stale:
+            try:
+                os.unlink(e.path)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                continue
+            removed.append(Path(folder) / e.name)
+    return sorted(removed)
+
+
+__all__ = ["atomic_write", "atomic_write_text", "atomic_write_bytes", "make_temp", "check_writable",
+           "remove_stale_temps", "parse_temp_name", "stale_after", "host_tag", "temp_prefix", "pid_alive",
+           "STALE_ENV", "DEFAULT_STALE_S"]
