@@ -10,21 +10,33 @@ two functions and their one results cache:
   numbers (not the ``name``, the device or the progress bar), so identical runs of two
   experiments are shared.
 * an interrupted run resumes from ``<run_id>.ckpt`` (``engine.checkpoint_every``);
-* a corrupt result file or an unreadable checkpoint is reported with a warning and the
-  run is done again; temporary files left by a killed process are removed;
+* a corrupt result file (unreadable JSON, a missing key, a value of the wrong type, a
+  NaN or infinity, a link instead of a file) or an unreadable checkpoint is reported with
+  a warning naming the file, and the run is done again; temporary files left by a killed
+  process are removed;
 * two processes on one ``results_dir`` never do the same run: a run is claimed with
-  ``<run_id>.lock`` (held by a live process, it is waited for, or skipped by ``run_many``
-  until the end).
+  ``<run_id>.lock`` (held by a live process, it is waited for, saying who holds it, or
+  skipped by ``run_many`` until the end).  The holder refreshes the lock's time every
+  ``$FEDPL_LOCK_STALE_S / 6`` seconds; a lock of a process that no longer runs on this
+  host, or one not refreshed for ``$FEDPL_LOCK_STALE_S`` seconds (default 300: a killed
+  run whose process id was reused, a lock of another host), is stale and taken over;
+* every file is written through :mod:`fedpl_core.fileio`: a fresh ``mkstemp`` temporary
+  file, then ``os.replace``; a file or link planted at a temporary or final name is
+  never written through.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
 import math
 import os
+import secrets
 import socket
+import stat
+import threading
 import time
 import typing
 import warnings
@@ -41,6 +53,8 @@ from .config import ConfigError, EngineConfig, check_seed, validate
 from .data.base import ImageDataset
 from .datasets import DataBundle, load_bundle
 from .engine import Simulation
+from .fileio import STALE_ENV, atomic_write_text, pid_alive, remove_stale_temps, stale_after
+from .fileio import check_writable as _check_writable
 from .methods import available_methods, get_method
 from .models import MODELS, build_model
 
@@ -281,100 +295,324 @@ def finite_or_none(obj: Any) -> Any:
 
 
 def atomic_write_json(obj: Any, path: str | Path) -> None:
-    """Write JSON to a temporary name beside ``path``, then :func:`os.replace`."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(finite_or_none(obj), indent=1, allow_nan=False))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """Write JSON (NaN / infinity as null) to ``path`` atomically: a fresh temporary file
+    beside it, then :func:`os.replace` (:func:`fedpl_core.fileio.atomic_write`; a link
+    planted at ``path`` or at a temporary name is replaced, never written through)."""
+    atomic_write_text(path, json.dumps(finite_or_none(obj), indent=1, allow_nan=False))
 
 
 # --------------------------------------------------------------------------- locks
-def _pid_alive(pid: int) -> bool:
+_pid_alive = pid_alive
+_HELD: dict[str, str] = {}  # lock path -> token of the locks this process claimed
+_SEEN: dict[tuple, float] = {}  # (device, inode, mtime, size) of a lock -> when this process first saw it
+
+
+@dataclass
+class LockHolder:
+    """What a lock file says about its holder (``host`` / ``pid`` None: unreadable) and
+    ``age``, the seconds since it was last refreshed (its mtime, by this host's clock)."""
+
+    host: str | None
+    pid: int | None
+    token: str | None
+    age: float
+    regular: bool
+    sig: tuple
+
+    def describe(self) -> str:
+        if not self.regular:
+            return "nobody (the lock is not a regular file)"
+        if self.pid is None:
+            return f"an unreadable lock, refreshed {self.age:.0f} s ago"
+        return f"host {self.host} pid {self.pid}, refreshed {self.age:.0f} s ago"
+
+
+def lock_holder(lock: str | Path) -> LockHolder | None:
+    """The holder of ``lock`` (None: no lock); the lock is never followed if it is a link."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        st = os.lstat(lock)
+    except FileNotFoundError:
+        return None
+    host = pid = token = None
+    regular = stat.S_ISREG(st.st_mode)
+    if regular:
+        try:
+            fd = os.open(lock, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+            try:
+                parts = os.read(fd, 4096).decode("utf-8", "replace").split()
+            finally:
+                os.close(fd)
+            host, pid = parts[0], int(parts[1])
+            token = parts[3] if len(parts) > 3 else None
+        except (OSError, ValueError, IndexError):
+            host = pid = None
+    return LockHolder(host, pid, token, time.time() - st.st_mtime, regular,
+                      (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size))
 
 
-def _owner_alive(lock: Path) -> bool:
-    try:
-        host, pid = lock.read_text().split()[:2]
-    except (OSError, ValueError):
-        return False
-    return host != socket.gethostname() or _pid_alive(int(pid))
+def _stale_reason(h: LockHolder, stale_s: float) -> str | None:
+    """Why the lock of ``h`` is stale, or None while its holder may be alive.  Its age is
+    the larger of its mtime's age and the time this process has seen it unchanged (a
+    lock with a future time, from a host whose clock is ahead, still ages)."""
+    if not h.regular:
+        return "it is not a regular file"
+    now = time.monotonic()
+    if len(_SEEN) > 10000:
+        _SEEN.clear()
+    age = max(h.age, now - _SEEN.setdefault(h.sig, now))
+    if h.pid is None:
+        limit = min(stale_s, 5.0)  # a lock is written before it appears; unreadable: garbage
+        return f"it is unreadable and {age:.0f} s old" if age > limit else None
+    if h.host == socket.gethostname() and not pid_alive(h.pid):
+        return f"process {h.pid} no longer runs on this host"
+    if age > stale_s:
+        return f"it was not refreshed for {age:.0f} s (limit {stale_s:g} s, ${STALE_ENV})"
+    return None
 
 
-def claim(lock: Path) -> bool:
-    """Create ``lock`` for this process; False when a live process holds it (a lock of
-    a dead process on this host is stale and taken over).
+def claim(lock: Path, stale_s: float | None = None) -> bool:
+    """Create ``lock`` for this process; False when a live process holds it.  A lock is
+    stale, and taken over with a warning naming its holder, when its process no longer
+    runs on this host or when it was not refreshed for ``stale_s`` seconds (default
+    ``$FEDPL_LOCK_STALE_S``, see :func:`fedpl_core.fileio.stale_after`): a holder refreshes
+    it (:class:`_Heartbeat`), so a lock left by a killed process whose id was reused, or
+    by another host, does not block forever.
 
     The lock appears with its owner already written (a hard link of a finished temporary
-    file), so another process never reads a half-made lock as stale; a stale lock is
-    moved aside before it is judged again, so a fresh lock is never deleted for it."""
+    file, never through a link planted at its name), so another process never reads a
+    half-made lock as stale; a stale lock is moved aside before it is judged again, so a
+    fresh lock is never deleted for it."""
+    from .fileio import make_temp
+
     lock = Path(lock)
-    mine = lock.with_name(f".{lock.name}.{os.getpid()}.tmp")
-    aside = lock.with_name(f".{lock.name}.stale.{os.getpid()}.tmp")
-    mine.write_text(f"{socket.gethostname()} {os.getpid()} {time.time():.0f}\n")
+    stale_s = stale_after() if stale_s is None else stale_s
+    token = secrets.token_hex(8)
+    text = f"{socket.gethostname()} {os.getpid()} {time.time():.0f} {token}\n"
+    mine, f = make_temp(lock)
     try:
+        with f:
+            f.write(text)
         for _ in range(3):
             try:
-                os.link(mine, lock)
+                os.link(mine, lock)  # fails on any existing name, a link included
+                _HELD[str(lock)] = token
                 return True
             except FileExistsError:
                 pass
-            except OSError:  # a file system without hard links: create, then write
+            except OSError:  # a file system without hard links: create exclusively, then write
                 try:
-                    with open(lock, "x") as f:
-                        f.write(mine.read_text())
+                    fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+                    with os.fdopen(fd, "w") as out:
+                        out.write(text)
+                    _HELD[str(lock)] = token
                     return True
                 except FileExistsError:
                     pass
-            if _owner_alive(lock):
-                return False
-            try:
-                os.replace(lock, aside)  # only one process moves this file
-            except FileNotFoundError:
+            h = lock_holder(lock)
+            if h is None:
                 continue
-            if _owner_alive(aside):  # a fresh lock replaced the stale one meanwhile: put it back
+            if _stale_reason(h, stale_s) is None:
+                return False
+            aside, g = make_temp(lock.with_name(lock.name + ".stale"))
+            g.close()
+            try:
+                os.replace(lock, aside)  # only one process moves this file (a link is moved, not followed)
+            except FileNotFoundError:
+                os.unlink(aside)
+                continue
+            h2 = lock_holder(aside)
+            reason = None if h2 is None else _stale_reason(h2, stale_s)
+            if h2 is not None and reason is None:  # a fresh lock replaced the stale one meanwhile: put it back
                 try:
                     os.link(aside, lock)
                 except FileExistsError:
                     pass
-                aside.unlink(missing_ok=True)
+                os.unlink(aside)
                 return False
-            aside.unlink(missing_ok=True)
+            os.unlink(aside)
+            log.warning("run %s: taking over the lock held by %s: %s", lock.stem,
+                        h2.describe() if h2 is not None else h.describe(), reason)
         return False
     finally:
-        mine.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(mine)
+
+
+def release(lock: Path) -> None:
+    """Remove ``lock`` if this process claimed it and still holds it (a lock another
+    process took over meanwhile stays)."""
+    token = _HELD.pop(str(lock), None)
+    h = lock_holder(lock)
+    if h is not None and h.token is not None and h.token == token:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock)
+
+
+class _Heartbeat:
+    """Refreshes the time of a lock this process holds every ``stale_s / 6`` seconds, in
+    a daemon thread, while a run executes; stops (with a warning) if the lock was taken
+    over meanwhile (this process was stopped for longer than ``stale_s``)."""
+
+    def __init__(self, lock: Path, stale_s: float) -> None:
+        self.lock, self.token = Path(lock), _HELD.get(str(lock))
+        self.interval = max(0.05, min(stale_s / 6, 60.0))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"fedpl-lock-{self.lock.stem}", daemon=True)
+
+    def __enter__(self) -> "_Heartbeat":
+        if self.token is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _beat(self) -> None:
+        nofollow = os.utime in os.supports_follow_symlinks
+        while not self._stop.wait(self.interval):
+            h = lock_holder(self.lock)
+            if h is None or h.token != self.token:
+                log.warning("run %s: its lock was taken over by %s; this process goes on with the run",
+                            self.lock.stem, "nobody" if h is None else h.describe())
+                return
+            try:
+                if nofollow:
+                    os.utime(self.lock, follow_symlinks=False)
+                elif h.regular:
+                    os.utime(self.lock)
+            except OSError:
+                pass
 
 
 def clean_stale_files(results_dir: str | Path) -> list[Path]:
-    """Remove temporary files (``.<name>.<pid>.tmp``) of processes that no longer run."""
-    removed = []
-    for tmp in Path(results_dir).glob(".*.tmp"):
-        try:
-            pid = int(tmp.name.rsplit(".", 2)[-2])
-        except ValueError:
-            continue
-        if not _pid_alive(pid):
-            tmp.unlink(missing_ok=True)
-            removed.append(tmp)
-    return removed
+    """Remove this package's temporary files (``.<name>.<pid>@<host>.<random>.tmp``, or
+    the older ``.<name>.<pid>.tmp``) of processes that no longer run (see
+    :func:`fedpl_core.fileio.remove_stale_temps`); links are never followed or removed."""
+    return remove_stale_temps(results_dir)
 
 
 # --------------------------------------------------------------------------- run
-def _read_result(out: Path) -> RunResult | None:
+_RECORD_NUMBERS = set(METRIC_KEYS) | {"round", "val_loss", "train_loss", "threshold", "n_classes", "train_time",
+                                      "eval_time"}
+
+
+class ResultFileError(ValueError):
+    """A cached result file that cannot be used (then the run is done again)."""
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_finite(obj: Any, where: str) -> None:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        raise ResultFileError(f"{where} is {obj}")
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _check_finite(v, f"{where}.{k}")
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            _check_finite(v, f"{where}[{i}]")
+
+
+def _check_record(rec: Any, where: str, empty_ok: bool = False) -> None:
+    """A history record / ``final`` / ``best``: a mapping whose ``round`` is an integer and
+    whose metrics are numbers (or null), per-class lists of numbers (or null)."""
+    if not isinstance(rec, dict):
+        raise ResultFileError(f"{where} is a {type(rec).__name__}, not a mapping")
+    if not rec and empty_ok:
+        return
+    if not (isinstance(rec.get("round"), int) and not isinstance(rec.get("round"), bool)):
+        raise ResultFileError(f"{where}.round is {rec.get('round')!r}, not an integer")
+    for k, v in rec.items():
+        base = k.rsplit("/", 1)[-1]  # "<eval set>/<metric>" keys follow the metric's rule
+        if base in _RECORD_NUMBERS:
+            if not (v is None or _is_number(v)):
+                raise ResultFileError(f"{where}.{k} is {v!r}, not a number")
+        elif base.endswith("_per_class"):
+            if not (isinstance(v, list) and all(x is None or _is_number(x) for x in v)):
+                raise ResultFileError(f"{where}.{k} is not a list of numbers")
+        elif base in ("class_names", "few_positives"):
+            if not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+                raise ResultFileError(f"{where}.{k} is not a list of names")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ResultFileError(f"it holds {name}")
+
+
+def parse_result(text: str, run_id: str | None = None) -> RunResult:
+    """A :class:`RunResult` from a results JSON, checked: the keys, the types (config and
+    records are mappings, history a list of records, class names strings, metrics numbers)
+    and no NaN or infinity; ``run_id`` (the file's name), when given, must match.  Raises
+    :class:`ResultFileError` (a ``ValueError``) naming what is wrong."""
     try:
-        return RunResult.from_json(json.loads(out.read_text()))
+        d = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ResultFileError("it is nested too deeply") from None
+    if not isinstance(d, dict):
+        raise ResultFileError(f"it holds a {type(d).__name__}, not a mapping")
+    names = {f.name for f in dataclasses.fields(RunResult)}
+    if set(d) - names or (names - {"run_id"}) - set(d):
+        raise ResultFileError(f"its keys are {sorted(d)}, expected {sorted(names)}")
+    _check_finite(d, "result")
+    cfg = d["config"]
+    if not isinstance(cfg, dict):
+        raise ResultFileError(f"config is a {type(cfg).__name__}, not a mapping")
+    if not isinstance(cfg.get("method"), str):
+        raise ResultFileError(f"config.method is {cfg.get('method')!r}, not a name")
+    if not (isinstance(cfg.get("seed"), int) and not isinstance(cfg.get("seed"), bool)):
+        raise ResultFileError(f"config.seed is {cfg.get('seed')!r}, not an integer")
+    if not isinstance(d["history"], list) or not d["history"]:
+        raise ResultFileError("history is not a non-empty list of records")
+    for i, rec in enumerate(d["history"]):
+        _check_record(rec, f"history[{i}]")
+    _check_record(d["final"], "final")
+    _check_record(d["best"], "best", empty_ok=True)
+    if not (isinstance(d["class_names"], list) and all(isinstance(c, str) for c in d["class_names"])):
+        raise ResultFileError("class_names is not a list of names")
+    t = d["timings"]
+    if not (isinstance(t, dict) and all(_is_number(v) for v in t.values()) and "total_s" in t):
+        raise ResultFileError("timings is not a mapping of numbers with total_s")
+    rid = d.get("run_id", "")
+    if not isinstance(rid, str) or (run_id is not None and rid and rid != run_id):
+        raise ResultFileError(f"its run_id {rid!r} is not {run_id!r}")
+    return RunResult.from_json(d)
+
+
+def read_result(out: str | Path) -> RunResult:
+    """The checked result in the file ``out`` (:func:`parse_result`); a link is refused,
+    never followed.  Raises ``OSError`` or :class:`ResultFileError`."""
+    out = Path(out)
+    if stat.S_ISLNK(os.lstat(out).st_mode):
+        raise ResultFileError("it is a symbolic link, not a file")
+    fd = os.open(out, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ResultFileError("it is not a regular file")
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ResultFileError("it is not UTF-8 text") from None
+    return parse_result(text, run_id=out.stem)
+
+
+def _read_result(out: Path, warned: set | None = None) -> RunResult | None:
+    """The cached result at ``out``, or None (no file; or a corrupt one: then a warning
+    names the file and what is wrong, once per ``warned`` set, and the run is done again)."""
+    try:
+        return read_result(out)
+    except FileNotFoundError:
+        return None
     except (OSError, ValueError, TypeError) as e:
-        warnings.warn(f"ignoring corrupt result file {out} ({type(e).__name__}); the run is done again")
+        if warned is None or str(out) not in warned:
+            why = f"{type(e).__name__}: {e}" if isinstance(e, ResultFileError) else type(e).__name__
+            warnings.warn(f"ignoring corrupt result file {out} ({why}); the run is done again")
+            if warned is not None:
+                warned.add(str(out))
         return None
 
 
@@ -383,42 +621,49 @@ def check_writable(path: str | Path) -> Path:
     p = Path(path)
     if p.is_dir():
         raise IsADirectoryError(f"--out {p} is a folder; give a file name")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    probe = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    try:
-        probe.write_text("")
-    finally:
-        probe.unlink(missing_ok=True)
-    return p
+    return _check_writable(p)
 
 
 def run(cfg: ExperimentConfig, results_dir: str | Path | None = None, resume: bool = True,
         wait: bool = True) -> RunResult | None:
     """Run one experiment (see the module docstring for the results cache).  With
-    ``wait=False`` a run claimed by another live process returns None at once."""
+    ``wait=False`` a run claimed by another live process returns None at once; with
+    ``wait=True`` it is waited for, with a message (log ``fedpl``, warning level) naming
+    the run and its holder, until its result appears or its lock is stale."""
     rid = cfg.run_id()
     out = ckpt = lock = None
     if results_dir is not None:
+        stale_s = stale_after()
         rd = Path(results_dir)
         rd.mkdir(parents=True, exist_ok=True)
         clean_stale_files(rd)
         out, ckpt, lock = rd / f"{rid}.json", rd / f"{rid}.ckpt", rd / f"{rid}.lock"
+        warned: set = set()
+        said = -math.inf
         while True:
-            if resume and out.is_file() and (res := _read_result(out)) is not None:
+            if resume and (res := _read_result(out, warned)) is not None:
                 return res
             if claim(lock):
-                if resume and out.is_file() and (res := _read_result(out)) is not None:
-                    lock.unlink(missing_ok=True)  # finished by another process just before the claim
+                if resume and (res := _read_result(out, warned)) is not None:
+                    release(lock)  # finished by another process just before the claim
                     return res
                 break
+            h = lock_holder(lock)
+            who = h.describe() if h is not None else "a process that just let it go"
             if not wait:
+                log.info("run %s is held by %s; left for later", rid, who)
                 return None
-            time.sleep(1.0)
+            if time.monotonic() - said >= 60:
+                log.warning("waiting for run %s: its lock %s is held by %s (a lock not refreshed for %g s is "
+                            "taken over; $%s)", rid, lock, who, stale_s, STALE_ENV)
+                said = time.monotonic()
+            time.sleep(min(1.0, stale_s / 4))
     try:
-        return _execute(cfg, rid, out, ckpt, resume)
+        with _Heartbeat(lock, stale_s) if lock is not None else contextlib.nullcontext():
+            return _execute(cfg, rid, out, ckpt, resume)
     finally:
         if lock is not None:
-            lock.unlink(missing_ok=True)
+            release(lock)
 
 
 def _execute(cfg: ExperimentConfig, rid: str, out: Path | None, ckpt: Path | None, resume: bool) -> RunResult:
