@@ -815,10 +815,12 @@ def run_many(base: ExperimentConfig, methods: Sequence[str | tuple[str, dict]], 
     and written.  Data sources registered in ``__main__`` (a notebook cell) are not seen
     by spawned workers (macOS, Windows, CUDA): register them in an importable module.
     """
-    from .grid import check_args, run_grid
+    from .grid import check_args, check_unique, run_grid
 
     backend = check_args(backend, workers, retries)
-    jobs = Study(base, methods, list(seeds), settings).jobs()
+    seeds = list(seeds)
+    check_unique(methods, seeds)  # a repeated seed or method is no independent run
+    jobs = Study(base, methods, seeds, settings).jobs()
     warn_single_label_twins(jobs)
     results = run_grid([cfg for _, _, cfg in jobs], results_dir, backend, workers, ray_address, retries, progress)
     rows, hist = [], {}

@@ -307,6 +307,23 @@ def make_backend(backend: str, workers: int, ray_address: str | None = None) -> 
     raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
 
 
+def check_unique(methods: Sequence[Any], seeds: Sequence[Any]) -> None:
+    """Refuse a grid that lists a seed or a method label twice: the same run done again
+    gives the same numbers, and would be counted as an independent run in the means and
+    spreads (``± 0.0000, 2 runs``)."""
+    seeds = list(seeds)
+    twice = [s for i, s in enumerate(seeds) if s in seeds[:i]]
+    if twice:
+        raise ValueError(f"seed {twice[0]!r} is listed twice in seeds {seeds}: a repeated seed repeats the same run, "
+                         "it is not an independent one; give distinct seeds")
+    labels = [m if isinstance(m, str) else (m[0] if isinstance(m, (tuple, list)) and m else m) for m in methods]
+    twice = [m for i, m in enumerate(labels) if m in labels[:i]]
+    if twice:
+        raise ValueError(f"method {twice[0]!r} is listed twice in methods: a repeated method repeats the same runs, "
+                         "they are not independent ones; give each method once (a (label, overrides) pair for a "
+                         "variant)")
+
+
 def check_args(backend: str | None, workers: int, retries: int) -> str:
     """The backend to use (``None``: ``process`` when ``workers > 1``, else ``serial``)."""
     if not (isinstance(workers, int) and not isinstance(workers, bool) and workers >= 1):
@@ -357,15 +374,12 @@ def run_grid(cfgs: Sequence, results_dir: str | Path | None, backend: str = "ser
 def _cached(cfg, results_dir):
     """The finished result of ``cfg`` in ``results_dir``; None when absent or unreadable
     (then ``run`` reads it again, warns, and does the run)."""
-    import json
-
-    from .experiments import RunResult
+    from .experiments import read_result
 
     if results_dir is None:
         return None
-    out = Path(results_dir) / f"{cfg.run_id()}.json"
     try:
-        return RunResult.from_json(json.loads(out.read_text()))
+        return read_result(Path(results_dir) / f"{cfg.run_id()}.json")  # checked: keys, types, no NaN
     except (OSError, ValueError, TypeError):
         return None
 
@@ -396,6 +410,6 @@ def _drive(b: Backend, jobs: list[_Job], results_dir, retries: int, results: lis
     return sorted(held)
 
 
-__all__ = ["BACKENDS", "GridError", "Backend", "SerialBackend", "ProcessBackend", "RayBackend", "make_backend",
+__all__ = ["BACKENDS", "GridError", "check_unique", "Backend", "SerialBackend", "ProcessBackend", "RayBackend", "make_backend",
            "run_grid", "needs_gpu", "worker_init", "source_modules", "shared_pool", "shutdown_pools",
            "start_method"]
