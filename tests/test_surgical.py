@@ -367,3 +367,30 @@ def test_study_grid_goes_through_run_many_and_its_cache(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(again, df)
     table = study.ablation_table(again)
     assert list(table.index) == labels and list(table.columns) == ["held-out test", "external test"]
+
+
+def test_gap_by_round_pairs_classes_and_splits_shared_from_unique():
+    """Hand-built histories: NIH has classes a (unique) and s (shared), CheXpert s and c (unique).
+    The gap is the mean over the column's classes of (A - B), each class averaged over seeds."""
+    import pandas as pd
+
+    from fedpl_core.studies.surgical import gap_by_round
+
+    def rec(r, nih, chx):
+        return {"round": r, "NIH/class_names": ["a", "s"], "NIH/auroc_per_class": nih,
+                "CheXpert/class_names": ["s", "c"], "CheXpert/auroc_per_class": chx}
+
+    df = pd.DataFrame()
+    df.attrs["histories"] = {
+        ("", "A", 0): [rec(1, [0.70, 0.80], [0.60, 0.90])],
+        ("", "A", 1): [rec(1, [0.74, 0.80], [0.62, 0.90])],
+        ("", "B", 0): [rec(1, [0.60, 0.81], [0.60, 0.80])],
+        ("", "B", 1): [rec(1, [0.62, 0.81], [0.60, 0.84])],
+        ("", "other", 0): [rec(1, [0.0, 0.0], [0.0, 0.0])],
+    }
+    g = gap_by_round(df, "A", "B").set_index("column")
+    assert g.loc["NIH: unique", "gap"] == pytest.approx((0.72 - 0.61) * 100)
+    assert g.loc["CheXpert: unique", "gap"] == pytest.approx((0.90 - 0.82) * 100)
+    assert g.loc["NIH: shared", "gap"] == pytest.approx(-1.0)
+    assert g.loc["CheXpert: shared", "gap"] == pytest.approx(1.0)
+    assert (g["classes"] == 1).all() and g["p"].isna().all()  # one class per column: no test

@@ -569,6 +569,41 @@ def class_difference(df: pd.DataFrame, column: str, a: str, b: str, which: str =
     return paired_difference(per_class.rename(columns={"auroc": "auroc_mean"}), a, b, which=None, pair_on=("cls",))
 
 
+def gap_by_round(df: pd.DataFrame, a: str, b: str,
+                 columns: Sequence[str] = ("NIH: unique", "CheXpert: unique", "NIH: shared", "CheXpert: shared")
+                 ) -> pd.DataFrame:
+    """``a`` minus ``b`` round by round on the non-IID experiment's columns, from the per-round
+    histories of ``run_many(..., histories=True)``: one row per (round, column) with the mean
+    over the column's classes of the class AUROC difference (points; each class AUROC the mean
+    over seeds), the two-sided paired t-test over those classes (as :func:`class_difference`
+    tests) and the number of classes.
+
+    FL + SA and FL + PL differ only in the head rows of the classes a client lacks: FL + PL
+    averages a unique class's row with the other clients' rows of it, which the partial loss
+    leaves untouched, so the class moves at a fraction of its speed.  This shows when that
+    dilution costs and whether it is still there at the rounds the models are selected."""
+    rows = []
+    for (_, label, seed), hist in df.attrs["histories"].items():
+        if label not in (a, b):
+            continue
+        for rec in hist:
+            sets = {src: rec[f"{src}/class_names"] for src in ("NIH", "CheXpert") if f"{src}/class_names" in rec}
+            shared = set.intersection(*(set(v) for v in sets.values())) if len(sets) > 1 else set()
+            for src, names in sets.items():
+                for c, v in zip(names, rec[f"{src}/auroc_per_class"]):
+                    rows.append({"label": label, "seed": seed, "round": rec["round"], "cls": c, "auroc": v,
+                                 "column": f"{src}: {'shared' if c in shared else 'unique'}"})
+    long = pd.DataFrame(rows)
+    per = long.groupby(["round", "column", "cls", "label"])["auroc"].mean().unstack("label").dropna()
+    out = []
+    for (r, col), d in per.groupby(level=["round", "column"]):
+        if col not in columns:
+            continue
+        p = paired_ttest(d[a], d[b])[1] if len(d) > 1 and not np.allclose(d[a], d[b]) else float("nan")
+        out.append({"round": r, "column": col, "gap": float((d[a] - d[b]).mean() * 100), "p": p, "classes": len(d)})
+    return pd.DataFrame(out)
+
+
 def best_vs_last(df: pd.DataFrame, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """Mean AUROC of the selected (``best``: lowest validation loss) and the last-round
     (``final``) models per method and column, with the mean selected round."""
@@ -633,4 +668,4 @@ def plot_shared_unique(df: pd.DataFrame, which: str = "best", labels: Sequence[s
 __all__ = ["Settings", "make_settings", "ablation_source", "noniid_source", "real_data", "load_real_data",
            "ablation_config", "ablation_settings", "ablation_methods", "noniid_config", "noniid_methods",
            "class_orders", "partition", "random_label_sets", "table_columns", "long_form", "ablation_summary",
-           "ablation_table", "noniid_table", "best_vs_last", "plot_ablation", "plot_shared_unique"]
+           "ablation_table", "noniid_table", "gap_by_round", "best_vs_last", "plot_ablation", "plot_shared_unique"]
