@@ -223,6 +223,17 @@ def figures_dir() -> Path:
     return Path(os.environ.get("FEDPL_FIGURES") or "figures")
 
 
+def committed_table(stem: str) -> pd.DataFrame | None:
+    """A table committed under the checkout's ``figures/`` (``<stem>.csv``), e.g. a benchmark's
+    (``figures/bench_*.csv``), whatever the working directory and ``$FEDPL_FIGURES``; None
+    when the package does not run from a checkout that has it.  Notebooks quote benchmark
+    results through this, so their sentences come from the committed numbers."""
+    from pathlib import Path
+
+    p = Path(__file__).resolve().parent.parent / "figures" / f"{stem}.csv"
+    return pd.read_csv(p) if p.is_file() else None
+
+
 def save_table(df: pd.DataFrame, stem: str, folder: str | Path | None = None) -> dict[str, str]:
     """Write ``<stem>.csv``, ``.md`` and ``.tex`` into ``folder`` (default
     :func:`figures_dir`); returns the paths."""

@@ -76,3 +76,13 @@ def test_every_registered_method_and_paper_label_has_one_fixed_colour():
         for lab, name in rows:
             if (lab, name) != ("FedAvg", "fedavg_pl"):  # FedLSM's "FedAvg" (partial loss) is drawn as FedAvg
                 assert method_color(lab) == method_color(name), (table, lab, name)
+
+
+def test_committed_table_reads_the_checkout_figures_whatever_the_cwd(tmp_path, monkeypatch):
+    from fedpl_core.tables import committed_table
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path))
+    t = committed_table("02_tdma_readings")
+    assert t is not None and list(t.columns)[:3] == ["reading of FedAvg", "FedAvg", "FedAvg*"]
+    assert committed_table("no_such_table") is None
