@@ -325,3 +325,18 @@ def test_end_to_end_singlelabel(skin):
         assert torch.equal(pl["target"][rows].sum(1), torch.ones(int(rows.sum())))
         assert not pl["target"][rows][:, c.class_mask].any()  # y_hat in U_k only
     assert math.isfinite(rec["train_loss"]) and 0 <= rec["accuracy"] <= 1
+
+
+def test_describe_tdma_drift_names_only_the_significant_positive_settings():
+    import pandas as pd
+
+    from fedpl_core.studies.fedlsm import describe_tdma_drift
+
+    cols = ["local iterations", "reading of FedAvg", "TDMA gain (points)", "p", "pairs"]
+    t = pd.DataFrame([(12, "partial loss", 1.79, 0.29, 3), (48, "partial loss", -2.0, 0.01, 3),
+                      (12, "unknown = negative", 0.62, 0.55, 3), (48, "unknown = negative", 5.82, 0.010, 3)],
+                     columns=cols)
+    lines = describe_tdma_drift(t)
+    assert lines[1].startswith("unknown = negative: TDMA (FedAvg* - FedAvg) +0.6 at 12 (p = 0.55), +5.8 at 48")
+    assert lines[-1].endswith("with unknown = negative at 48 local iterations (+5.8, p = 0.01), and in no other setting.")
+    assert "in no setting" in describe_tdma_drift(t.assign(p=0.5))[-1]  # nothing significant

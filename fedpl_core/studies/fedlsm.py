@@ -363,7 +363,33 @@ def describe_ordering(steps: pd.DataFrame, alpha: float = 0.05) -> list[str]:
     return out
 
 
+def describe_tdma_drift(table: pd.DataFrame, paper_gain: float = 5.0, alpha: float = 0.05) -> list[str]:
+    """Sentences from ``benchmarks/fedlsm_tdma_drift.py``'s table (columns ``local iterations``,
+    ``reading of FedAvg``, ``TDMA gain (points)``, ``p``, ``pairs``): TDMA's paired gain per
+    reading of "FedAvg" and number of local iterations a round, and where the paper's gain
+    (Table 1: +5.0) shows at p < ``alpha``."""
+    out = []
+    hits = []
+    for reading, g in table.groupby("reading of FedAvg", sort=False):
+        parts = []
+        for _, r in g.sort_values("local iterations").iterrows():
+            p = r["p"]
+            test = "no test" if p is None or p != p else f"p = {p:.2g}"
+            parts.append(f"{r['TDMA gain (points)']:+.1f} at {int(r['local iterations'])} ({test})")
+            if r["TDMA gain (points)"] > 0 and p == p and p is not None and p < alpha:
+                hits.append((reading, int(r["local iterations"]), r["TDMA gain (points)"], p))
+        out.append(f"{reading}: TDMA (FedAvg* - FedAvg) " + ", ".join(parts) + " local iterations a round "
+                   f"(paired over {int(g['pairs'].min())} seeds).")
+    if hits:
+        out.append("The paper's gain (+{:.1f}) shows, above zero at p < {:g}, with ".format(paper_gain, alpha)
+                   + "; ".join(f"{rd} at {n} local iterations ({gain:+.1f}, p = {p:.2g})" for rd, n, gain, p in hits)
+                   + ", and in no other setting.")
+    else:
+        out.append(f"The paper's gain (+{paper_gain:.1f}) shows in no setting at p < {alpha:g}.")
+    return out
+
+
 __all__ = ["TASKS", "PAPER_METHODS", "ABLATION", "TDMA_GRID", "tdma_methods", "tdma_effect", "code_mode_methods", "TABLE2_METRICS", "PAPER_TABLE1", "PAPER_TABLE2", "RANKING",
            "RANKING_METRICS", "Settings", "check_data_roots", "settings", "methods", "missing_methods",
            "ablation_methods", "table1", "table2", "best_and_last", "paper_table", "with_paper", "ordering",
-           "describe_ordering"]
+           "describe_ordering", "describe_tdma_drift"]
