@@ -114,6 +114,7 @@ class Simulation:
         self.client_states: list[dict[str, Any]] = [{} for _ in self.clients]
         self.history: list[dict[str, Any]] = []
         self.round = 0
+        self.init_clients()
         self.selection = BestRound(self.cfg.selection, self.cfg.maximise, self.cfg.patience)
         self.checkpoint_path = Path(checkpoint_path) if checkpoint_path else None
 
@@ -139,6 +140,12 @@ class Simulation:
         return ClientContext(k, round_idx, self.clients[k] if data is None else data, self.client_states[k],
                              self.model, self.optimizer, self.info, self.cfg, self.device, self.images,
                              self.preprocess, self._arrays, self.autocast)
+
+    def init_clients(self) -> None:
+        """:meth:`Method.init_client` for every client (after a resume too: it fills what
+        is missing)."""
+        for k in range(len(self.clients)):
+            self.method.init_client(self.client_context(k, self.round))
 
     def sample_clients(self, round_idx: int) -> list[int]:
         k = len(self.clients)

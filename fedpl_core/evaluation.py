@@ -126,10 +126,13 @@ def evaluate(sim: "Simulation", dataset: ImageDataset) -> dict[str, Any]:
                            mask=dataset.label_mask)
 
 
-@torch.inference_mode()
+@torch.no_grad()  # not inference mode: nothing made here may become an inference tensor in training
 def validation_loss(sim: "Simulation") -> float | None:
     """Mean over clients of the method's ``validation_loss`` on their validation split,
-    scored with the global model (each client's own model for personalised methods)."""
+    scored with the global model (each client's own model for personalised methods).
+
+    Every client with a split is scored, sampled this round or not; the method sees a
+    copy of the client's state, so scoring never changes what training will read."""
     personal = sim.method.evaluation == "personalised"
     losses = []
     for k, c in enumerate(sim.clients):
@@ -138,6 +141,7 @@ def validation_loss(sim: "Simulation") -> float | None:
         sim.load_state(client_model_state(sim, k) if personal else sim.server.global_state)
         sim.method.configure_model(sim.model, train=False)
         ctx = sim.client_context(k, sim.round, data=c.val)
+        ctx.state = dict(ctx.state)
         tot, n = 0.0, 0
         for b in ctx.iterate_all():
             with sim.autocast():

@@ -5,7 +5,9 @@ is listed here, in the order the engine calls it; a method overrides the few it 
 
 Once per run (harness):
     ``setup(model, info)``       the working model's structure and the :class:`FederationInfo`;
-    ``prepare_clients(clients, dataset)``   pooled baselines reshape the clients (Centralized, Oracle).
+    ``prepare_clients(clients, dataset)``   pooled baselines reshape the clients (Centralized, Oracle);
+    ``init_client(ctx)``         per client, on its training data: constants its losses read
+                                 (class weights), so that they exist before its first round.
 
 Server side (sees :class:`~fedpl_core.federation.Server` and ``ClientUpdate`` objects only):
     ``init_server(server)``      initialise ``server.state``;
@@ -18,8 +20,10 @@ batches, the working model, the optimizer, its state; never the engine):
     ``before_training(ctx)``     pseudo-labels, prototypes, difficulty estimates;
     ``local_train(ctx)``         the round's local steps, calling ``train_step`` and ``loss``;
     ``loss(ctx, logits, features, batch)``   **abstract**: the local objective;
+    ``supervised_loss(ctx, logits, batch)``   the loss on the annotated labels alone, with
+    no per-round state (FedAvg's ``loss``; a per-client class weighting may enter);
     ``validation_loss(ctx, logits, features, batch)``   the score of a client's validation
-    split (default: ``loss``; semi-supervised methods score the supervised part only);
+    split (default: ``supervised_loss``, so that it never needs a round's state);
     ``after_training(ctx)``;
     ``update_metadata(ctx)``     declared metadata (keys listed in ``metadata_keys``);
     ``make_update(ctx)``         model arrays + metadata -> ``ClientUpdate``.
@@ -37,6 +41,7 @@ from typing import Any, ClassVar
 import torch
 
 from ..federation import Batch, ClientContext, ClientUpdate, FederationInfo, Server
+from ..losses import masked_bce, masked_ce
 from ..models import HEAD_KEYS, is_bn_key
 
 BN_POLICIES = ("aggregate", "local", "frozen")
@@ -117,6 +122,12 @@ class Method(ABC):
         """Harness hook for pooled baselines (Centralized, Oracle): reshape the clients."""
         return clients
 
+    def init_client(self, ctx: ClientContext) -> None:
+        """Runs once per client (again after a resume; keep it idempotent) on its training
+        data, before any round: per-client constants that :meth:`supervised_loss` reads
+        (a class weighting) go into ``ctx.state`` here, so that a client's validation
+        split can be scored before the client is first sampled."""
+
     def configure_model(self, model: torch.nn.Module, train: bool) -> None:
         """Set train/eval modes of the working model before local training or evaluation
         (FedBN+: BatchNorm layers stay in inference mode while training)."""
@@ -159,13 +170,25 @@ class Method(ABC):
     def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         """The local objective on one batch (a scalar tensor)."""
 
+    def supervised_loss(self, ctx: ClientContext, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """The loss on the batch's annotated labels alone: BCE (CE for a single-label task)
+        over the annotated entries (``partial``) or over every entry (missing = negative).
+        It reads no per-round state (no teacher, anchor, pseudo-label or ``ctx.scratch``),
+        only what :meth:`init_client` put in ``ctx.state``; a method whose supervised term
+        is weighted (FedPSL's class weights) overrides it."""
+        mask = batch.mask if self.partial else None
+        if ctx.info.task == "multiclass":
+            return masked_ce(logits, batch.y, mask)
+        return masked_bce(logits, batch.y, mask)
+
     def validation_loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor,
                         batch: Batch) -> torch.Tensor:
         """The loss that scores a client's validation split for model selection (called
-        by the harness, outside local training: ``ctx.scratch`` is empty).  Default:
-        :meth:`loss`; a method whose loss needs per-round state (a teacher, an anchor,
-        pseudo-labels) overrides it with its supervised part."""
-        return self.loss(ctx, logits, features, batch)
+        by the harness, outside local training, on any client, sampled or not: ``ctx.scratch``
+        is empty and ``ctx.state`` is a copy, so nothing written there is kept).  Default:
+        :meth:`supervised_loss`, comparable from round to round (no ramped weights, no
+        teacher, no pseudo-labels, whose rows index the training split)."""
+        return self.supervised_loss(ctx, logits, batch)
 
     def train_step(self, ctx: ClientContext, batch: Batch) -> torch.Tensor:
         """One optimisation step; returns the detached loss."""

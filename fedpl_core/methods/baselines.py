@@ -43,10 +43,6 @@ class FedProx(FedAvg):
         prox = sum(((p - a) ** 2).sum() for p, a in zip(params, ctx.scratch["anchor"]))
         return base + 0.5 * self.mu * prox
 
-    def validation_loss(self, ctx, logits, features, batch):
-        """The data term only (the proximal anchor belongs to a round of local training)."""
-        return super().loss(ctx, logits, features, batch)
-
 
 class FedBN(FedAvg):
     """FedBN (Li et al. 2021): BatchNorm layers stay on the clients.  The global test set

@@ -8,7 +8,6 @@ method of the package is this class with a few hooks changed.
 from __future__ import annotations
 
 from ..aggregation import weighted_average
-from ..losses import masked_bce, masked_ce
 from .base import Method
 
 
@@ -24,7 +23,4 @@ class FedAvg(Method):
     def loss(self, ctx, logits, features, batch):
         """BCE (CE for a single-label task) over every entry, or over the annotated
         entries only when ``partial``."""
-        mask = batch.mask if self.partial else None
-        if ctx.info.task == "multiclass":
-            return masked_ce(logits, batch.y, mask)
-        return masked_bce(logits, batch.y, mask)
+        return self.supervised_loss(ctx, logits, batch)

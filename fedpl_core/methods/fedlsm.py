@@ -454,9 +454,7 @@ class FedLSM(Method):
                 if "betas" in g:
                     g["betas"] = self.adam_betas
         d, n = ctx.data, ctx.data.n
-        if self._multilabel(ctx) and "pos_weight" not in ctx.state:
-            ctx.state["pos_weight"] = class_pos_weight(d.labels, d.mask) if self.pos_weight \
-                else torch.ones(d.labels.shape[1])
+        self.init_client(ctx)
         if "pseudo_labels" not in ctx.state:
             ctx.state["pseudo_labels"] = {"mask": torch.zeros(d.labels.shape, dtype=torch.bool),
                                           "target": torch.zeros(d.labels.shape)}
@@ -492,7 +490,17 @@ class FedLSM(Method):
         ema_update(ctx.scratch["teacher"], dict(ctx.model.named_parameters()), dict(ctx.model.named_buffers()),
                    self.ema_decay)
 
+    def init_client(self, ctx) -> None:
+        """The class weights of the client's training labels (kept for the run)."""
+        d = ctx.data
+        if self._multilabel(ctx) and "pos_weight" not in ctx.state:
+            ctx.state["pos_weight"] = class_pos_weight(d.labels, d.mask) if self.pos_weight \
+                else torch.ones(d.labels.shape[1])
+
     def loss(self, ctx, logits, features, batch):
+        return self.supervised_loss(ctx, logits, batch)
+
+    def supervised_loss(self, ctx, logits, batch):
         """The known-label loss (warm-up round): L_I only."""
         if self._multilabel(ctx):
             pw = ctx.state["pos_weight"].to(logits.device)

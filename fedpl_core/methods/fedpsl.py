@@ -193,9 +193,13 @@ class WeightedBCE(FedAvg):
             ctx.state["pos_weight"] = pw
         return pw
 
-    def loss(self, ctx, logits, features, batch):
+    def init_client(self, ctx) -> None:
+        if self.pos_weight and ctx.info.task != "multiclass":
+            self.class_pos_weight(ctx)
+
+    def supervised_loss(self, ctx, logits, batch):
         if not self.pos_weight or ctx.info.task == "multiclass":
-            return super().loss(ctx, logits, features, batch)
+            return super().supervised_loss(ctx, logits, batch)
         scratch = getattr(ctx, "scratch", {})
         pw = scratch.get("pos_weight")
         if pw is None or pw.device != logits.device or pw.dtype != logits.dtype:

@@ -91,8 +91,8 @@ Protocol audit (paper = "Federated Setup", Sec. 2.4; code = the released
   after 25 evaluations without an improvement of 1e-4 (L249-253, L313-317).  The loss is
   the training loss: BCE over the client's classes for SA and FL + PL, BCE over all
   classes with missing labels as negatives for vanilla FL.  Ours:
-  :func:`~fedpl_core.evaluation.validation_loss` with each method's loss on the global
-  model, plain mean over clients; the same, except that our early stopping has no 1e-4
+  :func:`~fedpl_core.evaluation.validation_loss` with each method's supervised loss
+  (here its training loss) on the global model, plain mean over clients; the same, except that our early stopping has no 1e-4
   margin.
 * **Scores.**  Code: each test set is scored on the classes the global model and the set
   share (``analysis.py`` L176-182, L250-258): NIH on its 14, CheXpert on its 13, MIMIC
@@ -433,11 +433,11 @@ class SurgicalAggregation(PaperProtocol, FedAvg):
         if local:
             ctx.load_state(local)
 
-    def loss(self, ctx, logits, features, batch):
+    def supervised_loss(self, ctx, logits, batch):
         """Partial loss over the client's classes; when every entry of the batch is known
         it is the plain BCE (FedAvg's very computation)."""
         if ctx.info.task != "multilabel":
-            return super().loss(ctx, logits, features, batch)
+            return super().supervised_loss(ctx, logits, batch)
         mask = None if bool(batch.mask.all()) else batch.mask
         return masked_bce(logits, batch.y, mask)
 
