@@ -23,6 +23,57 @@ class DataError(ValueError):
     """Bad input data: a missing file, an unknown class name, a malformed table."""
 
 
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+        return None if text == "max" else int(text)
+    except (OSError, ValueError):
+        return None
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process can still allocate, as far as the system says
+    (Linux ``MemAvailable``, capped by a cgroup limit; elsewhere the free physical
+    pages); None when unknown."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if avail is None:
+        try:
+            import os
+
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return None
+    limit, used = _read_int("/sys/fs/cgroup/memory.max"), _read_int("/sys/fs/cgroup/memory.current")
+    if limit is not None and used is not None:
+        avail = min(avail, max(0, limit - used))
+    return avail
+
+
+def fmt_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if n < 1000 or unit == "PB":
+            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1000
+    return f"{n:.3g} EB"  # pragma: no cover
+
+
+def check_memory(nbytes: float, what: str, hint: str) -> None:
+    """A :class:`DataError` before allocating when ``nbytes`` (an estimate) exceeds the
+    memory available now, giving the estimate, what is available and ``hint``."""
+    avail = available_memory()
+    if avail is not None and nbytes > avail:
+        raise DataError(f"{what} need about {fmt_bytes(nbytes)} of memory; {fmt_bytes(avail)} is available: {hint}")
+
+
 @dataclass
 class ImageDataset:
     """Images, labels and per-sample metadata of one data set.

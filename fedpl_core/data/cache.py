@@ -43,7 +43,7 @@ from typing import Sequence
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from .base import DataError
+from .base import DataError, check_memory
 
 #: Bump when decoding changes so that old cache entries are not reused.
 DECODER_VERSION = "pil-bilinear-draft-v1"
@@ -128,7 +128,7 @@ def _log_source_size(name: str, path: str, image_size: int | None) -> None:
     try:
         with Image.open(path) as img:  # reads the header only
             w, h = img.size
-    except (OSError, UnidentifiedImageError, SyntaxError, ValueError):
+    except (OSError, UnidentifiedImageError, SyntaxError, ValueError, Image.DecompressionBombError):
         return  # decoding reports the bad file
     log_resize(name, w, h, image_size, f"first image {path}")
 
@@ -151,6 +151,15 @@ def _to_mode(img: Image.Image, channels: int) -> Image.Image:
     return img.convert("L" if channels == 1 else "RGB")
 
 
+def _bomb_message(path, e: Exception) -> str:
+    import re
+
+    m = re.search(r"\((\d+) pixels\) exceeds limit of (\d+)", str(e))
+    size = f"{int(m[1]):,} pixels, more than PIL's limit of {int(m[2]):,}" if m else "too large for PIL"
+    return (f"image file {path} is {size} (a guard against decompression bombs, PIL.Image.MAX_IMAGE_PIXELS): "
+            "shrink the image or remove it from the data set")
+
+
 def decode_image(path: str | os.PathLike, image_size: int | None, channels: int) -> np.ndarray:
     """One image file as uint8 ``[C, S, S]`` (``[C, H, W]`` when ``image_size`` is None)."""
     if channels not in (1, 3):
@@ -165,8 +174,12 @@ def decode_image(path: str | os.PathLike, image_size: int | None, channels: int)
             arr = np.asarray(img, dtype=np.uint8)
     except FileNotFoundError:
         raise DataError(f"image file not found: {path}") from None
+    except Image.DecompressionBombError as e:
+        raise DataError(_bomb_message(path, e)) from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
         raise DataError(f"cannot decode image file {path}: {e}") from None
+    except MemoryError:
+        raise DataError(f"image file {path} does not fit in memory when decoded at image_size {image_size}") from None
     return arr[None] if arr.ndim == 2 else np.ascontiguousarray(arr.transpose(2, 0, 1))
 
 
@@ -289,6 +302,10 @@ def load_images_cached(
     paths = [os.fspath(p) for p in paths]
     if not paths:
         raise DataError(f"{name}: no image files to load")
+    if image_size:  # memory-mapped, only the image being decoded is in memory at once
+        n_mem = 2 if opt.mmap and opt.use_cache else len(paths)
+        check_memory(n_mem * channels * image_size ** 2, f"{name}: {n_mem} images at {image_size} px",
+                     "lower image_size" + ("" if n_mem == 2 else " (or read the decode cache memory-mapped: mmap=True)"))
     _log_source_size(name, paths[0], image_size)
     dkw = dict(num_workers=opt.num_workers, desc=f"decoding {name}", progress=opt.progress)
     mmap_mode = "r" if opt.mmap else None

@@ -28,7 +28,7 @@ import numpy as np
 
 from .base import MULTICLASS, DataError, ImageDataset
 from .cache import DecodeOptions, decode_options
-from .files import build_dataset, find_file, index_files, read_table, require_file, select_classes
+from .files import build_dataset, find_file, index_files, read_table, select_classes
 
 #: ISIC 2018 Task 3 class order.
 HAM_CLASSES = ["MEL", "NV", "BCC", "AKIEC", "BKL", "DF", "VASC"]
@@ -114,6 +114,7 @@ def load_ham10000(
     if not Path(root).is_dir():
         raise DataError(f"{what}: data folder not found: {root}")
     meta_path = find_file(root, METADATA_NAMES)
+    asked = source
     if source == "auto":
         source = "metadata" if meta_path is not None and split == "train" else "isic"
     if source == "metadata" and split != "train":
@@ -132,7 +133,15 @@ def load_ham10000(
                 meta[c] = df[c].tolist()
         table = meta_path
     else:
-        table = require_file(root, [isic_file(split, "GroundTruth")], f"{what} {split}")
+        gt = isic_file(split, "GroundTruth")
+        table = find_file(root, [gt])
+        if table is None:
+            if asked == "isic" or split != "train":
+                raise DataError(f"{what} {split}: {gt} (ISIC 2018 layout) not found in {root} "
+                                "(searched 3 levels deep)")
+            raise DataError(f"{what}: neither the HAM10000 layout ({' / '.join(METADATA_NAMES)} with "
+                            f"HAM10000_images_part_1/, _2/) nor the ISIC 2018 layout ({gt} with "
+                            f"{isic_file(split, 'Input')}/) found in {root} (searched 3 levels deep)")
         df, labels = _read_ground_truth(table, what)
         ids = df["image"].str.strip().tolist()
         lesion: dict[str, str] = {}

@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 from PIL import Image
 
-from .base import MULTICLASS, MULTILABEL, DataError, ImageDataset
+from .base import MULTICLASS, MULTILABEL, DataError, ImageDataset, check_memory
 from .cache import DecodeOptions, decode_options, log_resize
 from .files import select_classes, subsample_index
 from .nih import NIH_CLASSES
@@ -112,6 +112,32 @@ def _resize(images: np.ndarray, image_size: int) -> np.ndarray:
     return out
 
 
+def _check_npz(path: Path) -> None:
+    """A clear :class:`DataError` for an ``.npz`` that cannot be one (numpy would read an
+    empty file as EOF and random bytes as a pickle it refuses)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError as e:
+        raise DataError(f"cannot read MedMNIST file {path}: {e.strerror or e}") from None
+    if not head:
+        raise DataError(f"MedMNIST file {path} is empty (0 bytes); download it again")
+    if head != b"PK\x03\x04":
+        raise DataError(f"MedMNIST file {path} is not an .npz archive (no zip signature at its start); "
+                        "download it again")
+
+
+def _check_label_values(y: np.ndarray, allowed, path: Path, which: list, expected: str) -> None:
+    bad = ~np.isin(y, np.asarray(list(allowed)))
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        v = y[i, j]
+        kind = "NaN" if isinstance(v, float | np.floating) and np.isnan(v) else repr(v.item() if hasattr(v, "item") else v)
+        n = int(bad.any(1).sum())
+        raise DataError(f"MedMNIST file {path}: label {kind} in row {i - which.index(which[i])} of its "
+                        f"{which[i]}_labels (expected {expected}); {n} row(s) hold such labels")
+
+
 def load_medmnist(
     root: str | os.PathLike,
     flag: str,
@@ -172,6 +198,7 @@ def load_medmnist(
             "download it from https://zenodo.org/records/10519652 or pass download=True"
         )
     images, labels, which = [], [], []
+    _check_npz(path)
     try:
         with np.load(path) as z:
             for s in splits:
@@ -181,9 +208,13 @@ def load_medmnist(
                 images.append(z[f"{s}_images"])
                 labels.append(z[f"{s}_labels"])
                 which += [s] * len(images[-1])
-    except (zipfile.BadZipFile, OSError, ValueError) as e:
-        raise DataError(f"cannot read MedMNIST file {path}: {e}") from None
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
+        raise DataError(f"cannot read MedMNIST file {path}: {type(e).__name__}: "
+                        f"{(str(e).strip().splitlines() or [''])[0]}; download it again") from None
 
+    empty = [s for s, a in zip(splits, images) if len(a) == 0]
+    if empty:
+        raise DataError(f"MedMNIST file {path}: split(s) {empty} hold no images")
     x = np.concatenate(images)
     y = np.concatenate(labels)
     if x.ndim == 3:
@@ -198,13 +229,17 @@ def load_medmnist(
         raise DataError(f"{path.name}: {len(x)} images but {len(y)} labels")
     y = y.reshape(len(y), -1)
     k = len(info.class_names)
+    if not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+        raise DataError(f"MedMNIST file {path}: labels are {y.dtype}, expected integers")
     if info.fedpl_task == MULTILABEL:
-        if y.shape[1] != k or not np.isin(y, (0, 1)).all():
-            raise DataError(f"{path.name}: multi-label labels must be 0/1 of shape [N, {k}], got {y.shape}")
+        if y.shape[1] != k:
+            raise DataError(f"MedMNIST file {path}: multi-label labels must have shape [N, {k}], got {y.shape}")
+        _check_label_values(y, (0, 1), path, which, "0 or 1")
         onehot = y.astype(np.float32)
     else:
-        if y.shape[1] != 1 or y.min() < 0 or y.max() >= k:
-            raise DataError(f"{path.name}: labels must be class indices [N, 1] in 0..{k - 1}")
+        if y.shape[1] != 1:
+            raise DataError(f"MedMNIST file {path}: labels must be class indices of shape [N, 1], got {y.shape}")
+        _check_label_values(y, range(k), path, which, f"a class index in 0..{k - 1}")
         onehot = np.eye(k, dtype=np.float32)[y[:, 0].astype(np.int64)]
 
     task, names = info.fedpl_task, list(info.class_names)
@@ -225,6 +260,8 @@ def load_medmnist(
         x = ((x.astype(np.uint32) * w[None, :, None, None]).sum(1, keepdims=True) // 1000).astype(np.uint8)
     name = name or (flag if size == 28 else f"{flag}_{size}")
     if decode.image_size is not None and decode.image_size != x.shape[-1]:
+        check_memory(len(x) * x.shape[1] * decode.image_size ** 2, f"{name}: {len(x)} images at {decode.image_size} px",
+                     "lower image_size")
         log_resize(name, x.shape[-1], x.shape[-2], decode.image_size, path.name)
         x = _resize(x, decode.image_size)
     return ImageDataset(

@@ -42,6 +42,8 @@ class DataSetInfo:
     loader_kwargs: dict = field(default_factory=dict)
     #: False for one-class loaders that take no ``classes`` argument.
     takes_classes: bool = True
+    #: the class of a one-class loader (``takes_classes=False``).
+    one_class: str | None = None
 
     def load_fn(self) -> Callable[..., ImageDataset]:
         import importlib
@@ -72,9 +74,9 @@ DATASETS: dict[str, DataSetInfo] = {d.name: d for d in [
                 "40/80 HU, the five subtypes, split by DICOM PatientID 8:2", "rsna_ich:load_rsna_ich", "group",
                 loader_kwargs={"groups": "patient"}),
     DataSetInfo("tb", "Tuberculosis Chest X-ray Database (Normal/, Tuberculosis/), split by image 8:2",
-                "tb_covid:load_tb", "group", takes_classes=False),
+                "tb_covid:load_tb", "group", takes_classes=False, one_class="Tuberculosis"),
     DataSetInfo("covid", "COVID-19 Radiography Database (COVID/images, Normal/images), split by image 8:2",
-                "tb_covid:load_covid", "group", takes_classes=False),
+                "tb_covid:load_covid", "group", takes_classes=False, one_class="COVID-19"),
 ]}
 
 
@@ -109,8 +111,9 @@ def load_split(name: str, root: str | None, classes=None, seed: int = 0, *,
     common = dict(info.loader_kwargs, seed=seed, decode=decode_options(decode, **dkw), **kwargs)
     if info.takes_classes:
         common["classes"] = classes
-    elif classes is not None:
-        log.info("%s has one class; classes=%s ignored", name, list(classes))
+    elif classes is not None and list(classes) != [info.one_class]:
+        raise DataError(f"{name} has the one class {info.one_class!r}; classes={list(classes)} cannot be selected "
+                        "(leave classes out)")
     if info.split == "official":
         return DataSplits(fn(root, split=info.train_split, **common), None,
                           fn(root, split=info.test_split, **common))
