@@ -1,8 +1,10 @@
 """Command line: ``python -m fedpl_core {run,grid,report,reproduce,methods}``.
 
 Bad input (unknown method, missing data path, unknown class, a value of the wrong type,
-an unwritable ``--out``, a diverging run) ends with a one-line ``fedpl: error: ...`` on
-stderr and exit status 2, never a traceback, and is found before any training.
+an empty option value, conflicting config keys, an unwritable ``--out``, a device this
+machine lacks, an unreadable weights file, data that would not fit in memory, a diverging
+run) ends with a one-line ``fedpl: error: ...`` on stderr and exit status 2, never a
+traceback, and is found before any training.
 """
 from __future__ import annotations
 
@@ -80,8 +82,10 @@ def config_from_args(a: argparse.Namespace):
         v = getattr(a, k, None)
         if v is not None:
             d[k] = v
-    if a.classes:
-        d["classes"] = [c.strip() for c in a.classes.split(",") if c.strip()]
+    if a.classes is not None:
+        d["classes"] = [c.strip() for c in a.classes.split(",")]
+        if any(not c for c in d["classes"]):
+            raise ValueError(f"--classes {a.classes!r} holds an empty class name; give comma-separated names")
     eng = dict(d.get("engine", {}))
     for k in ENGINE_FIELDS:
         v = getattr(a, k, None)
@@ -112,12 +116,65 @@ def summary_line(method: str, res) -> str:
     return f"{method}: final {head} after {fin.get('round')} rounds ({res.timings['total_s']:.1f} s)"
 
 
+def check_out(path: str, flag: str = "--out") -> Path:
+    """Raise ``OSError`` naming ``flag`` now (before training) when a result cannot be
+    written to ``path``: a folder, a parent that is a file, a read-only place."""
+    from .experiments import check_writable
+
+    p = Path(path)
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise NotADirectoryError(f"{flag} {path}: {parent} is a file, not a folder")
+            break
+    if p.is_dir():
+        raise IsADirectoryError(f"{flag} {path} is a folder; give a file name")
+    try:
+        check_writable(p)
+    except OSError as e:
+        raise OSError(f"{flag} {path} cannot be written: {e.strerror or e}") from None
+    return p
+
+
+def check_results_dir(path: str | None) -> None:
+    if path is not None and Path(path).exists() and not Path(path).is_dir():
+        raise NotADirectoryError(f"--results-dir {path} is a file, not a folder")
+
+
+def preflight(cfg) -> None:
+    """What the config classes cannot check without this machine or the files: the
+    device is there, the weights file loads."""
+    from .config import ConfigError
+
+    dev = cfg.engine.device
+    if dev.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError(f"device {dev!r} is not available on this machine (no CUDA GPU); use auto or cpu")
+        idx = dev.split(":", 1)[1] if ":" in dev else "0"
+        if int(idx) >= torch.cuda.device_count():
+            raise ConfigError(f"device {dev!r} is not available: this machine has {torch.cuda.device_count()} "
+                              "CUDA device(s)")
+    if dev == "mps":
+        import torch
+
+        if not torch.backends.mps.is_available():
+            raise ConfigError("device 'mps' is not available on this machine; use auto or cpu")
+    if cfg.model_kwargs.get("weights_path"):
+        from .models import read_weights
+
+        read_weights(cfg.model_kwargs["weights_path"], cfg.model)
+
+
 def cmd_run(a: argparse.Namespace) -> int:
-    from .experiments import atomic_write_json, check_writable, run
+    from .experiments import atomic_write_json, run
 
     cfg = config_from_args(a)
-    if a.out:
-        check_writable(a.out)  # before any training
+    if a.out is not None:
+        check_out(a.out)  # before any training
+    check_results_dir(a.results_dir)
+    preflight(cfg)
     res = run(cfg, results_dir=a.results_dir)
     out = {"run_id": res.run_id, "config": res.config, "class_names": res.class_names,
            "final": res.final, "best": res.best, "history": res.history, "timings": res.timings}
@@ -134,6 +191,8 @@ def cmd_grid(a: argparse.Namespace) -> int:
 
     backend = check_args(a.backend, a.workers, a.retries)  # before any work
     cfg = ExperimentConfig.from_file(a.config)
+    check_results_dir(a.results_dir)
+    preflight(cfg)
     try:
         df = run_many(cfg, a.methods, a.seeds, results_dir=a.results_dir, progress=cfg.engine.progress,
                       workers=a.workers, backend=backend, ray_address=a.ray_address, retries=a.retries)
@@ -156,6 +215,8 @@ def cmd_report(a: argparse.Namespace) -> int:
     from .tables import to_markdown
 
     cfg = config_from_args(a)
+    if Path(a.figure).name in ("", ".", ".."):
+        raise ValueError(f"--figure {a.figure!r} names no file; give a file name such as partition_report.png")
     data = load_data(cfg)
     part = build_partition(cfg, data.train)
     print(data.train.summary())
@@ -248,12 +309,29 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def empty_arguments(args: argparse.Namespace) -> str | None:
+    """The first option given as an empty (or blank) string, as ``--name``: an empty
+    ``--classes``, ``--out`` or ``--results-dir`` would otherwise mean "the default"."""
+    for k, v in vars(args).items():
+        values = v if isinstance(v, list) else [v]
+        if any(isinstance(x, str) and not x.strip() for x in values):
+            return k.upper() if k == "config" and args.cmd == "grid" else "--" + k.replace("_", "-")
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="fedpl: %(message)s", stream=sys.stderr)
+    empty = empty_arguments(args)
+    if empty:
+        print(f"fedpl: error: {empty} is empty; give a value or leave the option out", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args) or 0)
     except (DataError, ValueError, FileNotFoundError, KeyError, TypeError, RuntimeError, OSError) as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         print(f"fedpl: error: {msg}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("fedpl: error: out of memory; lower n_train / n_test / image_size / batch_size", file=sys.stderr)
         return 2

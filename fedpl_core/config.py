@@ -8,11 +8,15 @@ refused, not read as False), optional values, and the ranges a class declares in
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
+import json
 import math
 import types
 import typing
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Union
 
 ConfigError = type("ConfigError", (ValueError,), {"__doc__": "A configuration value is invalid."})
@@ -109,6 +113,37 @@ def validate(obj: Any, prefix: str = "") -> None:
         object.__setattr__(obj, f.name, value)
 
 
+#: The largest finite float32: training runs in float32, so a larger lr overflows in torch.
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def check_float32(obj: Any, names: typing.Iterable[str], prefix: str = "") -> None:
+    """A float field above :data:`FLOAT32_MAX` in magnitude cannot reach torch."""
+    for n in names:
+        v = getattr(obj, n)
+        if isinstance(v, float) and math.isfinite(v) and abs(v) > FLOAT32_MAX:
+            raise ConfigError(f"{prefix}{n} must be at most {FLOAT32_MAX:.3g} (training runs in float32), got {v!r}")
+
+
+DEVICE_TYPES = ("cpu", "cuda", "mps")
+
+
+def check_device(device: str, name: str = "device") -> str:
+    """``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (``meta`` and other torch device
+    types hold no data to train on); availability is checked when a run starts."""
+    if device == "auto":
+        return device
+    import torch
+
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError, ValueError):
+        kind = None
+    if kind not in DEVICE_TYPES:
+        raise ConfigError(f"{name} must be auto, cpu, cuda, cuda:N or mps, got {device!r}")
+    return device
+
+
 def check_seed(seed: int, name: str = "seed") -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise ConfigError(f"{name} {seed!r} is out of range: use an integer in [0, 2**63)")
@@ -178,6 +213,8 @@ class EngineConfig:
     def __post_init__(self) -> None:
         validate(self)
         check_seed(self.seed)
+        check_float32(self, ("lr", "weight_decay", "local_epochs"))
+        check_device(self.device)
         if self.selection is not None and self.selection.rsplit("/", 1)[-1] not in SELECTION_METRICS:
             raise ConfigError(f"unknown selection key {self.selection!r}; use one of {', '.join(SELECTION_METRICS)} "
                               "(optionally '<eval set>/<metric>'), or None")
@@ -188,3 +225,187 @@ class EngineConfig:
         if self.selection_mode != "auto":
             return self.selection_mode == "max"
         return (self.selection or "").rsplit("/", 1)[-1] not in LOSS_KEYS
+
+
+# --------------------------------------------------------------------------- config files
+class _UniqueKeyLoader:
+    """A ``yaml.SafeLoader`` subclass (made on first use) that refuses a key given twice
+    in one mapping instead of keeping the last."""
+
+    cls = None
+
+    @classmethod
+    def get(cls):
+        if cls.cls is None:
+            import yaml
+
+            class Loader(yaml.SafeLoader):
+                def construct_mapping(self, node, deep=False):
+                    seen = {}
+                    for key_node, _ in node.value:
+                        key = self.construct_object(key_node, deep=deep)
+                        try:
+                            hash(key)
+                        except TypeError:
+                            continue  # SafeLoader reports unhashable keys itself
+                        if key in seen:
+                            raise ConfigError(f"key {key!r} is given twice (lines {seen[key]} and "
+                                              f"{key_node.start_mark.line + 1}); keep one")
+                        seen[key] = key_node.start_mark.line + 1
+                    return super().construct_mapping(node, deep)
+
+            cls.cls = Loader
+        return cls.cls
+
+
+def _json_pairs(pairs: list) -> dict:
+    d: dict = {}
+    for k, v in pairs:
+        if k in d:
+            raise ConfigError(f"key {k!r} is given twice; keep one")
+        d[k] = v
+    return d
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return " ".join(text.splitlines()[:1]) if text else type(e).__name__
+
+
+def parse_yaml(text: str) -> Any:
+    import yaml
+
+    return yaml.load(text, Loader=_UniqueKeyLoader.get())  # a SafeLoader: no !!python tags
+
+
+def parse_json(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=_json_pairs)
+
+
+def read_config_file(path: str | Path) -> Any:
+    """The parsed content of a config file: ``.json`` as JSON, ``.yaml`` / ``.yml`` (any
+    case) as YAML, any other name by its content (JSON, else YAML).  A key given twice in
+    one mapping, a file that is not UTF-8 text, or one that does not parse is a
+    :class:`ConfigError` naming the file (and, for another suffix, both parsers' reasons)."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"config file not found: {p}" + (" (it is a folder)" if p.is_dir() else ""))
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config file {p} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
+                          "save it as UTF-8") from None
+    suffix = p.suffix.lower()
+    parsers = {".json": [("JSON", parse_json)], ".yaml": [("YAML", parse_yaml)], ".yml": [("YAML", parse_yaml)]}
+    tries = parsers.get(suffix, [("JSON", parse_json), ("YAML", parse_yaml)])
+    reasons = []
+    for what, fn in tries:
+        try:
+            return fn(text)
+        except ConfigError as e:
+            raise ConfigError(f"config file {p}: {e}") from None
+        except Exception as e:  # yaml.YAMLError, json.JSONDecodeError
+            reasons.append((what, _first_line(e)))
+    if len(reasons) == 1:
+        raise ConfigError(f"config file {p} is not valid {reasons[0][0]}: {reasons[0][1]}")
+    raise ConfigError(f"config file {p} ({suffix or 'no suffix'}: read by content) is neither valid JSON "
+                      f"({reasons[0][1]}) nor valid YAML ({reasons[1][1]})")
+
+
+def check_engine_conflicts(d: dict[str, Any], engine_fields: typing.Collection[str]) -> None:
+    """An engine field (or the seed) given both at the top level of a config mapping and
+    under its ``engine`` is refused, not resolved by precedence."""
+    engine = d.get("engine")
+    if not isinstance(engine, dict):
+        return
+    for k, v in d.items():
+        if (k in engine_fields or k == "seed") and k in engine:
+            raise ConfigError(f"{k} is given twice, at the top level ({v!r}) and under engine ({engine[k]!r}); "
+                              "keep one")
+
+
+# --------------------------------------------------------------------------- keyword options
+_SCALARS = (bool, int, float, str)
+
+
+def _scalar_hint(tp: Any) -> bool:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        return all(a is type(None) or _scalar_hint(a) for a in args)
+    return tp in _SCALARS or origin is Literal
+
+
+def _param_hints(cls: Any) -> dict[str, Any]:
+    """``{parameter: type}`` of the keyword parameters of ``cls``'s constructors along its
+    MRO (``**kw`` passed on to a base class), from annotations, else the default's type."""
+    out: dict[str, Any] = {}
+    targets = [c.__init__ for c in getattr(cls, "__mro__", ()) if "__init__" in vars(c)] if isinstance(cls, type) \
+        else [cls]
+    for fn in targets:
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            continue
+        try:
+            hints = typing.get_type_hints(fn)
+        except Exception:  # an annotation that does not resolve
+            hints = {}
+        for name, prm in sig.parameters.items():
+            if name in out or prm.kind in (prm.VAR_KEYWORD, prm.VAR_POSITIONAL) or name == "self":
+                continue
+            tp = hints.get(name)
+            if tp is None and prm.default is not prm.empty and type(prm.default) in _SCALARS:
+                tp = type(prm.default)
+            if tp is not None:
+                out[name] = tp
+    return out
+
+
+def check_kwargs_types(target: Any, kwargs: dict[str, Any], what: str) -> None:
+    """Check the value of each option in ``kwargs`` against the annotation (or default)
+    of the parameter of that name of ``target`` (a class along its MRO, or a function):
+    numbers must be numbers (a number written as a string, as YAML reads ``1e-3``,
+    passes), booleans must be booleans.  Only scalar parameters are checked; values are
+    not changed.  Unknown names are left to the callee."""
+    if not isinstance(kwargs, dict):
+        raise ConfigError(f"{what} must be a mapping of option names to values, got {type(kwargs).__name__}")
+    hints = _param_hints(target)
+    for k, v in kwargs.items():
+        tp = hints.get(k)
+        if tp is None or not _scalar_hint(tp):
+            continue
+        name = f"{what} {k}"
+        _convert(v, tp, name)
+        if tp is bool and not isinstance(v, bool) and not (isinstance(v, int) and v in (0, 1)):
+            raise ConfigError(f"{name} must be true or false, got {v!r}")
+
+
+def check_settings(cfg: Any) -> None:
+    """The options of an ``ExperimentConfig`` that its field types do not cover: the
+    method's and the model's keyword options (names, types), and the data settings that
+    would otherwise be ignored (``data_root`` with built-in data, an empty class list)."""
+    from .datasets import check_data_settings
+    from .methods import METHODS
+    from .models import check_model_kwargs
+
+    check_kwargs_types(METHODS[cfg.method], cfg.method_kwargs, "method_kwargs")
+    check_model_kwargs(cfg.model, cfg.model_kwargs)
+    check_data_settings(cfg.dataset, cfg.data_root, cfg.classes, cfg.image_size)
+
+
+# --------------------------------------------------------------------------- list / mapping parameters
+def parse_literal(value: Any, name: str) -> Any:
+    """A list or mapping given as text (papermill's ``-p seeds "[0, 1]"`` passes the
+    string): parsed as JSON, else as a Python literal; anything else is returned as is."""
+    if not isinstance(value, str) or not value.strip()[:1] in ("[", "{", "("):
+        return value
+    text = value.strip()
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise ConfigError(f"{name} {value!r} is not a list or mapping written in JSON or Python (quote names: "
+                          "[\"a\", \"b\"])") from None

@@ -26,11 +26,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .data.base import ImageDataset
+from .data.base import DataError, ImageDataset, check_memory
 
 log = logging.getLogger("fedpl")
 
 SYNTHETIC = ("synthetic-cxr", "synthetic-skin", "synthetic-ich")
+#: Image sizes the generator draws (``synthetic._check``) and the real loaders accept in an
+#: experiment: 16 px (the small CNN's least) to 1024 px (NIH ChestX-ray14's own size, the
+#: largest published size here); library calls of the loaders take any size that fits in memory.
+SYNTHETIC_SIZES = (28, 224)
+REAL_SIZES = (16, 1024)
 
 
 @dataclass
@@ -69,7 +74,26 @@ def _synthetic(name: str, data_root, classes, image_size, n_train, n_test, data_
     make = {"synthetic-cxr": S.make_cxr, "synthetic-skin": S.make_skin, "synthetic-ich": S.make_ich}[name]
     external = kw.pop("external_domain", None)
     train_domains = kw.pop("train_domains", None)
-    ckw = {"classes": classes} if name != "synthetic-skin" else {}
+    channels = kw.get("channels", 3 if name == "synthetic-skin" else 1)
+    n_img = n_train + n_test * (2 if external is not None else 1)
+    # the uint8 images, a quarter more for the chunks being drawn, ids, domains and labels
+    check_memory(n_img * (1.25 * channels * image_size ** 2 + 64 + 8 * len(classes or range(14))),
+                 f"{name}: {n_train} training and {n_test} test images at {image_size} px",
+                 "lower n_train / n_test / image_size")
+    keep = None
+    if name == "synthetic-skin":  # one class per image: the classes asked for are the only ones drawn
+        ckw = {}
+        if classes is not None:
+            from .data.files import check_classes
+
+            keep = check_classes(classes, S.SKIN_CLASSES, name)
+            priors = dict(kw.pop("priors", None) or S.HAM10000_PRIORS)
+            other = [c for c, p in priors.items() if c not in keep and p]
+            if other and "priors" in kw:
+                raise DataError(f"{name}: dataset_kwargs priors name {other}, which classes={keep} leaves out")
+            ckw["priors"] = {c: priors.get(c, 0.0) for c in keep}
+    else:
+        ckw = {"classes": classes}
     ckw.update(kw)
     tr_kw = dict(ckw)
     if train_domains is not None:
@@ -79,12 +103,16 @@ def _synthetic(name: str, data_root, classes, image_size, n_train, n_test, data_
     extra = {}
     if external is not None:
         extra["external"] = make(n_test, image_size=image_size, seed=data_seed + 20_000, **dict(ckw, domain=external))
+    if keep is not None:
+        train, test = train.select_classes(keep), test.select_classes(keep)
+        extra = {k: v.select_classes(keep) for k, v in extra.items()}
     return DataBundle(train, test, extra)
 
 
 def _registry(name: str, data_root, classes, image_size, n_train, n_test, data_seed, **kw) -> DataBundle:
     from .data import registry
 
+    check_image_size(name, image_size)
     splits = registry.load_split(name, data_root, classes=classes, image_size=image_size, seed=data_seed, **kw)
     train, test = splits[0], splits[-1]
     log.info("%s: %d training / %d test images from %s; n_train / n_test do not apply (the data set's own "
@@ -100,7 +128,10 @@ def _load(key: str, progress: bool) -> DataBundle:
     name, root, classes, size, n_train, n_test, seed, kw = json.loads(key)
     if name not in SOURCES and name not in SYNTHETIC:
         _load_study_sources()
+    check_source(name)
     if name in SOURCES:
+        if name not in SYNTHETIC and classes is not None:
+            raise DataError(f"classes do not apply to data set {name!r}: its tables fix the classes; leave them out")
         return SOURCES[name](name, root, classes, size, n_train, n_test, seed, **dict(kw))
     return _registry(name, root, classes, size, n_train, n_test, seed, **{"progress": progress, **kw})
 
@@ -115,6 +146,54 @@ def load_bundle(dataset: str, data_root: str | None = None, classes: list[str] |
     return _load(key, bool(progress))
 
 
+def check_source(name: str) -> None:
+    """A :class:`DataError` listing the data sets there are for an unknown ``name``."""
+    from .data.medmnist import MEDMNIST_INFO
+    from .data.registry import DATASETS
+
+    if name.startswith("medmnist:"):
+        flag = name.split(":", 1)[1]
+        if flag.lower() not in MEDMNIST_INFO:
+            raise DataError(f"unknown MedMNIST flag {flag!r} in data set {name!r}; 2-D flags: "
+                            f"{', '.join(sorted(MEDMNIST_INFO))}")
+        return
+    if name not in SOURCES and name not in DATASETS:
+        raise DataError(f"unknown data set {name!r}; available: {', '.join(known_sources())}")
+
+
+def check_image_size(name: str, image_size: int) -> None:
+    lo, hi = SYNTHETIC_SIZES if name in SYNTHETIC else REAL_SIZES
+    if not lo <= image_size <= hi:
+        kind = "the built-in generator draws" if name in SYNTHETIC else "real data sets are read at"
+        raise DataError(f"image_size must be in {lo}..{hi} for {name} ({kind} {lo} to {hi} px), got {image_size}")
+
+
+def check_data_settings(dataset: str, data_root: str | None, classes: list | None, image_size: int) -> None:
+    """Data settings an ``ExperimentConfig`` would otherwise ignore or fail on late: an
+    empty class list, ``data_root`` with built-in data, an image size out of the source's
+    range (:data:`SYNTHETIC_SIZES`, :data:`REAL_SIZES`)."""
+    from .config import ConfigError
+
+    if classes is not None and not classes:
+        raise ConfigError("classes is empty: name at least one class, or leave it out for the data set's own")
+    if classes is not None and any(not str(c).strip() for c in classes):
+        raise ConfigError(f"classes holds an empty name: {classes}")
+    if dataset in SYNTHETIC and data_root is not None:
+        raise ConfigError(f"data_root does not apply to {dataset} (built-in generated data; nothing is read from "
+                          f"{data_root}): leave it out, or name the real data set to read (e.g. nih, ham10000)")
+    if dataset in SYNTHETIC or dataset.startswith("medmnist:") or dataset in _registry_names():
+        try:
+            check_image_size(dataset, image_size)
+        except DataError as e:
+            raise ConfigError(str(e)) from None
+
+
+def _registry_names() -> tuple[str, ...]:
+    from .data.registry import DATASETS
+
+    return tuple(DATASETS)
+
+
 def known_sources() -> list[str]:
     from .data.registry import DATASETS
 
@@ -122,4 +201,5 @@ def known_sources() -> list[str]:
     return sorted(set(SOURCES) | set(DATASETS)) + ["medmnist:<flag>"]
 
 
-__all__ = ["DataBundle", "SOURCES", "register_source", "load_bundle", "known_sources"]
+__all__ = ["DataBundle", "SOURCES", "register_source", "load_bundle", "known_sources", "check_source",
+           "check_data_settings", "SYNTHETIC_SIZES", "REAL_SIZES"]

@@ -49,7 +49,8 @@ import torch
 
 from . import partitions as P
 from .checkpoint import CheckpointError
-from .config import ConfigError, EngineConfig, check_seed, validate
+from .config import (ConfigError, EngineConfig, check_engine_conflicts, check_seed, check_settings, read_config_file,
+                     validate)
 from .data.base import ImageDataset
 from .datasets import DataBundle, load_bundle
 from .engine import Simulation
@@ -57,6 +58,7 @@ from .fileio import STALE_ENV, atomic_write_text, pid_alive, remove_stale_temps,
 from .fileio import check_writable as _check_writable
 from .methods import available_methods, get_method
 from .models import MODELS, build_model
+from .selection import check_selection_key
 
 log = logging.getLogger("fedpl")
 
@@ -125,6 +127,7 @@ class ExperimentConfig:
             raise ConfigError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
         if self.method not in available_methods():
             raise ConfigError(f"unknown method {self.method!r}; available: {', '.join(available_methods())}")
+        check_settings(self)  # options of the method, the model and the data source
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ExperimentConfig":
@@ -132,6 +135,7 @@ class ExperimentConfig:
         top level (``rounds: 7``).  The experiment's ``seed`` is the engine's seed."""
         if not isinstance(d, dict):
             raise ConfigError(f"a config must be a mapping of field names to values, got {type(d).__name__}")
+        check_engine_conflicts(d, ENGINE_FIELDS)
         names = {f.name for f in dataclasses.fields(cls)}
         top, engine = {}, d.get("engine") or {}
         if not isinstance(engine, dict):
@@ -158,23 +162,13 @@ class ExperimentConfig:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "ExperimentConfig":
-        """A YAML (``.yaml``/``.yml``) or JSON file with :meth:`from_dict`'s fields."""
-        p = Path(path)
-        if not p.is_file():
-            raise FileNotFoundError(f"config file not found: {p}")
-        text = p.read_text()
+        """A YAML (``.yaml``/``.yml``) or JSON file with :meth:`from_dict`'s fields (any
+        other name is read by its content: :func:`fedpl_core.config.read_config_file`)."""
+        d = read_config_file(path)
         try:
-            if p.suffix in (".yaml", ".yml"):
-                import yaml
-
-                d = yaml.safe_load(text)
-            else:
-                d = json.loads(text)
-        except Exception as e:  # yaml.YAMLError, json.JSONDecodeError
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise ConfigError(f"config file {p} is not valid {'YAML' if p.suffix != '.json' else 'JSON'}: "
-                              f"{first}") from None
-        return cls.from_dict({} if d is None else d)
+            return cls.from_dict({} if d is None else d)
+        except ConfigError as e:
+            raise ConfigError(f"config file {path}: {e}") from None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -215,32 +209,59 @@ def load_data(cfg: ExperimentConfig) -> DataBundle:
 
 def build_partition(cfg: ExperimentConfig, train: ImageDataset) -> P.Partition:
     """The partition of ``cfg`` (see :class:`ExperimentConfig`); ``explicit`` takes its
-    client classes and pools from the data source when it provides them (``train.extra``)."""
+    client classes and pools from the data source when it provides them (``train.extra``).
+    ``missing_classes`` (a builder, or a label-set rule with ``split``) defaults to the
+    fewest classes per client that still covers every class."""
     kw = dict(cfg.partition_kwargs)
     kw.setdefault("seed", cfg.seed)
-    if cfg.split is not None:
-        seed = kw.pop("seed")
-        return P.make_partition(train, cfg.num_clients, split=cfg.split, split_kwargs=cfg.split_kwargs,
-                                labels=cfg.partition, label_kwargs=kw, seed=seed)
-    fn = getattr(P, cfg.partition)
-    if cfg.partition == "explicit":
-        if "client_classes" not in kw and "client_classes" in train.extra:
-            kw["client_classes"] = train.extra["client_classes"]
-        if "pools" not in kw and "pools" in train.extra:
-            kw["pools"] = train.extra["pools"]
-        return fn(train, **kw)
-    if cfg.partition == "by_source":
-        return fn(train, **kw)
-    if cfg.partition == "missing_classes":
-        # default: the fewest classes per client that still covers every class
-        # (one class per client when K >= C)
-        kw.setdefault("missing", train.num_classes - -(-train.num_classes // cfg.num_clients))
-    return fn(train, num_clients=cfg.num_clients, **kw)
+    if cfg.partition == "missing_classes" and "missing" not in kw and cfg.num_clients is not None:
+        if cfg.num_clients < 2:
+            raise ConfigError("partition 'missing_classes' needs num_clients >= 2 (each client misses classes "
+                              "another one labels); with one client use partition 'iid'")
+        # one class per client when K >= C
+        kw["missing"] = train.num_classes - -(-train.num_classes // cfg.num_clients)
+    if cfg.split is None and cfg.partition == "explicit" and "client_classes" not in kw \
+            and "client_classes" not in train.extra:
+        raise ConfigError("partition 'explicit' needs partition_kwargs {\"client_classes\": {client: [class, ...]}} "
+                          f"(data set {cfg.dataset!r} provides no table)")
+    try:
+        if cfg.split is not None:
+            seed = kw.pop("seed")
+            return P.make_partition(train, cfg.num_clients, split=cfg.split, split_kwargs=cfg.split_kwargs,
+                                    labels=cfg.partition, label_kwargs=kw, seed=seed)
+        fn = getattr(P, cfg.partition)
+        if cfg.partition == "explicit":
+            if "client_classes" not in kw and "client_classes" in train.extra:
+                kw["client_classes"] = train.extra["client_classes"]
+            if "pools" not in kw and "pools" in train.extra:
+                kw["pools"] = train.extra["pools"]
+            return fn(train, **kw)
+        if cfg.partition == "by_source":
+            return fn(train, **kw)
+        return fn(train, num_clients=cfg.num_clients, **kw)
+    except TypeError as e:  # a required option left out, an unknown one given
+        raise ConfigError(partition_option_error(cfg, e)) from None
+
+
+def partition_option_error(cfg: ExperimentConfig, e: TypeError) -> str:
+    """``"split 'dirichlet' (split_kwargs): missing 1 required ... 'alpha'"`` from the
+    ``TypeError`` of a partition builder or rule called with the options of ``cfg``."""
+    import re
+
+    text = str(e)
+    m = re.match(r"^([\w.]+)\(\) (.*)$", text)
+    owner, why = (m[1].split(".")[0], m[2]) if m else ("", text)
+    if cfg.split is not None and owner in {c.__name__ for c in P.SPLITS.values()}:
+        return f"split {cfg.split!r} (split_kwargs): {why}"
+    return f"partition {cfg.partition!r} (partition_kwargs): {why}"
 
 
 def build_simulation(cfg: ExperimentConfig, checkpoint_path: str | Path | None = None) -> Simulation:
     method = get_method(cfg.method, **cfg.method_kwargs)  # fail fast on a bad hyper-parameter
     data = load_data(cfg)
+    check_selection_key(cfg.engine.selection, {**({"": data.test.task} if data.test is not None else {}),
+                                               **{k: v.task for k, v in data.extra.items()}},
+                        cfg.engine.client_val_fraction > 0)
     partition = build_partition(cfg, data.train)
     torch.manual_seed(cfg.seed)
     train = data.train

@@ -9,6 +9,7 @@ always ``head.weight`` and ``head.bias``.
 """
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import torch
@@ -87,6 +88,77 @@ def _first_conv_channels(conv: nn.Conv2d, in_channels: int) -> nn.Conv2d:
     return new
 
 
+#: What ``model_kwargs`` may hold for each model (the rest of :func:`build_model`'s
+#: arguments come from the data).
+MODEL_OPTIONS = {"cnn": ("width", "norm"), "resnet18": ("norm", "pretrained", "weights_path"),
+                 "densenet121": ("norm", "pretrained", "weights_path")}
+
+
+def check_model_kwargs(name: str, kwargs: dict) -> None:
+    """``model_kwargs`` of model ``name``: known options of the right type and range, and
+    none that the model would ignore (``width`` of a torchvision model, ``weights_path``
+    of the small CNN); a ``ValueError`` naming the option."""
+    from .config import ConfigError, check_kwargs_types
+
+    if not isinstance(kwargs, dict):
+        raise ConfigError(f"model_kwargs must be a mapping of option names to values, got {type(kwargs).__name__}")
+    allowed = MODEL_OPTIONS.get(name, ())
+    for k, v in kwargs.items():
+        if k not in allowed:
+            other = [m for m, opts in MODEL_OPTIONS.items() if k in opts]
+            why = f"applies to {', '.join(other)} only" if other else "is not a model option"
+            if k == "pretrained" and not v or k == "weights_path" and v is None:
+                continue  # the default: nothing ignored
+            raise ConfigError(f"model_kwargs {k!r} {why}; {name} takes {', '.join(allowed)}")
+    check_kwargs_types(build_model, kwargs, "model_kwargs")
+    if "width" in kwargs and int(float(kwargs["width"])) < 1:
+        raise ConfigError(f"model_kwargs width must be >= 1, got {kwargs['width']!r}")
+    if kwargs.get("norm", "bn") not in ("bn", "gn"):
+        raise ConfigError(f"model_kwargs norm must be 'bn' or 'gn', got {kwargs['norm']!r}")
+    wp = kwargs.get("weights_path")
+    if wp is not None and not Path(wp).is_file():
+        raise ConfigError(f"model_kwargs weights_path: weights file not found: {wp}")
+
+
+def read_weights(path: str | Path, name: str, net: nn.Module | None = None) -> dict:
+    """A state dict from ``path`` (a plain state dict or ``{"state_dict": ...}``) read with
+    ``torch.load(weights_only=True)``: a pickle of anything but tensors and plain
+    containers is refused, never run.  A file that is not a torch file, holds something
+    else, or does not fit ``net`` is a ``ValueError`` naming the file and why."""
+    import warnings
+
+    p = Path(path)
+    try:
+        with warnings.catch_warnings():  # torch's note on the pickle protocol of a file it then refuses
+            warnings.simplefilter("ignore", UserWarning)
+            sd = torch.load(p, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        text = str(e)
+        why = ("it holds objects other than tensors (refused: weights_only loading)"
+               if "weights_only" in text.lower() or "unsupported global" in text.lower() else text.splitlines()[0])
+        raise ValueError(f"weights file {p} cannot be read: {why}") from None
+    except Exception:  # not a torch file: a text file, a truncated zip, random bytes
+        raise ValueError(f"weights file {p} is not a torch state-dict file (one written by torch.save: "
+                         "parameter names -> tensors)") from None
+    if isinstance(sd, dict) and isinstance(sd.get("state_dict"), dict):
+        sd = sd["state_dict"]
+    if not isinstance(sd, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in sd.items()):
+        raise ValueError(f"weights file {p} does not hold a state dict (parameter names -> tensors), "
+                         f"but a {type(sd).__name__}")
+    if net is not None:
+        own = net.state_dict()
+        missing = [k for k in own if k not in sd]
+        unexpected = [k for k in sd if k not in own]
+        shape = [k for k in own if k in sd and sd[k].shape != own[k].shape]
+        if missing or unexpected or shape:
+            parts = ([f"{len(missing)} missing (e.g. {missing[0]})"] if missing else []) + \
+                    ([f"{len(unexpected)} unexpected (e.g. {unexpected[0]})"] if unexpected else []) + \
+                    ([f"{len(shape)} of another shape (e.g. {shape[0]}: {tuple(sd[shape[0]].shape)} for "
+                      f"{tuple(own[shape[0]].shape)})"] if shape else [])
+            raise ValueError(f"weights file {p} does not fit {name}: {'; '.join(parts)} parameter(s)")
+    return sd
+
+
 def _torchvision(name: str, pretrained: bool, weights_path: str | None) -> nn.Module:
     import torchvision.models as tvm
 
@@ -96,8 +168,7 @@ def _torchvision(name: str, pretrained: bool, weights_path: str | None) -> nn.Mo
         p = Path(weights_path)
         if not p.is_file():
             raise FileNotFoundError(f"weights file not found: {p}")
-        sd = torch.load(p, map_location="cpu", weights_only=True)
-        net.load_state_dict(sd.get("state_dict", sd) if isinstance(sd, dict) else sd)
+        net.load_state_dict(read_weights(p, name, net))
     elif pretrained:
         weights = tvm.get_model_weights(name).DEFAULT
         try:

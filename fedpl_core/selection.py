@@ -3,6 +3,36 @@ from __future__ import annotations
 
 from typing import Any
 
+#: The summary metrics an evaluation records, by task (:mod:`fedpl_core.metrics`).
+TASK_METRICS = {"multilabel": ("auroc_mean", "map", "bacc", "f1", "precision", "recall"),
+                "multiclass": ("auroc_mean", "accuracy", "bacc", "f1", "precision", "recall")}
+
+
+def recorded_keys(eval_sets: dict[str, str], val_split: bool) -> list[str]:
+    """The selection keys a run records: ``train_loss``, ``val_loss``, and each metric of
+    each evaluation set (``eval_sets``: ``{"": test task, "<name>": task}``; the test set's
+    metrics have no prefix, an extra set's are ``<name>/<metric>``).  ``val_loss`` is
+    listed without a validation split too: it is the default key, and selects nothing
+    there (no best round)."""
+    keys = ["val_loss", "train_loss"]
+    for name, task in eval_sets.items():
+        keys += [f"{name}/{m}" if name else m for m in TASK_METRICS.get(task, ())]
+    return keys
+
+
+def check_selection_key(key: str | None, eval_sets: dict[str, str], val_split: bool) -> None:
+    """A ``ValueError`` naming the valid keys when ``key`` can never be recorded by this
+    run (an unknown evaluation set, ``accuracy`` on multi-label data, ``map`` on
+    single-label data), instead of a run with no best round."""
+    if key is None:
+        return
+    keys = recorded_keys(eval_sets, val_split)
+    if key not in keys:
+        from .config import ConfigError
+
+        raise ConfigError(f"selection key {key!r} is never recorded by this run; use one of {', '.join(keys)} "
+                          "(or None)")
+
 
 class BestRound:
     """Tracks the record with the best ``key`` (larger is better when ``maximise``) and
