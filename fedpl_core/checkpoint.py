@@ -52,11 +52,96 @@ def read_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, An
                               f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
 
 
+def device_map(device: Any) -> dict[str, str]:
+    """``map_location`` that puts what was saved on a GPU on ``device`` and leaves what was
+    saved on the CPU there (pseudo-label tables, class weights, Adam's step counts), as
+    the interrupted run had them."""
+    dev = str(torch.device(device))
+    return {"cuda": dev, **{f"cuda:{i}": dev for i in range(64)}}
+
+
+_KEYS = {"round": int, "global_state": dict, "server_state": dict, "client_states": list, "history": list,
+         "selection": dict, "torch_rng": torch.Tensor, "method": str}
+
+
+def _like(fresh: Any, loaded: Any, where: str) -> None:
+    """``loaded`` has ``fresh``'s structure where both have it: a tensor where the fresh
+    run has one, of the same shape; a mapping (sequence) where it has one.  What the fresh
+    run does not have yet (state made in later rounds) is not checked."""
+    if isinstance(fresh, torch.Tensor):
+        if not isinstance(loaded, torch.Tensor) or loaded.shape != fresh.shape:
+            got = f"shape {list(loaded.shape)}" if isinstance(loaded, torch.Tensor) else type(loaded).__name__
+            raise CheckpointError(f"{where} is {got}, this run has shape {list(fresh.shape)}")
+    elif isinstance(fresh, dict):
+        if not isinstance(loaded, dict):
+            raise CheckpointError(f"{where} is {type(loaded).__name__}, not a mapping")
+        for k in fresh.keys() & loaded.keys():
+            _like(fresh[k], loaded[k], f"{where}[{k!r}]")
+    elif isinstance(fresh, (list, tuple)):
+        if not isinstance(loaded, (list, tuple)):
+            raise CheckpointError(f"{where} is {type(loaded).__name__}, not a sequence")
+        for i, (f, v) in enumerate(zip(fresh, loaded)):
+            _like(f, v, f"{where}[{i}]")
+
+
+def check_checkpoint(sim, blob: Any) -> None:
+    """:class:`CheckpointError` unless ``blob`` is a checkpoint of this run: every key of
+    :func:`save_checkpoint` with its type, this method, a round in ``0..rounds`` with one
+    history record per round, one state per client, and the shapes of the fresh run's
+    arrays (the global model's exactly: same names, shapes and dtypes)."""
+    if not isinstance(blob, dict):
+        raise CheckpointError(f"it holds a {type(blob).__name__}, not a checkpoint")
+    missing = sorted(k for k in _KEYS if k not in blob)
+    if missing:
+        raise CheckpointError(f"it lacks {', '.join(missing)}")
+    wrong = [f"{k} is {type(blob[k]).__name__}" for k, t in _KEYS.items()
+             if not isinstance(blob[k], t) or (t is int and isinstance(blob[k], bool))]
+    if wrong:
+        raise CheckpointError(", ".join(wrong))
+    if blob["method"] != sim.method.name:
+        raise CheckpointError(f"it is for method {blob['method']!r}, not {sim.method.name!r}")
+    r, hist = blob["round"], blob["history"]
+    if not 0 <= r <= sim.cfg.rounds:
+        raise CheckpointError(f"its round {r} is not in 0..{sim.cfg.rounds}")
+    if len(hist) != r or not all(isinstance(h, dict) and h.get("round") == i + 1 for i, h in enumerate(hist)):
+        raise CheckpointError(f"its history is not one record per round for {r} round(s)")
+    if len(blob["client_states"]) != len(sim.clients):
+        raise CheckpointError(f"it has {len(blob['client_states'])} client state(s), this run {len(sim.clients)} "
+                              "client(s)")
+    g, fresh = blob["global_state"], sim.server.global_state
+    if g.keys() != fresh.keys():
+        raise CheckpointError(f"its model arrays differ from this run's: {sorted(g.keys() ^ fresh.keys())[:5]}")
+    bad = [k for k in fresh if not isinstance(g[k], torch.Tensor) or g[k].shape != fresh[k].shape
+           or g[k].dtype != fresh[k].dtype]
+    if bad:
+        k = bad[0]
+        got = f"{list(g[k].shape)} {g[k].dtype}" if isinstance(g[k], torch.Tensor) else type(g[k]).__name__
+        raise CheckpointError(f"model array {k!r} is {got}, this run has {list(fresh[k].shape)} {fresh[k].dtype} "
+                              f"(another model or class list)")
+    _like(sim.server.state, blob["server_state"], "server_state")
+    for k, (f, c) in enumerate(zip(sim.client_states, blob["client_states"])):
+        _like(f, c, f"client_states[{k}]")
+    sel = blob["selection"]
+    if not (isinstance(sel.get("best"), (dict, type(None))) and type(sel.get("since_best")) is int):
+        raise CheckpointError("its selection state is malformed")
+    rng, want = blob["torch_rng"], torch.get_rng_state()
+    if rng.dtype != want.dtype or rng.shape != want.shape:
+        raise CheckpointError("its random-number state is malformed")
+    cuda = blob.get("cuda_rng")
+    if cuda is not None and not (isinstance(cuda, (list, tuple)) and all(
+            isinstance(t, torch.Tensor) and t.dtype == torch.uint8 for t in cuda)):
+        raise CheckpointError("its CUDA random-number state is malformed")
+
+
 def load_checkpoint(sim, path: str | Path) -> None:
-    """Restore ``sim`` from ``path`` (see :func:`save_checkpoint`)."""
-    blob = read_checkpoint(path, sim.device)
-    if blob.get("method") != sim.method.name:
-        raise CheckpointError(f"checkpoint {path} is for method {blob.get('method')!r}, not {sim.method.name!r}")
+    """Restore ``sim`` from ``path`` (see :func:`save_checkpoint`), after
+    :func:`check_checkpoint`: a file that does not fit the run raises
+    :class:`CheckpointError` and changes nothing."""
+    blob = read_checkpoint(path, device_map(sim.device))
+    try:
+        check_checkpoint(sim, blob)
+    except CheckpointError as e:
+        raise CheckpointError(f"checkpoint {path} does not fit this run: {e}") from None
     sim.round = blob["round"]
     sim.server.global_state = blob["global_state"]
     sim.server.state = blob["server_state"]
@@ -65,4 +150,5 @@ def load_checkpoint(sim, path: str | Path) -> None:
     sim.selection.load_state_dict(blob["selection"])
     torch.set_rng_state(blob["torch_rng"].cpu())
     if blob.get("cuda_rng") is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all([s.cpu() for s in blob["cuda_rng"]])
+        torch.cuda.set_rng_state_all([s.cpu() for s in blob["cuda_rng"]][:torch.cuda.device_count()])
+    sim.init_clients()

@@ -70,3 +70,43 @@ def test_every_method_resumes_to_identical_numbers(tmp_path, name):
     assert numbers(resumed.history) == numbers(full.history)
     g, h = resumed.server.global_state, full.server.global_state
     assert g.keys() == h.keys() and all(torch.equal(g[k], h[k]) for k in g)
+
+
+# ------------------------------------------------------------ 3. a well-formed but wrong checkpoint
+def redone(tmp_path, cfg, blob, needle):
+    """``blob`` planted as the run's checkpoint: a warning naming what does not fit, and
+    a fresh run (both rounds; the checkpoint removed when the run is done)."""
+    ck = tmp_path / f"{cfg.run_id()}.ckpt"
+    torch.save(blob, ck)
+    with pytest.warns(UserWarning, match=f"does not fit this run: {needle}.*starts again from round 0"):
+        res = E.run(cfg, tmp_path)
+    assert [h["round"] for h in res.history] == [1, 2] and not ck.exists()
+    return res
+
+
+def real_checkpoint(tmp_path, cfg) -> dict:
+    ck = tmp_path / "real" / "run.ckpt"
+    E.build_simulation(cfg, checkpoint_path=ck).run(rounds=1)
+    return torch.load(ck, weights_only=True)
+
+
+def test_checkpoint_without_a_round_is_redone(tmp_path):
+    redone(tmp_path, config("fedavg", checkpoint_every=1), {"method": "fedavg"}, "it lacks client_states")
+
+
+def test_checkpoint_that_is_not_a_mapping_is_redone(tmp_path):
+    redone(tmp_path, config("fedavg", checkpoint_every=1), [1, 2, 3], "it holds a list")
+
+
+def test_checkpoint_with_a_round_out_of_range_is_redone(tmp_path):
+    cfg = config("fedavg", checkpoint_every=1)
+    blob = real_checkpoint(tmp_path, cfg)
+    blob["round"] = 99
+    res = redone(tmp_path, cfg, blob, r"its round 99 is not in 0\.\.2")
+    assert numbers(res.history) == numbers(E.run(cfg).history)
+
+
+def test_checkpoint_of_another_class_list_is_redone(tmp_path):
+    cfg = config("fedavg", checkpoint_every=1)
+    other = real_checkpoint(tmp_path, cfg.replace(classes=["Cardiomegaly", "Effusion"]))
+    redone(tmp_path, cfg, other, r"model array 'head.weight' is \[2, .*another model or class list")
