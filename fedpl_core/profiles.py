@@ -14,7 +14,9 @@ Each study maps a profile to its settings (``studies.fedpsl.settings(profile)``,
 ``studies.surgical.make_settings(profile)``, ``studies.benchmark.settings(profile)``; the
 introduction notebook picks its few values with :func:`pick`);
 any single notebook parameter can still be overridden with papermill
-(``papermill nb.ipynb out.ipynb -p profile cpu -p seeds "[0, 1]"``).
+(``papermill nb.ipynb out.ipynb -p profile cpu -p seeds "[0, 1]"``).  Every notebook passes
+its parameters through :func:`notebook_parameters`, which checks them and reads the text
+papermill's ``-p`` gives a list or a mapping (``"[0, 1]"``).
 
 >>> pick("cpu", smoke=1, cpu=3, full=5)
 3
@@ -84,3 +86,132 @@ def prepare(profile: str, device: str = "auto") -> str:
     if profile != "full" and on_cpu:
         torch.set_num_threads(1)
     return profile
+
+
+def _int(value, name: str, lo: int) -> int:
+    from .config import ConfigError, _convert
+
+    v = _convert(value, int, name)
+    if v < lo:
+        raise ConfigError(f"{name} must be >= {lo}, got {value!r}")
+    return v
+
+
+def _folder(value, name: str) -> str:
+    from pathlib import Path
+
+    from .config import ConfigError
+
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{name} must be a folder path, got {value!r}")
+    if not Path(value).expanduser().is_dir():
+        raise ConfigError(f"{name}: folder not found: {value}")
+    return value
+
+
+def _seeds(value, name: str):
+    from .config import ConfigError, check_seed, parse_literal
+
+    if value is None:
+        return None
+    value = parse_literal(value, name)
+    if isinstance(value, str):  # "0, 1" or "3"
+        value = [v for v in value.replace(",", " ").split()]
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ConfigError(f"{name} must be a non-empty list of seeds such as [0, 1, 2], got {value!r}")
+    out = [check_seed(_int(v, f"{name} entry", 0), f"{name} entry") for v in value]
+    if len(set(out)) != len(out):
+        raise ConfigError(f"{name} lists a seed twice: {out}")
+    return out
+
+
+def _root(value, name: str):
+    return None if value is None else _folder(value, name)
+
+
+def _roots(value, name: str):
+    from .config import ConfigError, parse_literal
+
+    if value is None:
+        return None
+    value = parse_literal(value, name)
+    if isinstance(value, dict):
+        return {str(k): (None if v is None else _folder(v, f"{name}[{k!r}]")) for k, v in value.items()}
+    raise ConfigError(f"{name} maps a name to a data folder, e.g. {{\"Task 2\": \"/data/HAM10000\"}}; got "
+                      f"{type(value).__name__} {value!r}")
+
+
+def _names(value, name: str):
+    from .config import ConfigError, parse_literal
+
+    value = parse_literal(value, name)
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{name} must be a list of names, got {value!r}")
+    return list(value)
+
+
+def _optional_bool(value, name: str):
+    from .config import parse_bool
+
+    return None if value is None else parse_bool(value, name)
+
+
+def _text(value, name: str) -> str:
+    from .config import ConfigError
+
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _device(value, name: str) -> str:
+    from .config import check_device
+
+    return check_device(_text(value, name), name)
+
+
+#: How :func:`notebook_parameters` reads each parameter the notebooks share.
+PARAMETERS = {
+    "profile": lambda v, n: check_profile(v),
+    "seeds": _seeds,
+    "rounds": lambda v, n: None if v is None else _int(v, n, 1),
+    "data_seed": lambda v, n: _int(v, n, 0),
+    "device": _device,
+    "workers": lambda v, n: None if v is None else _int(v, n, 1),
+    "data_root": _root,
+    "data_roots": _roots,
+    "results_dir": _text,
+    "first_order": _optional_bool,
+    "pretrained": lambda v, n: _optional_bool(v, n) or False,
+    "exclude": _names,
+}
+
+
+def notebook_parameters(**params) -> dict:
+    """The notebook parameters ``params`` checked and converted, in the order given.
+
+    papermill's ``-p name value`` passes a list or a mapping as its text: ``-p seeds
+    "[0, 1]"`` gives the string ``"[0, 1]"``, read here as the list ``[0, 1]`` (JSON or a
+    Python literal; ``"0, 1"`` works too).  ``None`` keeps "the profile's value" where a
+    parameter has one (``seeds``, ``rounds``, ``workers``, ``first_order``); any other
+    value is checked, so a value that would be ignored or silently replaced is an error:
+    ``rounds=0`` (not the profile's rounds), a ``data_root`` folder that does not exist,
+    a ``data_roots`` that is not a mapping of names to existing folders.
+
+    >>> notebook_parameters(profile="smoke", seeds="[0, 1]", rounds=None)
+    {'profile': 'smoke', 'seeds': [0, 1], 'rounds': None}
+    >>> notebook_parameters(rounds=0)
+    Traceback (most recent call last):
+    ...
+    fedpl_core.config.ConfigError: rounds must be >= 1, got 0
+    """
+    unknown = [k for k in params if k not in PARAMETERS]
+    if unknown:
+        raise TypeError(f"unknown notebook parameter(s) {unknown}; known: {', '.join(PARAMETERS)}")
+    return {k: PARAMETERS[k](v, k) for k, v in params.items()}

@@ -104,9 +104,36 @@ class Settings:
         return {"warmup_rounds": self.warmup_rounds, "t0": self.t0, "t1": self.t1, **switches}
 
 
+def check_data_roots(data_roots: Any) -> dict[str, str]:
+    """``data_roots`` as a ``{table: folder}`` dict (None: ``{}``): a mapping with keys
+    ``"ICH"`` (RSNA ICH folder) and / or ``"CXR"`` (NIH ChestX-ray14 folder); a dict
+    literal as text (what ``papermill -p`` passes) is parsed.  A bare folder, an unknown
+    key or a missing folder is an error, never ignored."""
+    from pathlib import Path
+
+    from ..config import parse_literal
+
+    data_roots = parse_literal(data_roots, "data_root")
+    if data_roots is None:
+        return {}
+    if not isinstance(data_roots, dict):
+        raise TypeError(f"data_root maps a table to its data folder, e.g. {{'ICH': '/data/rsna-ich', "
+                        f"'CXR': '/data/nih'}}; got {type(data_roots).__name__} {data_roots!r}")
+    unknown = [k for k in data_roots if k not in TABLES]
+    if unknown:
+        raise ValueError(f"unknown table {unknown[0]!r} in data_root; use 'ICH' (RSNA ICH) and/or 'CXR' "
+                         "(NIH ChestX-ray14)")
+    out = {k: str(v) for k, v in data_roots.items() if v is not None}
+    for k, v in out.items():
+        if not Path(v).is_dir():
+            raise FileNotFoundError(f"data_root[{k!r}]: folder not found: {v}")
+    return out
+
+
 def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: str = "auto",
              data_roots: dict[str, str] | None = None, data_seed: int = 0) -> Settings:
-    """The notebook's settings for a profile (:mod:`fedpl_core.profiles`, module docstring)."""
+    """The notebook's settings for a profile (:mod:`fedpl_core.profiles`, module docstring);
+    ``data_roots``: see :func:`check_data_roots`."""
     levels = {"ICH": [1, 2, 3, 4], "CXR": [1, 3, 5, 7]}
     st = pick(profile,
               smoke=Settings("smoke", [0], 32, "cnn", {"width": 8}, {"ICH": 200, "CXR": 240},
@@ -118,7 +145,7 @@ def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: s
     # ICH m = 2: classes labelled by 1 to 5 of the 5 clients (data_seed 0); CXR m = 5: 1 to 4 of 8;
     # the smoke profile reuses its m = 1 runs
     hot_cool = pick(profile, smoke={"ICH": 1}, cpu={"ICH": 2}, full={"ICH": 2, "CXR": 5})
-    st = replace(st, device=device, data_roots=dict(data_roots or {}), data_seed=data_seed, hot_cool_levels=hot_cool)
+    st = replace(st, device=device, data_roots=check_data_roots(data_roots), data_seed=data_seed, hot_cool_levels=hot_cool)
     if seeds is not None:
         st.seeds = list(seeds)
     return st
