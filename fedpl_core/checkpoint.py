@@ -35,7 +35,7 @@ def save_checkpoint(sim, path: str | Path) -> None:
         "client_states": sim.client_states, "history": sim.history, "selection": sim.selection.state_dict(),
         "torch_rng": torch.get_rng_state(),
         "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-        "method": sim.method.name,
+        "method": sim.method.name, "loss_scale": sim.loss_scale,
     }
     atomic_torch_save(blob, path)
 
@@ -127,6 +127,8 @@ def check_checkpoint(sim, blob: Any) -> None:
     rng, want = blob["torch_rng"], torch.get_rng_state()
     if rng.dtype != want.dtype or rng.shape != want.shape:
         raise CheckpointError("its random-number state is malformed")
+    if not isinstance(blob.get("loss_scale"), (float, int, type(None))):
+        raise CheckpointError("its loss scale is not a number")
     cuda = blob.get("cuda_rng")
     if cuda is not None and not (isinstance(cuda, (list, tuple)) and all(
             isinstance(t, torch.Tensor) and t.dtype == torch.uint8 for t in cuda)):
@@ -148,6 +150,7 @@ def load_checkpoint(sim, path: str | Path) -> None:
     sim.client_states = blob["client_states"]
     sim.history = blob["history"]
     sim.selection.load_state_dict(blob["selection"])
+    sim.loss_scale = blob.get("loss_scale")  # None in a checkpoint written before it was kept: not checked
     torch.set_rng_state(blob["torch_rng"].cpu())
     if blob.get("cuda_rng") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([s.cpu() for s in blob["cuda_rng"]][:torch.cuda.device_count()])

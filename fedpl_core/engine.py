@@ -16,8 +16,10 @@ Design:
   method's server memory and receives nothing but ``ClientUpdate`` objects; a method's
   client hooks see a :class:`~fedpl_core.federation.ClientContext` (the client's own
   data, the model, the optimizer, its state), never the engine.
-* A non-finite training loss stops the run at once with :class:`DivergenceError`,
-  naming the round and the client.
+* A non-finite training loss, or one over ``EXPLOSION`` times its start (the supervised
+  loss of the initial model, :meth:`Simulation.loss_reference`, at least 1), stops the
+  run at once with :class:`DivergenceError`, naming the round, the client, the learning
+  rate and the optimizer.
 """
 from __future__ import annotations
 
@@ -42,6 +44,10 @@ from .selection import BestRound
 
 if TYPE_CHECKING:  # pragma: no cover
     from .partitions import Partition
+
+
+#: A client's training loss over this many times the run's start (at least 1) has diverged.
+EXPLOSION = 1e4
 
 
 def resolve_device(device: str) -> torch.device:
@@ -114,6 +120,7 @@ class Simulation:
         self.client_states: list[dict[str, Any]] = [{} for _ in self.clients]
         self.history: list[dict[str, Any]] = []
         self.round = 0
+        self.loss_scale: float | None = None  # the start a diverging loss is measured against
         self.init_clients()
         self.selection = BestRound(self.cfg.selection, self.cfg.maximise, self.cfg.patience)
         self.checkpoint_path = Path(checkpoint_path) if checkpoint_path else None
@@ -168,18 +175,48 @@ class Simulation:
         m.before_training(ctx)
         m.configure_model(self.model, train=True)
         loss = m.local_train(ctx)
-        if not math.isfinite(loss):
-            raise DivergenceError(f"round {round_idx + 1}, client {self.info.client_names[k]}: the training loss "
-                                  f"is {loss}; lower the learning rate (lr={self.cfg.lr:g}) or check the data")
+        self.check_loss(loss, k, round_idx)
         m.after_training(ctx)
         self._round_logs.append(ctx.logs)
         if keep:
             ctx.state["optimizer"] = _clone(self.optimizer.state_dict()["state"])
         return m.make_update(ctx), loss
 
+    @torch.no_grad()
+    def loss_reference(self) -> float | None:
+        """The supervised loss (:meth:`Method.supervised_loss`) of the global model on the
+        first client's first batch, in order, without augmentation, in eval mode: no random
+        number is drawn and no array changes."""
+        k = next((k for k, c in enumerate(self.clients) if c.n), None)
+        if k is None:
+            return None
+        ctx = self.client_context(k, self.round)
+        ctx.state = dict(ctx.state)
+        self.load_state(self.server.global_state)
+        self.method.configure_model(self.model, train=False)
+        b = ctx.make_batch(torch.arange(min(self.cfg.batch_size, ctx.data.n)), train=False)
+        with self.autocast():
+            logits, _ = self.model.forward_features(b.x)
+        v = float(self.method.supervised_loss(ctx, logits.float(), b))
+        return v if math.isfinite(v) else None
+
+    def check_loss(self, loss: float, k: int, round_idx: int) -> None:
+        """:class:`DivergenceError` for a non-finite training loss or one that exploded:
+        over ``EXPLOSION`` times the start (``loss_scale``, at least 1)."""
+        where = f"round {round_idx + 1}, client {self.info.client_names[k]}"
+        lr = f"lower the learning rate (lr={self.cfg.lr:g}, optimizer {self.cfg.optimizer})"
+        if not math.isfinite(loss):
+            raise DivergenceError(f"{where}: the training loss is {loss}; {lr} or check the data")
+        ref = max(self.loss_scale or 0.0, 1.0)
+        if self.loss_scale is not None and loss > EXPLOSION * ref:
+            raise DivergenceError(f"{where}: the training loss is {loss:.3g}, over {EXPLOSION:g} times its start "
+                                  f"({self.loss_scale:.3g}): the training diverged; {lr} or check the data")
+
     def step(self) -> dict[str, Any]:
         """One communication round; returns its history record."""
         r = self.round
+        if r == 0 and self.loss_scale is None:
+            self.loss_scale = self.loss_reference()
         t0 = time.perf_counter()
         updates, losses = [], []
         self._round_logs: list[dict[str, float]] = []

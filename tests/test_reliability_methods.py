@@ -12,10 +12,11 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from test_reliability import tiny  # noqa: E402
+from test_reliability import FLAGS, cli, one_error_line, tiny  # noqa: E402
 
 from fedpl_core import experiments as E  # noqa: E402
 from fedpl_core.config import EngineConfig  # noqa: E402
+from fedpl_core.engine import DivergenceError  # noqa: E402
 from fedpl_core.methods import METHODS, available_methods  # noqa: E402
 
 NAMES = available_methods()
@@ -110,3 +111,18 @@ def test_checkpoint_of_another_class_list_is_redone(tmp_path):
     cfg = config("fedavg", checkpoint_every=1)
     other = real_checkpoint(tmp_path, cfg.replace(classes=["Cardiomegaly", "Effusion"]))
     redone(tmp_path, cfg, other, r"model array 'head.weight' is \[2, .*another model or class list")
+
+
+# ------------------------------------------------------------ 4. a finite loss that explodes
+@pytest.mark.parametrize("method,optimizer", [("fedavg", "sgd"), ("centralized", "adam")])
+def test_a_loss_that_explodes_stops_the_run(method, optimizer):
+    """lr = 1e6 trains to a loss of 1e8 - 1e12 (finite) and used to end with AUROC 0.5 and
+    exit status 0."""
+    with pytest.raises(DivergenceError, match=r"round 1, client .*: the training loss is .*e\+\d+, over 10000 times "
+                       rf"its start .*diverged; lower the learning rate \(lr=1e\+06, optimizer {optimizer}\)"):
+        E.run(config(method, lr=1e6, optimizer=optimizer))
+
+
+def test_a_loss_that_explodes_is_one_error_line():
+    one_error_line(cli("run", *FLAGS, "--rounds", "2", "--method", "centralized", "--lr", "1e6"),
+                   "the training diverged; lower the learning rate (lr=1e+06, optimizer adam)")
