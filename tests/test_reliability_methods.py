@@ -126,3 +126,30 @@ def test_a_loss_that_explodes_stops_the_run(method, optimizer):
 def test_a_loss_that_explodes_is_one_error_line():
     one_error_line(cli("run", *FLAGS, "--rounds", "2", "--method", "centralized", "--lr", "1e6"),
                    "the training diverged; lower the learning rate (lr=1e+06, optimizer adam)")
+
+
+# ------------------------------------------------------------ 5. method options are range-checked
+@pytest.mark.parametrize("name,options,needle", [
+    ("fedprox", {"mu": -1}, "option mu must be >=0, got -1"),
+    ("fedprox", {"mu": float("nan")}, "option mu must be >=0, got nan"),
+    ("fedprox_star", {"mu": float("inf")}, "option mu must be >=0, got inf"),
+    ("fedlsm", {"tau_p": 1.5}, "option tau_p must be [0, 1], got 1.5"),
+    ("fedmlp", {"warmup_rounds": 2.5}, "option warmup_rounds must be a whole number >=0, got 2.5"),
+    ("surgical", {"warmup_lr": 0}, "option warmup_lr must be >0, got 0"),
+    ("fedssp", {"ssp_lr": -0.1}, "option ssp_lr must be >0, got -0.1"),
+])
+def test_method_options_out_of_range_are_refused(name, options, needle):
+    from fedpl_core.config import ConfigError
+    from fedpl_core.methods import get_method
+
+    with pytest.raises(ConfigError) as e:
+        get_method(name, **options)
+    assert f"method {name!r}: {needle}" == str(e.value)
+
+
+def test_method_option_out_of_range_is_one_line_before_training():
+    """FedProx mu = -1 used to run; mu = NaN ended in a DivergenceError that blamed the
+    learning rate."""
+    for mu in ("-1", "NaN"):
+        p = cli("run", *FLAGS, "--rounds", "50", "--method", "fedprox", "--method-kwargs", f'{{"mu": {mu}}}')
+        one_error_line(p, f"method 'fedprox': option mu must be >=0, got {mu.lower()}")

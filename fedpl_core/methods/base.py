@@ -35,11 +35,13 @@ FedAvg (:class:`~fedpl_core.methods.fedavg.FedAvg`) is the smallest complete met
 """
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import math
+from abc import ABCMeta, abstractmethod
 from typing import Any, ClassVar
 
 import torch
 
+from ..config import ConfigError
 from ..federation import Batch, ClientContext, ClientUpdate, FederationInfo, Server
 from ..losses import masked_bce, masked_ce
 from ..models import HEAD_KEYS, is_bn_key
@@ -52,7 +54,25 @@ def _bn_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
     return [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
 
 
-class Method(ABC):
+def _in_range(x: float, rule: str) -> bool:
+    """``rule``: ``">=0"``, ``">0"``, ``"[0,1]"``, ``"(0,1]"``, ``"[0,1)"``..."""
+    if rule[0] in "([":
+        lo, hi = (float(v) for v in rule[1:-1].split(","))
+        return (x > lo if rule[0] == "(" else x >= lo) and (x < hi if rule[-1] == ")" else x <= hi)
+    if rule.startswith(">="):
+        return x >= float(rule[2:])
+    return x > float(rule[1:])
+
+
+class _CheckedOptions(ABCMeta):
+    """Builds a method only once its keyword options pass :meth:`Method.check_options`."""
+
+    def __call__(cls, *args: Any, **kwargs: Any):
+        cls.check_options(kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+class Method(metaclass=_CheckedOptions):
     """Abstract federated method (see the module docstring for the hooks).
 
     Class attributes a subclass sets:
@@ -76,6 +96,11 @@ class Method(ABC):
     statistics are first calibrated, see
     :func:`fedpl_core.methods.surgical.calibrate_batchnorm`); ``weighting`` ``size``
     (n_k / n) or ``uniform``.
+
+    ``option_ranges`` (a class attribute, merged along the MRO) declares the range of each
+    numeric constructor option: ``">=0"``, ``">0"``, ``"[0,1]"``, ``"(0,1]"``...,
+    ``"int>=1"`` for a whole number.  A value out of range, NaN, infinite or not a number
+    is refused before the method is built (:meth:`check_options`).
     """
 
     name: ClassVar[str] = "method"
@@ -84,6 +109,30 @@ class Method(ABC):
     evaluation: ClassVar[str] = "global"
     federated: ClassVar[bool] = True
     tasks: ClassVar[tuple[str, ...]] = ("multilabel", "multiclass")
+    option_ranges: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        """A :class:`~fedpl_core.config.ConfigError` naming the first option of
+        ``options`` outside its declared range (``option_ranges``); None is left to the
+        constructor (it means "the default")."""
+        ranges: dict[str, str] = {}
+        for c in reversed(cls.__mro__):
+            ranges.update(vars(c).get("option_ranges", {}))
+        for key, rule in ranges.items():
+            v = options.get(key)
+            if v is None:
+                continue
+            whole, rule = rule.startswith("int"), rule.removeprefix("int")
+            try:
+                x = None if isinstance(v, bool) else float(v)
+            except (TypeError, ValueError, OverflowError):
+                x = None
+            if x is None:
+                raise ConfigError(f"method {cls.name!r}: option {key} must be a number, got {v!r}")
+            if not (math.isfinite(x) and _in_range(x, rule) and (not whole or x.is_integer())):
+                what = f"a whole number {rule}" if whole else rule
+                raise ConfigError(f"method {cls.name!r}: option {key} must be {what.replace(',', ', ')}, got {v!r}")
 
     def __init__(self, bn_policy: str = "aggregate", weighting: str = "size", **hparams: Any):
         if bn_policy not in BN_POLICIES:

@@ -28,6 +28,7 @@ class FedProx(FedAvg):
     labelled-classes-only loss, mu = 0.001).  With mu = 0 it equals FedAvg exactly."""
 
     name = "fedprox"
+    option_ranges = {"mu": ">=0"}
 
     def __init__(self, mu: float = 0.01, partial: bool = False, **kw: Any):
         super().__init__(**kw)

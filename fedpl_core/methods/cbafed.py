@@ -57,6 +57,8 @@ class CBAFed(FedAvg):
     """CBAFed: class-balanced adaptive thresholds, residual weight connection."""
 
     name = "cbafed"
+    option_ranges = {"t_base": "[0,1]", "upper": "[0,1]", "lower": "[0,1]", "res_every": "int>=0",
+                     "res_weight": "[0,1]"}
     partial = True
     tasks = ("multilabel",)
     metadata_keys = FedAvg.metadata_keys + ("pl_positive_counts", "labelled_entries")

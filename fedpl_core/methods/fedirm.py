@@ -63,6 +63,8 @@ class FedIRM(FedAvg):
     """FedIRM: class relation matrices from labelled data, matched on the missing classes."""
 
     name = "fedirm"
+    option_ranges = {"temperature": ">0", "consistency": ">=0", "rampup": ">=0", "ema_decay": "[0,1]",
+                     "confidence": "[0,1]"}
     partial = True
     tasks = ("multilabel",)
     metadata_keys = FedAvg.metadata_keys + ("relation", "relation_counts")

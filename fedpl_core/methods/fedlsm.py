@@ -369,6 +369,10 @@ class FedLSM(Method):
     """
 
     name = "fedlsm"
+    option_ranges = {"tau": "[0,1]", "tau_l": "[0,1]", "tau_p": "[0,1]", "tau_n": "[0,1]", "tau_lp": "[0,1]",
+                     "tau_ln": "[0,1]", "lambda_u": ">=0", "ema_decay": "[0,1]", "mixup_alpha": ">0",
+                     "mix_batch": "int>=0", "n_l": "[0,1]", "n_h": "[0,1]", "warmup_rounds": "int>=0",
+                     "strong_ops": "int>=0", "strong_magnitude": ">=0"}
     partial = True
     metadata_keys = Method.metadata_keys + ("class_counts",)
 

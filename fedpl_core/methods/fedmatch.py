@@ -103,6 +103,8 @@ class FedMatch(WeightedBCE):
     """FedMatch adapted to partial labels (see the module docstring)."""
 
     name = "fedmatch"
+    option_ranges = {"num_helpers": "int>=0", "confidence": "[0,1]", "psi_factor": ">=0", "h_interval": "int>=1",
+                     "lambda_s": ">=0", "lambda_i": ">=0", "lambda_a": ">=0", "lambda_l1": ">=0", "lambda_l2": ">=0"}
     partial = True
     tasks = ("multilabel",)
     metadata_keys = WeightedBCE.metadata_keys + ("input_shape",)

@@ -70,6 +70,7 @@ class FedNoRo(FedAvg):
     """FedNoRo stage 2: logit-adjusted BCE + ramped distillation from the global model."""
 
     name = "fednoro"
+    option_ranges = {"a": "[0,1]", "begin": "int>=0", "end": "int>=0", "temperature": ">0", "tau": ">=0"}
     partial = True
     tasks = ("multilabel",)
 

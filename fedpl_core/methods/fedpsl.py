@@ -289,6 +289,7 @@ class FedPSL(WeightedBCE):
     """
 
     name = "fedpsl"
+    option_ranges = {"alpha": ">=0"}
     partial = True
 
     def __init__(self, tdma: bool = True, tadl: bool = True, head_weights: str = "labelled",

@@ -72,6 +72,7 @@ class FedPU(FedAvg):
     """
 
     name = "fedpu"
+    option_ranges = {"pu_weight": ">=0", "eps": ">=0"}
     tasks = ("multiclass",)
     partial = True
 

@@ -52,6 +52,7 @@ class FedRS(FedAvg):
     """FedRS: CE over labelled rows on restricted-softmax logits (``alpha`` = 0.5)."""
 
     name = "fedrs"
+    option_ranges = {"alpha": "[0,1]"}
     tasks = ("multiclass",)
     partial = True
 

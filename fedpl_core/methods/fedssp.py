@@ -145,6 +145,8 @@ class SimSiamPretraining:
     docstring for the procedure and the cache."""
 
     SSP_METADATA = ("ssp_key", "ssp_cached")
+    option_ranges = {"pretrain_rounds": "int>=0", "proj_dim": "int>=1", "pred_dim": "int>=1", "ssp_lr": ">0",
+                     "ssp_momentum": "[0,1]", "ssp_weight_decay": ">=0"}
 
     def __init__(self, pretrain_rounds: int = 5, proj_dim: int = 2048, pred_dim: int = 512, ssp_lr: float = 0.05,
                  ssp_momentum: float = 0.9, ssp_weight_decay: float = 1e-4, fix_pred_lr: bool = True,

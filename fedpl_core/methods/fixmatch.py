@@ -137,6 +137,7 @@ class FixMatch(WeightedBCE):
     """
 
     name = "fixmatch_base"
+    option_ranges = {"tau": "[0,1]", "lambda_u": ">=0", "num_ops": "int>=0", "magnitude": ">=0"}
     partial = True
 
     def __init__(self, tau: float = 0.95, lambda_u: float = 1.0, teacher: str = "current", num_ops: int = 2,

@@ -57,6 +57,7 @@ class MixUpPME(Centralized, WeightedBCE):
     the unannotated entries (see the module docstring for every choice)."""
 
     name = "mixup_pme"
+    option_ranges = {"alpha": ">0", "warmup_rounds": "int>=0"}
 
     def __init__(self, alpha: float = 1.0, warmup_rounds: int = 1, partial: bool = True, **kw: Any):
         super().__init__(partial=partial, **kw)

@@ -73,6 +73,7 @@ class MOON(WeightedBCE):
     """
 
     name = "moon"
+    option_ranges = {"mu": ">=0", "temperature": ">0"}
     partial = True
 
     def __init__(self, mu: float = 1.0, temperature: float = 0.5, pos_weight: bool = True, **kw: Any):

@@ -251,6 +251,8 @@ class PaperProtocol:
     engine features.  Use :func:`paper_method` to get a baseline with the protocol.
     """
 
+    option_ranges = {"warmup_epochs": ">=0", "warmup_lr": ">0"}
+
     def __init__(self, *, warmup_epochs: float = 0, warmup_lr: float = 5e-3, **kw: Any):
         super().__init__(**kw)
         if warmup_epochs < 0 or warmup_lr <= 0:
