@@ -19,7 +19,8 @@ Design:
 * A non-finite training loss, or one over ``EXPLOSION`` times its start (the supervised
   loss of the initial model, :meth:`Simulation.loss_reference`, at least 1), stops the
   run at once with :class:`DivergenceError`, naming the round, the client, the learning
-  rate and the optimizer.
+  rate and the optimizer; so does the aggregated model's loss on the same batch after
+  each round (a last step can blow the model up after its loss was recorded).
 """
 from __future__ import annotations
 
@@ -186,7 +187,8 @@ class Simulation:
     def loss_reference(self) -> float | None:
         """The supervised loss (:meth:`Method.supervised_loss`) of the global model on the
         first client's first batch, in order, without augmentation, in eval mode: no random
-        number is drawn and no array changes."""
+        number is drawn and no array of the global model or of a client changes (the
+        working model gets the global arrays, as every client's round begins)."""
         k = next((k for k, c in enumerate(self.clients) if c.n), None)
         if k is None:
             return None
@@ -197,26 +199,30 @@ class Simulation:
         b = ctx.make_batch(torch.arange(min(self.cfg.batch_size, ctx.data.n)), train=False)
         with self.autocast():
             logits, _ = self.model.forward_features(b.x)
-        v = float(self.method.supervised_loss(ctx, logits.float(), b))
-        return v if math.isfinite(v) else None
+        return float(self.method.supervised_loss(ctx, logits.float(), b))
 
-    def check_loss(self, loss: float, k: int, round_idx: int) -> None:
-        """:class:`DivergenceError` for a non-finite training loss or one that exploded:
-        over ``EXPLOSION`` times the start (``loss_scale``, at least 1)."""
-        where = f"round {round_idx + 1}, client {self.info.client_names[k]}"
-        lr = f"lower the learning rate (lr={self.cfg.lr:g}, optimizer {self.cfg.optimizer})"
+    def check_loss(self, loss: float, k: int | None, round_idx: int) -> None:
+        """:class:`DivergenceError` for a non-finite loss or one that exploded: over
+        ``EXPLOSION`` times the start (``loss_scale``, at least 1).  ``k``: the client whose
+        training loss it is; None: the global model's (:meth:`loss_reference`)."""
+        if k is None:
+            where = f"after round {round_idx + 1}, the global model's loss"
+        else:
+            where = f"round {round_idx + 1}, client {self.info.client_names[k]}: the training loss"
+        lr = f"lower the learning rate (lr={self.cfg.lr:g}) of the {self.cfg.optimizer} optimizer"
         if not math.isfinite(loss):
-            raise DivergenceError(f"{where}: the training loss is {loss}; {lr} or check the data")
+            raise DivergenceError(f"{where} is {loss}; {lr} or check the data")
         ref = max(self.loss_scale or 0.0, 1.0)
         if self.loss_scale is not None and loss > EXPLOSION * ref:
-            raise DivergenceError(f"{where}: the training loss is {loss:.3g}, over {EXPLOSION:g} times its start "
+            raise DivergenceError(f"{where} is {loss:.3g}, over {EXPLOSION:g} times its start "
                                   f"({self.loss_scale:.3g}): the training diverged; {lr} or check the data")
 
     def step(self) -> dict[str, Any]:
         """One communication round; returns its history record."""
         r = self.round
         if r == 0 and self.loss_scale is None:
-            self.loss_scale = self.loss_reference()
+            start = self.loss_reference()
+            self.loss_scale = start if start is not None and math.isfinite(start) else None
         t0 = time.perf_counter()
         updates, losses = [], []
         self._round_logs: list[dict[str, float]] = []
@@ -225,6 +231,8 @@ class Simulation:
             updates.append(upd)
             losses.append(loss)
         self.server.aggregate(updates)
+        if self.loss_scale is not None:
+            self.check_loss(self.loss_reference(), None, r)
         self.round += 1
         record: dict[str, Any] = {"round": self.round, "train_loss": float(np.mean(losses)),
                                   "train_time": time.perf_counter() - t0}

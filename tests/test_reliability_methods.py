@@ -119,13 +119,22 @@ def test_a_loss_that_explodes_stops_the_run(method, optimizer):
     """lr = 1e6 trains to a loss of 1e8 - 1e12 (finite) and used to end with AUROC 0.5 and
     exit status 0."""
     with pytest.raises(DivergenceError, match=r"round 1, client .*: the training loss is .*e\+\d+, over 10000 times "
-                       rf"its start .*diverged; lower the learning rate \(lr=1e\+06, optimizer {optimizer}\)"):
+                       rf"its start .*diverged; lower the learning rate \(lr=1e\+06\) of the {optimizer} optimizer"):
         E.run(config(method, lr=1e6, optimizer=optimizer))
 
 
+def test_a_model_blown_up_by_its_last_step_stops_the_run():
+    """One local step per round: the recorded training loss is the one before the step
+    (0.69), the aggregated model's is 1e8."""
+    with pytest.raises(DivergenceError, match=r"after round 1, the global model's loss is .*e\+\d+, over 10000 times "
+                       r"its start .*diverged; lower the learning rate \(lr=1e\+06\) of the sgd optimizer"):
+        E.run(config("fedavg", lr=1e6, optimizer="sgd", local_iters=1))
+
+
 def test_a_loss_that_explodes_is_one_error_line():
-    one_error_line(cli("run", *FLAGS, "--rounds", "2", "--method", "centralized", "--lr", "1e6"),
-                   "the training diverged; lower the learning rate (lr=1e+06, optimizer adam)")
+    """The issue's command: one round, SGD at lr 1e6."""
+    one_error_line(cli("run", *FLAGS, "--rounds", "1", "--optimizer", "sgd", "--lr", "1e6"),
+                   "the training diverged; lower the learning rate (lr=1e+06) of the sgd optimizer")
 
 
 # ------------------------------------------------------------ 5. method options are range-checked
