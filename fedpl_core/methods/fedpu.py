@@ -89,7 +89,8 @@ class FedPU(FedAvg):
             raise ValueError(f"prior needs 1 or {info.num_classes} values, got {self.prior.numel()}")
         super().setup(model, info)
 
-    def loss(self, ctx, logits, features, batch):
+    def supervised_loss(self, ctx, logits, batch):
+        """CE + w_pu * PU risk: it needs no per-round state, so it also scores validation."""
         ce = masked_ce(logits, batch.y, batch.mask)
         labelled = ((batch.y > 0) & batch.mask.to(torch.bool)).any(1)
         pu = fedpu_risk(logits, batch.y, labelled, ctx.data.class_mask, self.prior, self.eps)
