@@ -92,8 +92,8 @@ Protocol audit (paper = "Federated Setup", Sec. 2.4; code = the released
   the training loss: BCE over the client's classes for SA and FL + PL, BCE over all
   classes with missing labels as negatives for vanilla FL.  Ours:
   :func:`~fedpl_core.evaluation.validation_loss` with each method's supervised loss
-  (here its training loss) on the global model, plain mean over clients; the same, except that our early stopping has no 1e-4
-  margin.
+  (here its training loss) on the global model, plain mean over clients; the same,
+  except that our early stopping has no 1e-4 margin.
 * **Scores.**  Code: each test set is scored on the classes the global model and the set
   share (``analysis.py`` L176-182, L250-258): NIH on its 14, CheXpert on its 13, MIMIC
   on the intersection.  Ours: the same (each extra evaluation set carries its own
