@@ -48,12 +48,19 @@ class DataBundle:
 
 #: ``name -> builder(data_root, classes, image_size, n_train, n_test, data_seed, **dataset_kwargs)``
 SOURCES: dict[str, Callable[..., DataBundle]] = {}
+#: sources whose tables fix the classes (the studies' ``fedpsl``, ``surgical-*``): ``classes`` is refused
+FIXED_CLASSES: set[str] = set()
 
 
-def register_source(name: str) -> Callable:
-    """Decorator registering a data source builder under ``name``."""
+def register_source(name: str, fixed_classes: bool = False) -> Callable:
+    """Decorator registering a data source builder under ``name``.  ``fixed_classes``: the
+    source's own tables fix its classes, so a ``classes`` setting is refused, not ignored."""
     def deco(fn: Callable[..., DataBundle]) -> Callable[..., DataBundle]:
         SOURCES[name] = fn
+        if fixed_classes:
+            FIXED_CLASSES.add(name)
+        else:
+            FIXED_CLASSES.discard(name)
         return fn
     return deco
 
@@ -130,7 +137,7 @@ def _load(key: str, progress: bool) -> DataBundle:
         _load_study_sources()
     check_source(name)
     if name in SOURCES:
-        if name not in SYNTHETIC and classes is not None:
+        if name in FIXED_CLASSES and classes is not None:
             raise DataError(f"classes do not apply to data set {name!r}: its tables fix the classes; leave them out")
         return SOURCES[name](name, root, classes, size, n_train, n_test, seed, **dict(kw))
     return _registry(name, root, classes, size, n_train, n_test, seed, **{"progress": progress, **kw})

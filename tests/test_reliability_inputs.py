@@ -290,7 +290,7 @@ def test_selection_keys_of_single_label_data_and_extra_sets():
     (["--num-clients", "1"], "partition 'missing_classes' needs num_clients >= 2"),
     (["--split", "dirichlet", "--split-kwargs", '{"alfa": 1}'], "split 'dirichlet' (split_kwargs): got an unexpected"),
     (["--device", "meta"], "device must be auto, cpu, cuda, cuda:N or mps, got 'meta'"),
-    (["--dataset", "nosuch"], "unknown data set 'nosuch'; available: chexpert, covid"),
+    (["--dataset", "nosuch"], "unknown data set 'nosuch'; available: chexpert, "),
     (["--dataset", "medmnist:nosuch"], "unknown MedMNIST flag 'nosuch'"),
 ])
 def test_internal_messages_become_settings_messages(main, tmp_path, flags, needle):
