@@ -54,7 +54,7 @@ from .config import (ConfigError, EngineConfig, check_engine_conflicts, check_se
 from .data.base import ImageDataset
 from .datasets import DataBundle, load_bundle
 from .engine import Simulation
-from .fileio import STALE_ENV, atomic_write_text, pid_alive, remove_stale_temps, stale_after
+from .fileio import STALE_ENV, atomic_write_text, pid_alive, process_started, remove_stale_temps, stale_after
 from .fileio import check_writable as _check_writable
 from .methods import available_methods, get_method
 from .models import MODELS, build_model
@@ -339,6 +339,7 @@ class LockHolder:
     age: float
     regular: bool
     sig: tuple
+    created: float | None = None  # when the holder wrote the lock (its third field), by its clock
 
     def describe(self) -> str:
         if not self.regular:
@@ -354,7 +355,7 @@ def lock_holder(lock: str | Path) -> LockHolder | None:
         st = os.lstat(lock)
     except FileNotFoundError:
         return None
-    host = pid = token = None
+    host = pid = token = created = None
     regular = stat.S_ISREG(st.st_mode)
     if regular:
         try:
@@ -365,10 +366,11 @@ def lock_holder(lock: str | Path) -> LockHolder | None:
                 os.close(fd)
             host, pid = parts[0], int(parts[1])
             token = parts[3] if len(parts) > 3 else None
+            created = float(parts[2]) if len(parts) > 2 else None
         except (OSError, ValueError, IndexError):
             host = pid = None
     return LockHolder(host, pid, token, time.time() - st.st_mtime, regular,
-                      (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size))
+                      (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size), created)
 
 
 def _stale_reason(h: LockHolder, stale_s: float) -> str | None:
@@ -384,8 +386,13 @@ def _stale_reason(h: LockHolder, stale_s: float) -> str | None:
     if h.pid is None:
         limit = min(stale_s, 5.0)  # a lock is written before it appears; unreadable: garbage
         return f"it is unreadable and {age:.0f} s old" if age > limit else None
-    if h.host == socket.gethostname() and not pid_alive(h.pid):
-        return f"process {h.pid} no longer runs on this host"
+    if h.host == socket.gethostname():
+        if not pid_alive(h.pid):
+            return f"process {h.pid} no longer runs on this host"
+        started = process_started(h.pid)
+        if started is not None and h.created is not None and started > h.created + 2:
+            return (f"process {h.pid} on this host started after the lock was written "
+                    f"(its id was reused, e.g. pid 1 in a container)")
     if age > stale_s:
         return f"it was not refreshed for {age:.0f} s (limit {stale_s:g} s, ${STALE_ENV})"
     return None

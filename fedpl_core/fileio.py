@@ -160,6 +160,20 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def process_started(pid: int) -> float | None:
+    """When process ``pid`` of this host started (seconds since the epoch), from Linux's
+    ``/proc`` (``btime`` of ``/proc/stat`` + field 22 of ``/proc/<pid>/stat``); None where
+    that cannot be read (another OS, no such process)."""
+    try:
+        with open(f"/proc/{int(pid)}/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
 def remove_stale_temps(folder: str | Path, stale_s: float | None = None) -> list[Path]:
     """Remove this package's temporary files in ``folder`` that are abandoned: the writing
     process (on this host) no longer runs, or (another host's file) it was last modified

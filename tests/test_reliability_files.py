@@ -29,8 +29,8 @@ def cli_config(*args):
     return config_from_args(build_parser().parse_args(["run", *FLAGS, *args]))
 
 
-def plant_lock(lock: Path, host: str, pid: int, age: float = 0.0) -> None:
-    lock.write_text(f"{host} {pid} 0\n")
+def plant_lock(lock: Path, host: str, pid: int, age: float = 0.0, created: float = 0) -> None:
+    lock.write_text(f"{host} {pid} {created:.0f}\n")
     if age:
         t = time.time() - age
         os.utime(lock, (t, t))
@@ -48,7 +48,7 @@ def test_cli_run_behind_a_lock_of_a_reused_pid_finishes_and_names_the_holder(tmp
     rd.mkdir()
     rid = cli_config("--rounds", "1").run_id()
     lock = rd / f"{rid}.lock"
-    plant_lock(lock, socket.gethostname(), 1)
+    plant_lock(lock, socket.gethostname(), 1, created=time.time())  # written after pid 1 started: looks live
     p = subprocess.Popen([sys.executable, "-m", "fedpl_core", "run", *FLAGS, "--rounds", "1", "--results-dir", str(rd)],
                          stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                          env={**os.environ, fileio.STALE_ENV: "3"})
@@ -75,6 +75,24 @@ def test_cli_run_behind_a_lock_of_a_reused_pid_finishes_and_names_the_holder(tmp
     assert "not refreshed for" in text and "FEDPL_LOCK_STALE_S" in text, text
     assert took < 120, took
     assert (rd / f"{rid}.json").is_file() and not lock.exists()
+
+
+@pytest.mark.skipif(fileio.process_started(1) is None, reason="needs Linux's /proc")
+def test_the_issues_planted_lock_of_pid_1_is_taken_over_at_once_as_a_reused_id(tmp_path):
+    """The issue's exact case, ``echo "$(hostname) 1 0" > rd/<run_id>.lock`` with the default
+    age limit (300 s): pid 1 started long after time 0, so the lock's writer is gone and its id
+    reused; the run takes the lock over at once, naming why."""
+    rd = tmp_path / "rd"
+    rd.mkdir()
+    rid = cli_config("--rounds", "1").run_id()
+    (rd / f"{rid}.lock").write_text(f"{socket.gethostname()} 1 0\n")
+    env = {k: v for k, v in os.environ.items() if k != fileio.STALE_ENV}
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "fedpl_core", "run", *FLAGS, "--rounds", "1", "--results-dir", str(rd)],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "started after the lock was written (its id was reused" in p.stderr, p.stderr
+    assert time.monotonic() - t0 < 60 and (rd / f"{rid}.json").is_file()
 
 
 def test_lock_of_another_host_is_taken_over_after_the_age_limit(tmp_path, monkeypatch, caplog):
