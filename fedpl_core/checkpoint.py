@@ -7,7 +7,9 @@ results folder cannot run code when a run resumes; it is refused with
 """
 from __future__ import annotations
 
+import os
 import pickle
+import stat
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -41,7 +43,14 @@ def save_checkpoint(sim, path: str | Path) -> None:
 
 
 def read_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, Any]:
-    """The checkpoint at ``path`` (tensors and plain containers only)."""
+    """The checkpoint at ``path`` (tensors and plain containers only).  Only a regular file
+    is read: a link or a device planted at the name (``/dev/zero``) is refused, not followed."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError as e:
+        raise CheckpointError(f"checkpoint {path} is unreadable: {e.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise CheckpointError(f"checkpoint {path} is not a regular file (a link or a device); refused to read it")
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as e:

@@ -356,3 +356,19 @@ def test_cli_grid_refuses_repeated_entries_in_one_line(tmp_path, extra, needle):
     p = cli(*argv)
     one_error_line(p, needle)
     assert not (tmp_path / "r").exists() or not list((tmp_path / "r").iterdir())
+
+
+def test_a_link_at_the_checkpoint_name_is_refused_not_followed(tmp_path):
+    """A link planted at ``<run_id>.ckpt`` (to /dev/zero, or to a real checkpoint elsewhere)
+    is refused with a CheckpointError, which the runner reports and starts afresh."""
+    from fedpl_core.checkpoint import CheckpointError, atomic_torch_save, read_checkpoint
+
+    real = tmp_path / "elsewhere.ckpt"
+    atomic_torch_save({"round": 1}, real)
+    for target in (real, Path("/dev/zero")):
+        link = tmp_path / "run.ckpt"
+        link.unlink(missing_ok=True)
+        link.symlink_to(target)
+        with pytest.raises(CheckpointError, match="not a regular file"):
+            read_checkpoint(link)
+    assert read_checkpoint(real) == {"round": 1}
