@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup reproduce reproduce-full test benchmark clean
+.PHONY: setup reproduce reproduce-full report test benchmark clean
 
 $(STAMP): requirements.txt pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,7 +16,11 @@ $(STAMP): requirements.txt pyproject.toml constraints.txt
 setup: $(STAMP)
 
 reproduce: $(STAMP)
-	$(PY) -m fedpl_core reproduce --profile cpu
+	$(PY) -m fedpl_core reproduce --profile cpu --output reports
+
+# the static site of the executed notebooks in reports/ -> outputs/site/index.html
+report: $(STAMP)
+	$(PY) -m fedpl_core.site --notebooks reports --out outputs/site
 
 reproduce-full: $(STAMP)
 	$(PY) -m fedpl_core reproduce --profile full
