@@ -186,7 +186,7 @@ PARAMETERS = {
     "workers": lambda v, n: None if v is None else _int(v, n, 1),
     "data_root": _root,
     "data_roots": _roots,
-    "results_dir": _text,
+    "results_dir": lambda v, n: None if v is None else _text(v, n),  # None: paths.results_dir(<notebook>)
     "first_order": _optional_bool,
     "pretrained": lambda v, n: _optional_bool(v, n) or False,
     "exclude": _names,

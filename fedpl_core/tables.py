@@ -1,7 +1,6 @@
 """Result tables: mean +- std over seeds, paired tests, markdown and LaTeX output."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Sequence
 
@@ -217,10 +216,13 @@ def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = N
 
 
 def figures_dir() -> Path:
-    """Where notebooks write figures and tables: ``$FEDPL_FIGURES`` if set (the test suite
-    points it to a temporary folder, so a smoke run never overwrites the committed
-    cpu-profile outputs), else ``figures/`` under the working directory."""
-    return Path(os.environ.get("FEDPL_FIGURES") or "figures")
+    """Where notebooks write figures and tables (absolute): :func:`fedpl_core.paths.figures_dir`,
+    i.e. ``$FEDPL_FIGURES`` if set, else ``outputs/smoke/figures`` in the smoke profile (a
+    smoke run never overwrites the committed cpu-profile outputs), else the checkout's
+    ``figures/`` (whatever the working directory), else ``./figures``."""
+    from . import paths
+
+    return paths.figures_dir()
 
 
 def committed_table(stem: str) -> pd.DataFrame | None:

@@ -1,0 +1,96 @@
+"""Where figures, tables and cached results go, whatever the working directory.
+
+One rule for the notebooks, the command line and the library:
+
+1. ``$FEDPL_FIGURES`` (figures and tables) and ``$FEDPL_RESULTS`` (a folder per notebook's
+   run cache) when set;
+2. else, in the ``smoke`` profile, ``outputs/smoke/figures`` and ``outputs/smoke/results``
+   under the checkout (git-ignored), or under a temporary folder when the package does not
+   run from a checkout: a smoke run never writes into the committed ``figures/``;
+3. else the checkout's ``figures/`` and ``results/`` when the package runs from a checkout
+   (the folder above ``fedpl_core/`` has ``pyproject.toml`` and ``notebooks/``);
+4. else ``figures/`` and ``results/`` under the working directory (an installed package).
+
+A notebook picks its profile with :func:`notebook_outputs` (its setup cell), which also
+prints where the outputs go; :func:`figures_dir` then follows that profile for every
+``savefig`` and ``save_table`` of the kernel.  So ``papermill`` run from the repository
+root and a JupyterLab kernel started in ``notebooks/`` write to the same folders.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+#: The folder above the package: a checkout when :func:`checkout` says so.
+PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+
+_profile: str | None = None  # the profile set by use_profile / notebook_outputs (None: not a smoke run)
+
+
+def checkout() -> Path | None:
+    """The repository the package runs from (its ``pyproject.toml`` and ``notebooks/``
+    beside ``fedpl_core/``), or None for an installed package."""
+    root = PACKAGE_PARENT
+    if (root / "pyproject.toml").is_file() and (root / "notebooks").is_dir() and (root / "fedpl_core").is_dir():
+        return root
+    return None
+
+
+def use_profile(profile: str | None) -> None:
+    """Set the profile that :func:`figures_dir` and :func:`results_dir` follow in this
+    process (None: no profile, as for the library)."""
+    global _profile
+    if profile is not None:
+        from .profiles import check_profile
+
+        check_profile(profile)
+    _profile = profile
+
+
+def current_profile() -> str | None:
+    """The profile set by :func:`use_profile`, or None."""
+    return _profile
+
+
+def _base(profile: str | None) -> Path:
+    """The folder that holds ``figures/`` and ``results/`` for ``profile``."""
+    root = checkout()
+    if (profile if profile is not None else _profile) == "smoke":
+        return (root / "outputs" if root else Path(tempfile.gettempdir()) / "fedpl-outputs") / "smoke"
+    return root if root else Path.cwd()
+
+
+def figures_dir(profile: str | None = None) -> Path:
+    """Where figures and tables go (absolute): ``$FEDPL_FIGURES``, else
+    ``outputs/smoke/figures`` in the smoke profile, else the checkout's ``figures/``, else
+    ``./figures``.  ``profile`` None: the one set by :func:`use_profile`."""
+    env = os.environ.get("FEDPL_FIGURES")
+    if env:
+        return Path(env).expanduser().resolve()
+    return _base(profile) / "figures"
+
+
+def results_dir(name: str | None = None, profile: str | None = None) -> Path:
+    """Where run results are cached (absolute), ``<...>/results/<name>``: ``$FEDPL_RESULTS``
+    (then ``$FEDPL_RESULTS/<name>``), else ``outputs/smoke/results`` in the smoke profile,
+    else the checkout's ``results/``, else ``./results``."""
+    env = os.environ.get("FEDPL_RESULTS")
+    base = Path(env).expanduser().resolve() if env else _base(profile) / "results"
+    return base / name if name else base
+
+
+def describe(results: str | Path | None = None) -> str:
+    """One line: ``figures -> /abs/path, results -> /abs/path``."""
+    res = results_dir() if results is None else Path(results).expanduser().resolve()
+    return f"figures -> {figures_dir()}, results -> {res}"
+
+
+def notebook_outputs(profile: str, name: str, results: str | Path | None = None) -> str:
+    """A notebook's setup: follow ``profile`` from now on in this kernel, print where the
+    figures and results go, and return the results folder as text: ``results`` as given
+    when the user passed one, else :func:`results_dir` ``(name)``."""
+    use_profile(profile)
+    res = str(results) if results is not None else str(results_dir(name))
+    print(describe(res))
+    return res
