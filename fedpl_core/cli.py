@@ -261,7 +261,9 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     print(f"\n{'notebook':40s} {'status':10s} seconds")
     for name, status, sec in summary:
         print(f"{name:40s} {status[:60]:10s} {sec:7.1f}")
-    print(f"executed notebooks -> {out_dir}/, figures and tables -> {ROOT / 'figures'}/")
+    from .paths import figures_dir
+
+    print(f"executed notebooks -> {out_dir}/, figures and tables -> {figures_dir(a.profile)}/")
     return 0 if all(s == "ok" for _, s, _ in summary) else 1
 
 
