@@ -260,9 +260,11 @@ def readme_cli_examples() -> list[str]:
     return cmds
 
 
-def test_readme_cli_examples_run(tmp_path):
+def test_readme_cli_examples_run(tmp_path, monkeypatch):
     import shlex
 
+    # `report` saves its heatmap under figures_dir(): the checkout's figures/ whatever the working directory
+    monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "figures"))
     cmds = readme_cli_examples()
     assert len(cmds) >= 4 and all(c.startswith("python -m fedpl_core ") for c in cmds)
     (tmp_path / "my_experiment.yaml").write_text(
@@ -271,3 +273,4 @@ def test_readme_cli_examples_run(tmp_path):
     for cmd in cmds:
         p = cli(*shlex.split(cmd)[3:], cwd=tmp_path)
         assert p.returncode == 0, f"{cmd}\n{p.stderr}"
+    assert (tmp_path / "figures" / "partition_report.png").is_file()
