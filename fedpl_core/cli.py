@@ -175,9 +175,10 @@ def cmd_run(a: argparse.Namespace) -> int:
         check_out(a.out)  # before any training
     check_results_dir(a.results_dir)
     preflight(cfg)
-    res = run(cfg, results_dir=a.results_dir)
+    res = run(cfg, results_dir=a.results_dir, keep_stale=a.keep_stale)
     out = {"run_id": res.run_id, "config": res.config, "class_names": res.class_names,
-           "final": res.final, "best": res.best, "history": res.history, "timings": res.timings}
+           "final": res.final, "best": res.best, "history": res.history, "timings": res.timings,
+           "provenance": res.provenance}
     if a.out:
         atomic_write_json(out, a.out)
     print(summary_line(cfg.method, res) + (f" -> {a.out}" if a.out else ""))
@@ -195,7 +196,8 @@ def cmd_grid(a: argparse.Namespace) -> int:
     preflight(cfg)
     try:
         df = run_many(cfg, a.methods, a.seeds, results_dir=a.results_dir, progress=cfg.engine.progress,
-                      workers=a.workers, backend=backend, ray_address=a.ray_address, retries=a.retries)
+                      workers=a.workers, backend=backend, ray_address=a.ray_address, retries=a.retries,
+                      keep_stale=a.keep_stale)
     except ImportError as e:  # backend="ray" without Ray: the message says what to install
         raise RuntimeError(str(e)) from None
     s = summarize(df, by=("label",), scale=1.0, decimals=4)
@@ -283,6 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_flags(r)
     r.add_argument("--out", help="results JSON path (final metrics and history)")
     r.add_argument("--results-dir", help="grid folder: skip the run if its result exists, resume its checkpoint")
+    r.add_argument("--keep-stale", action="store_true", default=None,
+                   help="reuse cached results made by other code (default: recompute them; $FEDPL_KEEP_STALE=1)")
     r.set_defaults(func=cmd_run)
     g = sub.add_parser("grid", help="a grid of methods x seeds on one config; prints mean ± std of the final AUROC")
     g.add_argument("config", metavar="CONFIG", help="YAML or JSON file with ExperimentConfig fields")
@@ -293,6 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--ray-address", help="join this Ray cluster (default: $RAY_ADDRESS, else start a local Ray)")
     g.add_argument("--retries", type=int, default=1, help="attempts after a run fails (default 1)")
     g.add_argument("--results-dir", help="results folder: finished runs are skipped, interrupted ones resumed")
+    g.add_argument("--keep-stale", action="store_true", default=None,
+                   help="reuse cached results made by other code (default: recompute them; $FEDPL_KEEP_STALE=1)")
     g.set_defaults(func=cmd_grid)
     rep = sub.add_parser("report", help="data set and partition report (positives per client per class)")
     _add_config_flags(rep)

@@ -22,7 +22,13 @@ two functions and their one results cache:
   run whose process id was reused, a lock of another host), is stale and taken over;
 * every file is written through :mod:`fedpl_core.fileio`: a fresh ``mkstemp`` temporary
   file, then ``os.replace``; a file or link planted at a temporary or final name is
-  never written through.
+  never written through;
+* every result records its ``"provenance"`` (:mod:`fedpl_core.provenance`: package
+  version, git commit, Python / torch / numpy versions, device, date, host, seconds) and
+  the fingerprint of the code the run used.  The run id stays the config's hash, but a
+  cached result from other code (or from before results recorded it) is *stale*: it is
+  done again with one warning per ``run`` / per grid, unless ``keep_stale=True`` or
+  ``$FEDPL_KEEP_STALE=1`` keeps it (the warning then says so).
 """
 from __future__ import annotations
 
@@ -58,6 +64,8 @@ from .fileio import STALE_ENV, atomic_write_text, pid_alive, process_started, re
 from .fileio import check_writable as _check_writable
 from .methods import available_methods, get_method
 from .models import MODELS, build_model
+from .provenance import keep_stale_default, stale_reason
+from .provenance import provenance as make_provenance
 from .selection import check_selection_key
 
 log = logging.getLogger("fedpl")
@@ -284,6 +292,7 @@ class RunResult:
     class_names: list[str]
     timings: dict[str, float]
     run_id: str = ""
+    provenance: dict[str, Any] = field(default_factory=dict)  # empty in a result written before it existed
 
     def per_class(self, which: str = "final") -> pd.DataFrame:
         from .metrics import per_class_table
@@ -583,7 +592,7 @@ def parse_result(text: str, run_id: str | None = None) -> RunResult:
     if not isinstance(d, dict):
         raise ResultFileError(f"it holds a {type(d).__name__}, not a mapping")
     names = {f.name for f in dataclasses.fields(RunResult)}
-    if set(d) - names or (names - {"run_id"}) - set(d):
+    if set(d) - names or (names - {"run_id", "provenance"}) - set(d):
         raise ResultFileError(f"its keys are {sorted(d)}, expected {sorted(names)}")
     _check_finite(d, "result")
     cfg = d["config"]
@@ -607,7 +616,38 @@ def parse_result(text: str, run_id: str | None = None) -> RunResult:
     rid = d.get("run_id", "")
     if not isinstance(rid, str) or (run_id is not None and rid and rid != run_id):
         raise ResultFileError(f"its run_id {rid!r} is not {run_id!r}")
+    _check_provenance(d.get("provenance", {}))
     return RunResult.from_json(d)
+
+
+def _check_provenance(p: Any) -> None:
+    """``provenance``: a mapping of names to strings, numbers, booleans or null; its
+    ``code`` a mapping of module names to hashes."""
+    if not isinstance(p, dict):
+        raise ResultFileError(f"provenance is a {type(p).__name__}, not a mapping")
+    for k, v in p.items():
+        if k == "code":
+            if not (isinstance(v, dict) and all(isinstance(h, str) for h in v.values())):
+                raise ResultFileError("provenance.code is not a mapping of module names to hashes")
+        elif not (v is None or isinstance(v, (str, int, float, bool))):
+            raise ResultFileError(f"provenance.{k} is a {type(v).__name__}, not a value")
+
+
+class StaleResultWarning(UserWarning):
+    """Cached results made by other code than the current one (:mod:`fedpl_core.provenance`)."""
+
+
+def stale_message(stale: list[tuple[str, str]], total: int, kept: bool) -> str:
+    """One warning for ``stale`` ``(run id, why)`` pairs out of ``total`` cached results."""
+    whys: dict[str, list[str]] = {}
+    for rid, why in stale:
+        whys.setdefault(why, []).append(rid)
+    detail = "; ".join(f"{len(r)} {why} (e.g. {r[0]})" for why, r in whys.items())
+    n = len(stale)
+    head = f"{n} of {total} cached result(s) {'is' if n == 1 else 'are'} stale: {detail}; "
+    if kept:
+        return head + "kept as they are (keep_stale / $FEDPL_KEEP_STALE=1 / --keep-stale)"
+    return head + ("recomputed (keep them with keep_stale=True, $FEDPL_KEEP_STALE=1 or --keep-stale)")
 
 
 def read_result(out: str | Path) -> RunResult:
@@ -653,12 +693,29 @@ def check_writable(path: str | Path) -> Path:
 
 
 def run(cfg: ExperimentConfig, results_dir: str | Path | None = None, resume: bool = True,
-        wait: bool = True) -> RunResult | None:
+        wait: bool = True, keep_stale: bool | None = None, warn_stale: bool = True) -> RunResult | None:
     """Run one experiment (see the module docstring for the results cache).  With
     ``wait=False`` a run claimed by another live process returns None at once; with
     ``wait=True`` it is waited for, with a message (log ``fedpl``, warning level) naming
-    the run and its holder, until its result appears or its lock is stale."""
+    the run and its holder, until its result appears or its lock is stale.  A cached
+    result of other code is done again with a :class:`StaleResultWarning`, or kept with
+    ``keep_stale=True`` (default: ``$FEDPL_KEEP_STALE``); ``warn_stale=False``: no
+    warning (a grid warns once for all its runs)."""
     rid = cfg.run_id()
+    keep = keep_stale_default(keep_stale)
+    said_stale = False
+
+    def cached(out: Path, warned: set) -> RunResult | None:
+        nonlocal said_stale
+        res = _read_result(out, warned)
+        why = None if res is None else stale_reason(res.provenance, cfg)
+        if why is None:
+            return res
+        if warn_stale and not said_stale:
+            warnings.warn(stale_message([(rid, why)], 1, keep), StaleResultWarning, stacklevel=3)
+            said_stale = True
+        return res if keep else None
+
     out = ckpt = lock = None
     if results_dir is not None:
         stale_s = stale_after()
@@ -669,10 +726,10 @@ def run(cfg: ExperimentConfig, results_dir: str | Path | None = None, resume: bo
         warned: set = set()
         said = -math.inf
         while True:
-            if resume and (res := _read_result(out, warned)) is not None:
+            if resume and (res := cached(out, warned)) is not None:
                 return res
             if claim(lock):
-                if resume and (res := _read_result(out, warned)) is not None:
+                if resume and (res := cached(out, warned)) is not None:
                     release(lock)  # finished by another process just before the claim
                     return res
                 break
@@ -707,13 +764,15 @@ def _execute(cfg: ExperimentConfig, rid: str, out: Path | None, ckpt: Path | Non
     sim.run()
     evaluated = [h for h in sim.history if any(k in h for k in ("auroc_mean", "accuracy", "val_loss"))]
     final = evaluated[-1] if evaluated else sim.history[-1]
+    total_s = time.perf_counter() - t0
     res = RunResult(
         config=cfg.to_dict(), history=sim.history, final=dict(final), best=dict(sim.best or {}),
         class_names=list(sim.info.class_names),
-        timings={"setup_s": t_setup, "total_s": time.perf_counter() - t0,
+        timings={"setup_s": t_setup, "total_s": total_s,
                  "train_s": float(sum(h.get("train_time", 0.0) for h in sim.history)),
                  "eval_s": float(sum(h.get("eval_time", 0.0) for h in sim.history))},
         run_id=rid,
+        provenance=make_provenance(cfg, device=str(sim.device), seconds=total_s),
     )
     res = RunResult.from_json(finite_or_none(res.to_json()))  # as a cached load reads it: no NaN
     if out is not None:
@@ -823,7 +882,7 @@ def warn_single_label_twins(jobs: list[tuple[str, str, ExperimentConfig]]) -> li
 def run_many(base: ExperimentConfig, methods: Sequence[str | tuple[str, dict]], seeds: Iterable[int] = (0,),
              results_dir: str | Path | None = None, settings: dict[str, dict[str, Any]] | None = None,
              progress: bool = True, histories: bool = False, workers: int = 1, backend: str | None = None,
-             ray_address: str | None = None, retries: int = 1) -> pd.DataFrame:
+             ray_address: str | None = None, retries: int = 1, keep_stale: bool | None = None) -> pd.DataFrame:
     """Grid over settings x methods x seeds on identical data and partitions.
 
     ``methods`` items are names or ``(label, overrides)`` pairs, e.g.
@@ -842,6 +901,9 @@ def run_many(base: ExperimentConfig, methods: Sequence[str | tuple[str, dict]], 
     :class:`fedpl_core.grid.GridError` names every failed run, after the others are done
     and written.  Data sources registered in ``__main__`` (a notebook cell) are not seen
     by spawned workers (macOS, Windows, CUDA): register them in an importable module.
+    Cached results of other code (:mod:`fedpl_core.provenance`) are done again with one
+    :class:`StaleResultWarning` for the grid, or kept with ``keep_stale=True`` (default:
+    ``$FEDPL_KEEP_STALE``).
     """
     from .grid import check_args, check_unique, run_grid
 
@@ -850,7 +912,8 @@ def run_many(base: ExperimentConfig, methods: Sequence[str | tuple[str, dict]], 
     check_unique(methods, seeds)  # a repeated seed or method is no independent run
     jobs = Study(base, methods, seeds, settings).jobs()
     warn_single_label_twins(jobs)
-    results = run_grid([cfg for _, _, cfg in jobs], results_dir, backend, workers, ray_address, retries, progress)
+    results = run_grid([cfg for _, _, cfg in jobs], results_dir, backend, workers, ray_address, retries, progress,
+                       keep_stale=keep_stale)
     rows, hist = [], {}
     for (sname, label, cfg), res in zip(jobs, results):
         rows += result_rows(res, setting=sname, label=label)
@@ -863,4 +926,4 @@ def run_many(base: ExperimentConfig, methods: Sequence[str | tuple[str, dict]], 
 
 
 __all__ = ["ExperimentConfig", "Study", "SingleLabelWarning", "warn_single_label_twins", "RunResult", "run", "run_many", "result_rows", "load_data",
-           "build_partition", "build_simulation", "atomic_write_json", "finite_or_none", "ConfigError"]
+           "build_partition", "build_simulation", "atomic_write_json", "finite_or_none", "ConfigError", "StaleResultWarning"]

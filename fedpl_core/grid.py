@@ -68,7 +68,9 @@ def worker_init(modules: Sequence[str], threads: int) -> None:
 def _run_one(cfg, results_dir, wait: bool):
     from .experiments import run
 
-    return run(cfg, results_dir, wait=wait)
+    # run_grid already warned about (and kept, if asked) the stale cached results: a
+    # result the worker still finds stale is done again without another warning
+    return run(cfg, results_dir, wait=wait, keep_stale=False, warn_stale=False)
 
 
 # --------------------------------------------------------------------------- backends
@@ -346,13 +348,28 @@ class _Job:
 
 
 def run_grid(cfgs: Sequence, results_dir: str | Path | None, backend: str = "serial", workers: int = 1,
-             ray_address: str | None = None, retries: int = 1, progress: bool = True) -> list:
+             ray_address: str | None = None, retries: int = 1, progress: bool = True,
+             keep_stale: bool | None = None) -> list:
     """The :class:`RunResult` of every config, in order.  Runs held by another process
     are waited for at the end; a run that raises is retried ``retries`` times; then a
-    :class:`GridError` names every run that still failed (the others are all written)."""
+    :class:`GridError` names every run that still failed (the others are all written).
+    Cached results of other code are counted in one :class:`StaleResultWarning` and done
+    again, or kept with ``keep_stale`` (default: ``$FEDPL_KEEP_STALE``)."""
     from tqdm.auto import tqdm
 
+    from .experiments import StaleResultWarning, stale_message
+    from .provenance import keep_stale_default, stale_reason
+
     results: list = [_cached(c, results_dir) for c in cfgs]  # finished: no worker, no Ray started
+    stale = [(i, why) for i, r in enumerate(results)
+             if r is not None and (why := stale_reason(r.provenance, cfgs[i])) is not None]
+    if stale:
+        keep = keep_stale_default(keep_stale)
+        warnings.warn(stale_message([(cfgs[i].run_id(), why) for i, why in stale],
+                                    sum(r is not None for r in results), keep), StaleResultWarning, stacklevel=3)
+        if not keep:
+            for i, _ in stale:
+                results[i] = None
     todo = [i for i, r in enumerate(results) if r is None]
     failures: list[tuple[int, BaseException]] = []
     if not todo:

@@ -1,0 +1,216 @@
+"""Where a result came from, and whether the code that made it is still the code.
+
+Every result JSON written by :func:`fedpl_core.experiments.run` carries a
+``"provenance"`` mapping (:func:`provenance`): the package version, the git commit and a
+dirty flag when the package runs from a git checkout (else null), the Python, torch and
+numpy versions, the device, the date (UTC, ISO 8601), the host, the seconds of the run,
+and the **code fingerprint** of the run (:func:`code_fingerprint`).
+
+The code fingerprint is a SHA-256 over the source files of the modules a run uses:
+
+* :data:`FINGERPRINT_MODULES`, the modules every run goes through (engine, federation,
+  evaluation, preprocess, views, losses, aggregation, models, metrics, checkpoint,
+  selection, datasets, the ``methods`` registry, and every file of the ``data`` and
+  ``partitions`` packages);
+* the modules of the run's method class and all its bases (``type(method).__mro__``);
+* the module that registered the run's data source, when it is not one of the above;
+* :mod:`fedpl_core.methods.surgical` when ``calibrate_bn`` is set.
+
+The run id (the results file's name) still hashes the config only, so a file stays
+addressable; a cached result whose fingerprint is not the current code's (or that has
+none: written before results recorded it) is *stale*: it is recomputed with a warning,
+unless ``keep_stale=True`` (``run`` / ``run_many``), ``$FEDPL_KEEP_STALE=1`` or
+``--keep-stale`` asks to keep it.  Not fingerprinted: :mod:`fedpl_core.experiments` and
+:mod:`fedpl_core.config` (the config itself is in the run id), the cache and file code,
+tables and plotting; third-party code is recorded by its versions, not hashed.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import inspect
+import os
+import platform
+import socket
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+KEEP_STALE_ENV = "FEDPL_KEEP_STALE"
+
+#: Modules every run uses; a name ending in ``.*`` stands for every ``.py`` file of that
+#: package (recursively).  The one list of what the fingerprint covers, with the method's
+#: classes and the data source's module added per run (:func:`run_modules`).
+FINGERPRINT_MODULES: tuple[str, ...] = (
+    "fedpl_core.engine",
+    "fedpl_core.federation",
+    "fedpl_core.evaluation",
+    "fedpl_core.preprocess",
+    "fedpl_core.views",
+    "fedpl_core.losses",
+    "fedpl_core.aggregation",
+    "fedpl_core.models",
+    "fedpl_core.metrics",
+    "fedpl_core.checkpoint",
+    "fedpl_core.selection",
+    "fedpl_core.datasets",
+    "fedpl_core.methods",
+    "fedpl_core.data.*",
+    "fedpl_core.partitions.*",
+)
+
+_NOT_HASHED = {"builtins", "abc", "typing", "torch", "numpy", "collections", "__main__"}
+
+
+def keep_stale_default(keep_stale: bool | None) -> bool:
+    """``keep_stale`` when given, else ``$FEDPL_KEEP_STALE`` (``1``, ``true``, ``yes``)."""
+    if keep_stale is not None:
+        return bool(keep_stale)
+    return os.environ.get(KEEP_STALE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@functools.lru_cache(maxsize=None)
+def _file_hash(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=None)
+def module_hash(name: str) -> str | None:
+    """SHA-256 (16 hex digits) of a module's source file, or of every ``.py`` file of a
+    package for ``"<package>.*"``; None when the module has no source file (built in, a
+    notebook's ``__main__``).  Read once per process: the code this process runs."""
+    try:
+        if name.endswith(".*"):
+            mod = importlib.import_module(name[:-2])
+            root = Path(mod.__file__).parent
+            h = hashlib.sha256()
+            for p in sorted(root.rglob("*.py")):
+                h.update(f"{p.relative_to(root).as_posix()}:{_file_hash(str(p))}\n".encode())
+            return h.hexdigest()[:16]
+        mod = importlib.import_module(name)
+        src = inspect.getsourcefile(mod)
+        return _file_hash(src) if src and os.path.isfile(src) else None
+    except (ImportError, TypeError, OSError, AttributeError):
+        return None
+
+
+def _method_class(cfg) -> type | None:
+    from .methods import METHODS, get_method
+
+    try:
+        return type(get_method(cfg.method, **cfg.method_kwargs))
+    except Exception:  # a method that no longer takes these options: its registered class
+        return METHODS.get(cfg.method)
+
+
+def run_modules(cfg) -> list[str]:
+    """The modules whose source makes up the fingerprint of the run ``cfg`` (sorted)."""
+    names = set(FINGERPRINT_MODULES)
+    cls = _method_class(cfg)
+    for c in (cls.__mro__ if cls is not None else ()):
+        if c.__module__.split(".")[0] not in _NOT_HASHED:
+            names.add(c.__module__)
+    try:
+        from .datasets import SOURCES
+
+        fn = SOURCES.get(cfg.dataset)
+        if fn is not None and fn.__module__.split(".")[0] not in _NOT_HASHED:
+            names.add(fn.__module__)
+    except ImportError:
+        pass
+    if getattr(cfg, "calibrate_bn", False):
+        names.add("fedpl_core.methods.surgical")
+    return sorted(names)
+
+
+def code_hashes(cfg) -> dict[str, str]:
+    """``{module: source hash}`` of :func:`run_modules` (modules without a source file left out)."""
+    return {m: h for m in run_modules(cfg) if (h := module_hash(m)) is not None}
+
+
+def fingerprint_of(hashes: dict[str, str]) -> str:
+    return hashlib.sha256("".join(f"{m}:{h}\n" for m, h in sorted(hashes.items())).encode()).hexdigest()[:16]
+
+
+def code_fingerprint(cfg) -> str:
+    """The code fingerprint of the run ``cfg`` (16 hex digits, see the module docstring)."""
+    return fingerprint_of(code_hashes(cfg))
+
+
+def package_version() -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version("fedpl")
+    except Exception:
+        try:
+            from . import __version__
+
+            return __version__
+        except ImportError:
+            return None
+
+
+@functools.lru_cache(maxsize=1)
+def git_state() -> tuple[str | None, bool | None]:
+    """``(commit, dirty)`` of the git checkout the package runs from; ``(None, None)`` when
+    it is not one, or git is missing or slow (5 s).  Read once per process."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None, None
+    try:
+        def git(*args: str) -> str:
+            return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=5,
+                                  check=True).stdout.strip()
+
+        commit = git("rev-parse", "HEAD") or None
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+        return commit, dirty
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+def provenance(cfg, device: str | None = None, seconds: float | None = None) -> dict[str, Any]:
+    """The ``"provenance"`` mapping of a result of the run ``cfg``."""
+    import numpy
+    import torch
+
+    commit, dirty = git_state()
+    hashes = code_hashes(cfg)
+    return {
+        "package_version": package_version(),
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "device": device,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "seconds": seconds,
+        "code_fingerprint": fingerprint_of(hashes),
+        "code": hashes,
+    }
+
+
+def stale_reason(prov: dict[str, Any] | None, cfg) -> str | None:
+    """Why a cached result with provenance ``prov`` is stale for the current code, or None
+    when its code fingerprint is the current one."""
+    if not prov or not isinstance(prov.get("code_fingerprint"), str):
+        return "written before results recorded their code"
+    hashes = code_hashes(cfg)
+    if prov["code_fingerprint"] == fingerprint_of(hashes):
+        return None
+    old = prov.get("code") if isinstance(prov.get("code"), dict) else {}
+    changed = sorted(m for m in set(old) | set(hashes) if old.get(m) != hashes.get(m))
+    if not changed:
+        return "its code fingerprint differs"
+    shown = ", ".join(m.removeprefix("fedpl_core.") for m in changed[:4]) + (" ..." if len(changed) > 4 else "")
+    return f"code changed since: {shown}"
+
+
+__all__ = ["FINGERPRINT_MODULES", "KEEP_STALE_ENV", "keep_stale_default", "module_hash", "run_modules",
+           "code_hashes", "code_fingerprint", "fingerprint_of", "package_version", "git_state", "provenance",
+           "stale_reason"]
