@@ -148,16 +148,20 @@ def paired_difference(df: pd.DataFrame, a: str, b: str, metric: str = "auroc_mea
                       scale: float = 100.0) -> dict:
     """``a`` minus ``b`` on ``metric``, paired on ``pair_on`` (the same seed and setting).
 
-    Returns ``{"a", "b", "diff", "sd", "n", "t", "p"}``: the mean difference (in points of
-    ``scale``: 100 turns AUROC into percentage points), its standard deviation, the
-    number of pairs and the two-sided paired t-test (``t``, ``p`` None with fewer than two
-    pairs or when every pair differs by the same amount, where the t statistic is undefined).
+    Returns ``{"a", "b", "diff", "sd", "n", "t", "p", "ci"}``: the mean difference (in points
+    of ``scale``: 100 turns AUROC into percentage points), its standard deviation, the
+    number of pairs, the two-sided paired t-test (``t``, ``p``) and the 95 % confidence
+    interval of the mean difference (``ci``, points; scipy's ``ttest_rel(...).confidence_interval()``);
+    ``t``, ``p`` and ``ci`` are None with fewer than two pairs or when every pair differs by
+    the same amount, where the t statistic is undefined.
 
     >>> df = pd.DataFrame({"label": ["x"] * 3 + ["y"] * 3, "seed": [0, 1, 2] * 2,
     ...                    "auroc_mean": [0.80, 0.82, 0.84, 0.78, 0.79, 0.83]})
     >>> d = paired_difference(df, "x", "y", which=None)
     >>> round(d["diff"], 2), d["n"], round(d["p"], 3)  # differences 2, 3, 1: t = 2 / (1 / sqrt 3), 2 dof
     (2.0, 3, 0.074)
+    >>> [round(v, 3) for v in d["ci"]]  # 2 -+ t_0.975(2 dof) 4.303 x 1 / sqrt 3
+    [-0.484, 4.484]
     """
     d = df if which is None or "which" not in df else df[df["which"] == which]
     keys = [k for k in pair_on if k in d.columns]
@@ -167,11 +171,14 @@ def paired_difference(df: pd.DataFrame, a: str, b: str, metric: str = "auroc_mea
             raise KeyError(f"no runs labelled {lab!r}; have {sorted(d[label_col].unique())}")
     wide = wide[[a, b]].dropna()
     diff = (wide[a] - wide[b]) * scale
-    t = p = None
+    t = p = ci = None
     if len(diff) >= 2 and not np.allclose(diff, diff.iloc[0]):  # equal differences: t undefined
         t, p = paired_ttest(wide[a], wide[b])
+        r = stats.ttest_rel(wide[a] * scale, wide[b] * scale).confidence_interval(0.95)
+        ci = (float(r.low), float(r.high))
     return {"a": a, "b": b, "diff": float(diff.mean()) if len(diff) else float("nan"),
-            "sd": float(diff.std(ddof=1)) if len(diff) > 1 else float("nan"), "n": int(len(diff)), "t": t, "p": p}
+            "sd": float(diff.std(ddof=1)) if len(diff) > 1 else float("nan"), "n": int(len(diff)), "t": t, "p": p,
+            "ci": ci}
 
 
 def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05, pairs: str = "runs") -> str:
@@ -181,6 +188,8 @@ def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05, pair
 
     >>> describe_difference({"a": "FedPSL", "b": "FedAVG", "diff": 2.04, "sd": 1.0, "n": 3, "t": 3.5, "p": 0.07})
     'FedPSL is 2.0 points above FedAVG (paired t-test over 3 runs: p = 0.07, not significant at 0.05)'
+    >>> describe_difference({"a": "A", "b": "B", "diff": -2.0, "n": 3, "p": 0.01, "ci": (-3.1, -0.9)})
+    'A is 2.0 points below B (95 % CI -3.1 to -0.9; paired t-test over 3 runs: p = 0.01, significant at 0.05)'
     """
     size = abs(d["diff"])
     side = "above" if d["diff"] > 0 else "below"
@@ -189,7 +198,25 @@ def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05, pair
     if d["p"] is None:
         return head + f" ({pairs}: {d['n']}, no test)"
     verdict = "significant" if d["p"] < alpha else "not significant"
-    return head + f" (paired t-test over {d['n']} {pairs}: p = {d['p']:.2g}, {verdict} at {alpha:g})"
+    ci = f"95 % CI {d['ci'][0]:.1f} to {d['ci'][1]:.1f}; " if d.get("ci") else ""
+    return head + f" ({ci}paired t-test over {d['n']} {pairs}: p = {d['p']:.2g}, {verdict} at {alpha:g})"
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of a family of p-values (None stays None): the i-th
+    smallest of m becomes max over j <= i of min(1, (m - j + 1) p_(j)).  Use it where one
+    notebook tests several claims at once.
+
+    >>> holm([0.01, 0.04, 0.03, None])  # m = 3: 3 x 0.01; max(0.03, 2 x 0.03); max(0.06, 1 x 0.04)
+    [0.03, 0.06, 0.06, None]
+    """
+    idx = [i for i, p in enumerate(pvalues) if p is not None and p == p]
+    out: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(sorted(idx, key=lambda i: pvalues[i])):
+        running = max(running, min(1.0, (len(idx) - rank) * float(pvalues[i])))
+        out[i] = round(running, 12)
+    return out
 
 
 def stars(p: float | None) -> str:

@@ -319,9 +319,10 @@ def ordering(df: pd.DataFrame, task: str, ranking: Sequence[str] = RANKING, whic
     on the metrics of :data:`RANKING_METRICS`: for each metric and each neighbouring pair
     ``A - B``, the difference in points (x 100) paired on the seed, its sd, the number of
     pairs, the two-sided paired t-test's p (:func:`fedpl_core.tables.paired_difference`;
-    None with fewer than two pairs) and the paper's difference.  A pair with a method not in
-    ``df`` is left out."""
-    from ..tables import paired_difference
+    None with fewer than two pairs), its 95 % confidence interval, Holm's adjustment of p over
+    the whole table (one family of claims: :func:`fedpl_core.tables.holm`) and the paper's
+    difference.  A pair with a method not in ``df`` is left out."""
+    from ..tables import holm, paired_difference
 
     paper = paper_table(task)
     have = set(df["label"])
@@ -332,9 +333,14 @@ def ordering(df: pd.DataFrame, task: str, ranking: Sequence[str] = RANKING, whic
                 continue
             d = paired_difference(df, a, b, col, which=which)
             pd_ = 100 * (paper[a][name] - paper[b][name]) if a in paper and b in paper else float("nan")
+            ci = "" if d["ci"] is None else f"{d['ci'][0]:.1f} to {d['ci'][1]:.1f}"
             rows.append({"metric": name, "A": a, "B": b, "A - B (points)": round(d["diff"], 2),
-                         "sd": round(d["sd"], 2), "pairs": d["n"], "p": d["p"], "paper A - B": round(pd_, 1)})
-    return pd.DataFrame(rows, columns=["metric", "A", "B", "A - B (points)", "sd", "pairs", "p", "paper A - B"])
+                         "sd": round(d["sd"], 2), "95 % CI": ci, "pairs": d["n"], "p": d["p"],
+                         "paper A - B": round(pd_, 1)})
+    cols = ["metric", "A", "B", "A - B (points)", "sd", "95 % CI", "pairs", "p", "p (Holm)", "paper A - B"]
+    out = pd.DataFrame(rows, columns=[c for c in cols if c != "p (Holm)"])
+    out.insert(out.columns.get_loc("p") + 1, "p (Holm)", holm(list(out["p"])))
+    return out
 
 
 def describe_ordering(steps: pd.DataFrame, alpha: float = 0.05) -> list[str]:
