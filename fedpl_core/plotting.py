@@ -135,30 +135,114 @@ def method_palette(labels) -> dict[str, str]:
     return {lab: out[lab] for lab in labels}
 
 
+#: human names of the metrics and per-round diagnostics the figures show
+METRIC_LABELS: dict[str, str] = {
+    "auroc_mean": "mean AUROC", "map": "mAP", "bacc": "balanced accuracy", "f1": "macro F1",
+    "accuracy": "accuracy", "train_loss": "training loss", "val_loss": "validation loss",
+    "pl/coverage": "pseudo-labels: share of missing entries tagged", "pl/accuracy": "pseudo-labels: accuracy",
+    "pl/pos_precision": "pseudo-labels: positive precision", "pl/pos_recall": "pseudo-labels: positive recall",
+}
+
+
+def metric_label(key: str) -> str:
+    """A human name for a metric or a logged diagnostic (``log/uncertainty`` -> "uncertainty").
+
+    >>> metric_label("auroc_mean"), metric_label("pl/pos_precision"), metric_label("log/mean_uncertainty")
+    ('mean AUROC', 'pseudo-labels: positive precision', 'mean uncertainty')
+    >>> metric_label("CXR (m=7): pl/accuracy")  # a panel's own prefix stays
+    'CXR (m=7): pseudo-labels: accuracy'
+    """
+    if ": " in key:
+        head, tail = key.split(": ", 1)
+        return f"{head}: {metric_label(tail)}"
+    if key in METRIC_LABELS:
+        return METRIC_LABELS[key]
+    return key.split("/", 1)[-1].replace("_", " ")
+
+
+def _rounds_axis(ax) -> None:
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    ax.set_xlabel("round")
+    ax.grid(alpha=0.3)
+
+
 def plot_curves(curves: pd.DataFrame, metric: str = "auroc_mean", ax=None, title: str | None = None):
-    """Metric per round, one line per method: the mean over seeds with an sd band;
-    ``curves`` long rows as :func:`fedpl_core.tables.curve_frame` gives them."""
-    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    """Metric per round, one line per method: the mean over seeds with an sd band (where
+    there are several seeds); ``curves`` long rows as :func:`fedpl_core.tables.curve_frame`
+    gives them.  Integer rounds, a human y label, the legend outside the data."""
+    ax = ax or plt.subplots(figsize=(7, 4))[1]
     sns.lineplot(curves, x="round", y=metric, hue="label", marker="o", ax=ax, errorbar="sd",
                  palette=method_palette(curves["label"]))
-    ax.set_title(title or metric)
-    ax.grid(alpha=0.3)
+    _rounds_axis(ax)
+    ax.set_ylabel(metric_label(metric))
+    ax.set_title(title or f"{metric_label(metric)} per round")
+    if ax.get_legend() is not None:
+        sns.move_legend(ax, "upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, title="method")
     return ax.figure
 
 
 def plot_curve_grid(curves: pd.DataFrame, metric: str = "auroc_mean", col: str = "setting",
                     labels: Sequence[str] | None = None, title: str | None = None, col_wrap: int | None = None):
-    """One panel per ``col`` value, one line per method (mean and sd band over seeds);
-    ``curves`` as :func:`fedpl_core.tables.curve_frame` gives it."""
+    """One panel per ``col`` value (titled ``K = 4``, or the setting's own name), one line per
+    method (mean and sd band over seeds); ``curves`` as :func:`fedpl_core.tables.curve_frame`
+    gives it."""
     d = curves if labels is None else curves[curves["label"].isin(labels)]
     g = sns.relplot(d, x="round", y=metric, hue="label", col=col, kind="line", marker="o", errorbar="sd",
                     palette=method_palette(d["label"]), col_wrap=col_wrap, height=3.2, aspect=1.1)
-    g.set_titles(f"{col} = {{col_name}}")
+    g.set_titles("{col_name}" if col == "setting" else f"{col} = {{col_name}}")
+    g.set_axis_labels("round", metric_label(metric))
     for ax in g.axes.flat:
-        ax.grid(alpha=0.3)
+        _rounds_axis(ax)
+    if g.legend is not None:
+        g.legend.set_title("method")
     if title:
         g.figure.suptitle(title, y=1.03)
     return g.figure
+
+
+def plot_metric_panels(curves: pd.DataFrame, metrics: Sequence[str], labels: Sequence[str] | None = None,
+                       title: str | None = None, ncols: int = 4, value: str = "value"):
+    """One panel per metric (``curves`` long rows: ``label``, ``seed``, ``round``, ``metric``,
+    ``value``), one line per method: the mean over seeds with an sd band.  Panels wrap
+    after ``ncols``; each method has its own marker and line style, so lines that coincide
+    (several methods at 0) stay visible; a panel whose values never change says so instead
+    of auto-scaling a flat line; one legend for the figure, outside the panels."""
+    d = curves if labels is None else curves[curves["label"].isin(labels)]
+    order = list(dict.fromkeys(d["label"]))
+    colors = method_palette(order)
+    markers = dict(zip(order, "osD^vP*X<>"))
+    styles = dict(zip(order, ["-", "--", ":", "-."] * 4))
+    n = len(metrics)
+    nc = max(1, min(ncols, n))
+    nr = -(-n // nc)
+    fig, axes = plt.subplots(nr, nc, figsize=(3.4 * nc + 2.2, 2.9 * nr), squeeze=False)
+    for ax, m in zip(axes.flat, metrics):
+        sub = d[d["metric"] == m]
+        for lab in order:
+            s = sub[sub["label"] == lab].groupby("round")[value].agg(["mean", "std"])
+            if s.empty:
+                continue
+            ax.plot(s.index, s["mean"], marker=markers[lab], ms=3.5, ls=styles[lab], color=colors[lab], label=lab)
+            if s["std"].notna().any():
+                ax.fill_between(s.index, s["mean"] - s["std"].fillna(0), s["mean"] + s["std"].fillna(0),
+                                color=colors[lab], alpha=0.15, lw=0)
+        vals = sub[value].dropna()
+        flat = len(vals) and np.allclose(vals, vals.iloc[0])
+        if flat:
+            v = float(vals.iloc[0])
+            ax.set_ylim(v - 0.5, v + 0.5) if abs(v) > 1 else ax.set_ylim(min(0.0, v) - 0.05, max(1.0, v) + 0.05)
+        ax.set_title(metric_label(m) + (f" (constant: {vals.iloc[0]:.3g})" if flat else ""), fontsize=9)
+        ax.set_ylabel(metric_label(m).split(": ")[-1], fontsize=8)
+        _rounds_axis(ax)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    handles = {lab: h for ax in axes.flat for h, lab in zip(*ax.get_legend_handles_labels())}
+    fig.legend(list(handles.values()), list(handles), title="method", loc="upper left",
+               bbox_to_anchor=(1.0, 0.95), frameon=False, fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
 
 
 def plot_per_class(df: pd.DataFrame, x: str = "class", y: str = "auroc", hue: str = "label", ax=None,

@@ -135,24 +135,20 @@ def rank_table(board: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_ranks(board: pd.DataFrame, title: str = "Rank of each method in each setting (1 = best)"):
-    """One line per method across the settings (rank axis inverted: best on top)."""
+    """A heatmap of :func:`rank_table`: methods (rows, best mean rank first) x settings
+    (columns, plus the mean rank), each cell annotated with its rank."""
     import matplotlib.pyplot as plt
+    import seaborn as sns
 
-    from ..plotting import method_palette
-
-    r = rank_table(board)
-    colors = method_palette(r.index)
-    cols = [c for c in r.columns if c != "mean rank"]
-    fig, ax = plt.subplots(figsize=(1.9 * len(cols) + 3, 0.28 * len(r) + 2.5))
-    x = np.arange(len(cols))
-    for method, row in r.iterrows():
-        ax.plot(x, row[cols].to_numpy(float), marker="o", color=colors[method], label=method)
-    ax.set_xticks(x)
-    ax.set_xticklabels([c.replace(" (", "\n(") for c in cols], fontsize=8)
-    ax.invert_yaxis()
-    ax.set_ylabel("rank")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, bbox_to_anchor=(1.0, 1.0), loc="upper left", frameon=False)
+    r = rank_table(board).astype(float)  # nullable Int64 ranks (a method missing in a setting) -> NaN
+    r.columns = [c.replace(" (", "\n(") for c in r.columns]
+    fig, ax = plt.subplots(figsize=(1.6 * len(r.columns) + 3, 0.3 * len(r) + 1.8))
+    sns.heatmap(r, annot=True, fmt=".3g", cmap="viridis_r", cbar_kws={"label": "rank (1 = best)"}, ax=ax,
+                linewidths=0.5, linecolor="white", annot_kws={"fontsize": 7})
+    ax.set_xlabel("setting")
+    ax.set_ylabel("method")
+    ax.tick_params(axis="x", labelsize=8, rotation=0)
+    ax.tick_params(axis="y", labelsize=8)
     ax.set_title(title)
     fig.tight_layout()
     return fig
