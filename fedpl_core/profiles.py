@@ -143,6 +143,31 @@ def _roots(value, name: str):
                       f"{type(value).__name__} {value!r}")
 
 
+def data_roots_by_key(value, keys: dict[str, str], name: str, what: str, example: str,
+                      must_exist: bool = True) -> dict[str, str]:
+    """A study's ``{key: data folder}`` parameter (None: ``{}``): a mapping whose keys are in
+    ``keys`` (key -> the data set it names), or its text as ``papermill -p`` passes it.  A
+    bare folder, an unknown key or (``must_exist``) a missing folder is an error naming
+    ``name``, never ignored.  Notebooks 02 (tasks) and 04 (tables) share it."""
+    from pathlib import Path
+
+    from .config import parse_literal
+
+    value = parse_literal(value, name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"{name} maps a {what} to its data folder, e.g. {example}; got {type(value).__name__} {value!r}")
+    unknown = [k for k in value if k not in keys]
+    if unknown:
+        raise ValueError(f"unknown {what} {unknown[0]!r} in {name}; use "
+                         + " and/or ".join(f"{k!r} ({d})" for k, d in keys.items()))
+    out = {k: str(v) for k, v in value.items() if v is not None}
+    for k, v in out.items():
+        if must_exist and not Path(v).is_dir():
+            raise FileNotFoundError(f"{name}[{k!r}]: folder not found: {v}")
+    return out
+
 def _names(value, name: str):
     from .config import ConfigError, parse_literal
 

@@ -143,24 +143,12 @@ class Settings:
 def check_data_roots(data_roots: Any) -> dict[str, str]:
     """``data_roots`` as a ``{task: folder}`` dict (None: ``{}``), with a clear error for
     a key that is not a task or a bare folder where a dict belongs.  A string holding a dict
-    literal (``'{"Task 2": "/data/HAM10000"}'``, what ``papermill -p`` passes) is parsed."""
-    if data_roots is None:
-        return {}
-    if isinstance(data_roots, str) and data_roots.strip().startswith("{"):
-        import ast
+    literal (``'{"Task 2": "/data/HAM10000"}'``, what ``papermill -p`` passes) is parsed
+    (:func:`fedpl_core.profiles.data_roots_by_key`; the folders are checked by the loaders)."""
+    from ..profiles import data_roots_by_key
 
-        try:
-            data_roots = ast.literal_eval(data_roots.strip())
-        except (ValueError, SyntaxError) as e:
-            raise ValueError(f"data_roots {data_roots!r} is not a dict literal: {e}") from None
-    if not isinstance(data_roots, dict):
-        raise TypeError(f"data_roots maps a task to its data folder, e.g. {{'Task 2': '/data/HAM10000'}}; "
-                        f"got {type(data_roots).__name__} {data_roots!r}")
-    unknown = [k for k in data_roots if k not in TASKS]
-    if unknown:
-        raise ValueError(f"unknown task {unknown[0]!r} in data_roots; use {TASKS[0]!r} (NIH ChestX-ray14) "
-                         f"and/or {TASKS[1]!r} (HAM10000 / ISIC 2018)")
-    return {k: str(v) for k, v in data_roots.items() if v is not None}
+    return data_roots_by_key(data_roots, {TASKS[0]: "NIH ChestX-ray14", TASKS[1]: "HAM10000 / ISIC 2018"},
+                             "data_roots", "task", "{'Task 2': '/data/HAM10000'}", must_exist=False)
 
 
 def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: str = "auto",

@@ -108,26 +108,12 @@ def check_data_roots(data_roots: Any) -> dict[str, str]:
     """``data_roots`` as a ``{table: folder}`` dict (None: ``{}``): a mapping with keys
     ``"ICH"`` (RSNA ICH folder) and / or ``"CXR"`` (NIH ChestX-ray14 folder); a dict
     literal as text (what ``papermill -p`` passes) is parsed.  A bare folder, an unknown
-    key or a missing folder is an error, never ignored."""
-    from pathlib import Path
+    key or a missing folder is an error, never ignored
+    (:func:`fedpl_core.profiles.data_roots_by_key`)."""
+    from ..profiles import data_roots_by_key
 
-    from ..config import parse_literal
-
-    data_roots = parse_literal(data_roots, "data_root")
-    if data_roots is None:
-        return {}
-    if not isinstance(data_roots, dict):
-        raise TypeError(f"data_root maps a table to its data folder, e.g. {{'ICH': '/data/rsna-ich', "
-                        f"'CXR': '/data/nih'}}; got {type(data_roots).__name__} {data_roots!r}")
-    unknown = [k for k in data_roots if k not in TABLES]
-    if unknown:
-        raise ValueError(f"unknown table {unknown[0]!r} in data_root; use 'ICH' (RSNA ICH) and/or 'CXR' "
-                         "(NIH ChestX-ray14)")
-    out = {k: str(v) for k, v in data_roots.items() if v is not None}
-    for k, v in out.items():
-        if not Path(v).is_dir():
-            raise FileNotFoundError(f"data_root[{k!r}]: folder not found: {v}")
-    return out
+    return data_roots_by_key(data_roots, {"ICH": "RSNA ICH", "CXR": "NIH ChestX-ray14"}, "data_root", "table",
+                             "{'ICH': '/data/rsna-ich', 'CXR': '/data/nih'}")
 
 
 def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: str = "auto",
