@@ -117,6 +117,23 @@ def atomic_write(target: str | Path, mode: str = "w", fsync: bool = True) -> Ite
             os.unlink(tmp)
 
 
+@contextlib.contextmanager
+def atomic_path(target: str | Path) -> Iterator[Path]:
+    """``with atomic_path(path) as tmp: writer(tmp)`` for writers that need a file name
+    (``numpy.lib.format.open_memmap``): ``tmp`` is a fresh file made by :func:`make_temp`
+    (``O_EXCL``) beside ``path``, moved into place when the block ends without an error,
+    removed otherwise."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp, f = make_temp(target, "wb")
+    f.close()
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
 def atomic_write_text(target: str | Path, text: str, fsync: bool = True) -> None:
     with atomic_write(target, "w", fsync=fsync) as f:
         f.write(text)

@@ -372,3 +372,28 @@ def test_a_link_at_the_checkpoint_name_is_refused_not_followed(tmp_path):
         with pytest.raises(CheckpointError, match="not a regular file"):
             read_checkpoint(link)
     assert read_checkpoint(real) == {"round": 1}
+
+
+def test_atomic_path_for_path_writers_replaces_a_link_and_leaves_nothing_on_error(tmp_path):
+    """The decode caches write a memmap by file name through fileio.atomic_path: a link
+    planted at the target is replaced (the file it points to is untouched), and an error in
+    the block leaves the old target and no temporary file."""
+    import numpy as np
+
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(b"keep")
+    target = tmp_path / "cache" / "images.npy"
+    target.parent.mkdir()
+    target.symlink_to(outside)
+    with fileio.atomic_path(target) as tmp:
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(2, 3))
+        out[:] = 7
+        out.flush()
+        del out
+    assert not target.is_symlink() and outside.read_bytes() == b"keep"
+    assert np.load(target).sum() == 42
+    with pytest.raises(RuntimeError):
+        with fileio.atomic_path(target) as tmp:
+            tmp.write_bytes(b"half")
+            raise RuntimeError("decode failed")
+    assert np.load(target).sum() == 42 and sorted(p.name for p in target.parent.iterdir()) == ["images.npy"]

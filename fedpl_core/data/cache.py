@@ -43,6 +43,7 @@ from typing import Sequence
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from ..fileio import atomic_path
 from .base import DataError, check_memory
 
 #: Bump when decoding changes so that old cache entries are not reused.
@@ -326,15 +327,10 @@ def load_images_cached(
     except OSError as e:
         warnings.warn(f"cache folder {target.parent} is not writable ({e}); decoding without cache")
         return decode_images(paths, image_size, channels, **dkw)
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
-    try:
-        first = decode_image(paths[0], image_size, channels)
+    first = decode_image(paths[0], image_size, channels)
+    with atomic_path(target) as tmp:
         out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(len(paths), *first.shape))
         decode_images(paths, image_size, channels, out=out, **dkw)
         out.flush()
         del out
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return np.load(target, mmap_mode=mmap_mode)

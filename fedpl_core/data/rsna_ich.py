@@ -53,6 +53,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from ..fileio import atomic_path, atomic_write_text
 from .base import MULTILABEL, DataError, ImageDataset
 from .cache import DecodeOptions, cache_path_for, decode_options
 from .files import check_classes, index_files, read_table, require_file, subsample_index
@@ -319,30 +320,22 @@ def load_dicoms_cached(paths: Sequence[str], decode: DecodeOptions | None = None
         warnings.warn(f"cache folder {target.parent} is not writable ({e}); decoding without cache")
         return _decode_all(paths, opt, wins, channels, fix, name)
     first, _ = window_dicom(paths[0], opt.image_size, wins, channels, fix)
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
-    try:
+    with atomic_path(target) as tmp:
         out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(len(paths), *first.shape))
         _, heads = _decode_all(paths, opt, wins, channels, fix, name, out=out)
         out.flush()
         del out
         _write_atomic(meta_path, json.dumps(heads))
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return np.load(target, mmap_mode=mmap_mode), heads
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
+    """The header cache beside the images' (:func:`fedpl_core.fileio.atomic_write_text`); a
+    folder that cannot be written is a warning, not an error."""
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write_text(path, text)
     except OSError as e:
         warnings.warn(f"could not write {path}: {e}")
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 # ------------------------------------------------------------------ loader

@@ -36,7 +36,7 @@ projector (and predictor) as extra ``ssp/...`` arrays of the update, which the s
 splits off before aggregating the model.
 
 Cache (``cache_dir``; None = no cache).  After the last pre-training round the server
-writes the global model to ``<cache_dir>/simsiam-<key>.pt`` (``tempfile`` + ``os.replace``,
+writes the global model to ``<cache_dir>/simsiam-<key>.pt`` (:func:`~fedpl_core.checkpoint.atomic_torch_save`,
 so a reader never sees half a file).  The key hashes what the method can see: the
 pre-training hyper-parameters, the engine settings that shape pre-training (seed, batch
 size, local epochs / iterations, client fraction, normalisation), the names and shapes of
@@ -57,8 +57,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +64,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..checkpoint import atomic_torch_save
 from ..federation import ClientUpdate
 from ..views import strong_view
 from . import register
@@ -125,17 +124,7 @@ def cache_key(settings: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-def atomic_save(obj: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(obj, fh)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+
 
 
 # ------------------------------------------------------------------- the mixin
@@ -219,7 +208,7 @@ class SimSiamPretraining:
             server.state[f"ssp_{part}"] = avg
         key = updates[0].metadata.get("ssp_key")
         if self.cache_dir is not None and key and r + 1 == self.pretrain_rounds:
-            atomic_save({k: v.detach().cpu() for k, v in server.global_state.items()},
+            atomic_torch_save({k: v.detach().cpu() for k, v in server.global_state.items()},
                         self.cache_dir / f"simsiam-{key}.pt")
 
     # ---------------------------------------------------------------- client

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
 import pandas as pd
 
 from ..config import EngineConfig
