@@ -76,43 +76,61 @@ PARTITIONS = ("iid", "dirichlet", "missing_classes", "label_set_mismatch", "expl
 
 @dataclass
 class ExperimentConfig:
-    """Everything that defines one run.  ``seed`` fixes model initialisation, client
-    sampling, batching and (unless ``partition_kwargs`` names its own seed) the partition;
-    ``data_seed`` fixes the synthetic data, so every method and seed sees the same images.
-    ``calibrate_bn``: set the initial model's BatchNorm statistics from the data source's
-    public images (Surgical Aggregation's FedBN+ without pre-trained weights).
-    Partition: without ``split``, ``partition`` names a builder of
-    :mod:`fedpl_core.partitions` (``missing_classes``, ``label_set_mismatch``, ...) with
-    ``partition_kwargs``; with ``split`` (a name in ``partitions.SPLITS``: ``iid``,
-    ``dirichlet``, ...), the partition is that sample split times the label-set rule
-    ``partition`` (a name in ``partitions.LABEL_SETS``) with ``partition_kwargs``.
-    ``partition_kwargs["seed"]`` seeds the partition (default: ``seed``).
-    Every field is checked on construction (:func:`fedpl_core.config.validate`)."""
+    """Everything that defines one run.  Each field's docstring below is its ``--help``
+    text (:func:`fedpl_core.config.field_docs`); every field is checked on construction
+    (:func:`fedpl_core.config.validate`)."""
 
     name: str = ""
+    """Label of the run in tables and grids; it does not change the numbers (not in the run id)."""
     # data
     dataset: str = "synthetic-cxr"
+    """Data source: a built-in synthetic set, a real data set read from data_root, or a
+    source registered by the studies."""
     data_root: str | None = None
+    """Folder holding a real data set as its publisher ships it (not used by the synthetic sets)."""
     classes: list | None = None
+    """Class names to keep, in this order (default: all classes of the data set)."""
     image_size: int = 32
+    """Side of the square images in pixels; images are resized to it."""
     n_train: int = 8000
+    """Training images of a synthetic set (real data sets use their own splits)."""
     n_test: int = 2000
+    """Test images of a synthetic set (real data sets use their own splits)."""
     data_seed: int = 0
+    """Seed of the synthetic images, and of a real set's subset and split, so every method
+    and seed sees the same data."""
     dataset_kwargs: dict = field(default_factory=dict)
+    """Options of the data source's loader, e.g. {"skip_missing": true}."""
     # partition
     partition: str = "missing_classes"
+    """Partition builder (iid, dirichlet, missing_classes, label_set_mismatch, explicit,
+    by_source, ...); with split: the label-set rule applied to the sample split."""
     num_clients: int | None = 8
+    """Number of clients (none: the partition or the data source fixes it)."""
     partition_kwargs: dict = field(default_factory=dict)
+    """Options of the partition, e.g. {"missing": 7}; its "seed" seeds the partition (default: seed)."""
     split: str | None = None
+    """Sample split (iid, dirichlet, ...) composed with the label-set rule named by
+    partition (none: partition alone builds the partition)."""
     split_kwargs: dict = field(default_factory=dict)
+    """Options of the sample split, e.g. {"alpha": 0.5}."""
     # model and method
     model: str = "cnn"
+    """Network: cnn, resnet18 or densenet121."""
     model_kwargs: dict = field(default_factory=dict)
+    """Options of the model, e.g. {"norm": "gn"} or {"weights_path": "w.pt"}."""
     calibrate_bn: bool = False
+    """Set the initial model's BatchNorm statistics from the data source's public images
+    (Surgical Aggregation's FedBN+ without pre-trained weights)."""
     method: str = "fedavg"
+    """Federated method (list: python -m fedpl_core methods)."""
     method_kwargs: dict = field(default_factory=dict)
+    """Options of the method, e.g. {"mu": 0.01}."""
     engine: EngineConfig = field(default_factory=EngineConfig)
+    """Training loop settings (EngineConfig); given as their own flags or config keys."""
     seed: int = 0
+    """Seed of model initialisation, client sampling, batching and (unless partition_kwargs
+    names its own seed) the partition."""
 
     _RANGES: typing.ClassVar[dict[str, str]] = {"image_size": ">=8", "n_train": ">=1", "n_test": ">=1",
                                                 "num_clients": ">=1", "data_seed": ">=0"}
