@@ -24,6 +24,21 @@ def fmt_mean_std(mean: float, std: float, decimals: int = 2) -> str:
     return f"{mean:.{decimals}f} ± {std:.{decimals}f}"
 
 
+def _mean_std_n(d: pd.DataFrame, by: Sequence[str] | str, cols: Sequence[str],
+                scale: float) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Per group of ``by`` (in order of appearance): the mean and sample std (ddof=1),
+    both times ``scale``, and the count of each of ``cols``, from one
+    ``groupby(...).agg(["mean", "std", "count"])``."""
+    a = d.groupby(by, sort=False)[list(cols)].agg(["mean", "std", "count"])
+    return a.xs("mean", axis=1, level=1) * scale, a.xs("std", axis=1, level=1) * scale, a.xs("count", axis=1, level=1)
+
+
+def _fmt_frame(mean: pd.DataFrame, std: pd.DataFrame, decimals: int) -> pd.DataFrame:
+    """:func:`fmt_mean_std` cell by cell over two frames of the same shape (strings)."""
+    return pd.DataFrame({c: [fmt_mean_std(a, b, decimals) for a, b in zip(mean[c], std[c])] for c in mean.columns},
+                        index=mean.index, columns=mean.columns)
+
+
 def summarize(df: pd.DataFrame, metrics: Sequence[str] = ("auroc_mean",), by: Sequence[str] = ("setting", "label"),
               which: str | None = "final", scale: float = 100.0, decimals: int = 2) -> pd.DataFrame:
     """``mean +- std`` (sample std, ddof=1; the mean alone for one seed) of each metric
@@ -31,11 +46,11 @@ def summarize(df: pd.DataFrame, metrics: Sequence[str] = ("auroc_mean",), by: Se
     and the number of runs in ``n``."""
     d = df if which is None or "which" not in df else df[df["which"] == which]
     by = [b for b in by if b in d.columns]
-    g = d.groupby(by, sort=False)[list(metrics)]
-    mean, std, n = g.mean() * scale, g.std(ddof=1) * scale, g.count()
+    mean, std, n = _mean_std_n(d, by, metrics, scale)
+    text = _fmt_frame(mean, std, decimals)
     out = pd.DataFrame(index=mean.index)
     for m in metrics:
-        out[m] = [fmt_mean_std(a, b, decimals) for a, b in zip(mean[m], std[m])]
+        out[m] = text[m]
         out[f"{m}_mean"] = mean[m]
     out["n"] = n[list(metrics)[0]]
     return out
@@ -53,11 +68,8 @@ def per_class_mean_std(df: pd.DataFrame, label_col: str = "label", which: str = 
     """Rows: methods; columns: classes (``auroc:<class>`` columns) plus the mean."""
     d = df[df["which"] == which] if "which" in df else df
     cols = [c for c in d.columns if c.startswith("auroc:")] + ["auroc_mean"]
-    g = d.groupby(label_col, sort=False)[cols]
-    mean, std = g.mean() * scale, g.std(ddof=1) * scale
-    out = mean.copy().astype(object)
-    for c in cols:
-        out[c] = [fmt_mean_std(a, b, decimals) for a, b in zip(mean[c], std[c])]
+    mean, std, _ = _mean_std_n(d, label_col, cols, scale)
+    out = _fmt_frame(mean, std, decimals)
     out.columns = [c.replace("auroc:", "") if c != "auroc_mean" else "Mean" for c in cols]
     return out
 
@@ -227,13 +239,20 @@ def stars(p: float | None) -> str:
 
 
 def to_markdown(df: pd.DataFrame, index: bool = True) -> str:
-    """A GitHub markdown table (no extra dependency)."""
+    """A GitHub (pipe) markdown table through ``DataFrame.to_markdown`` (tabulate).  The
+    index becomes leading column(s) named after its level(s) (``index`` when unnamed);
+    a missing value (NaN, None) is an empty cell; every other cell is ``str(value)``
+    (no number parsing, so ``"80.00"`` stays ``80.00``).
+
+    >>> print(to_markdown(pd.DataFrame({"x": [1.0, float("nan")], "y": ["80.00", "b"]}), index=False))
+    | x   | y     |
+    |:----|:------|
+    | 1.0 | 80.00 |
+    |     | b     |
+    """
     d = df.reset_index() if index else df
-    cols = [str(c) for c in d.columns]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for row in d.itertuples(index=False):
-        lines.append("| " + " | ".join("" if (isinstance(v, float) and np.isnan(v)) else str(v) for v in row) + " |")
-    return "\n".join(lines)
+    d = d.astype(object).where(d.notna(), None)  # tabulate shows None as its missingval ("")
+    return d.to_markdown(index=False, disable_numparse=True)
 
 
 def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = None) -> str:

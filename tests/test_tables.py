@@ -1,0 +1,85 @@
+"""fedpl_core.tables: mean ± sd through one groupby-agg, Markdown through tabulate;
+every expected string below is computed by hand."""
+import numpy as np
+import pandas as pd
+
+from fedpl_core.tables import per_class_mean_std, pivot_mean_std, summarize, to_latex, to_markdown
+
+
+def runs():
+    """Two settings; in "s": A over seeds 0.70, 0.74, B over one seed, C over two seeds a
+    hair apart; in "t": A over 0.60, 0.60 (no spread) and no B or C; a "best" row that
+    ``which="final"`` must drop."""
+    return pd.DataFrame({
+        "setting": ["s", "s", "s", "s", "s", "t", "t", "s"],
+        "label": ["A", "A", "B", "C", "C", "A", "A", "A"],
+        "which": ["final"] * 7 + ["best"],
+        "auroc_mean": [0.70, 0.74, 0.80, 0.50000, 0.50001, 0.60, 0.60, 0.99],
+        "auroc:X": [0.60, 0.64, 0.90, 0.5, 0.5, 0.1, 0.3, 0.99],
+    })
+
+
+def test_summarize_mean_sd_n_by_hand():
+    s = summarize(runs())
+    # A in s: mean 72.00; sample sd sqrt((2^2 + 2^2) / 1) = 2.828...
+    assert s.loc[("s", "A"), "auroc_mean"] == "72.00 ± 2.83"
+    assert abs(s.loc[("s", "A"), "auroc_mean_mean"] - 72.0) < 1e-9
+    assert s.loc[("s", "A"), "n"] == 2  # the "best" row is not counted
+    assert s.loc[("s", "B"), "auroc_mean"] == "80.00" and s.loc[("s", "B"), "n"] == 1  # one seed: the mean alone
+    # sd 100 x 0.00001 / sqrt 2 = 0.0007 > 0 rounds to 0.00: shown as an upper bound
+    assert s.loc[("s", "C"), "auroc_mean"] == "50.00 ± <0.01"
+    assert s.loc[("t", "A"), "auroc_mean"] == "60.00 ± 0.00"  # equal values: a spread of exactly 0
+    assert list(s.index) == [("s", "A"), ("s", "B"), ("s", "C"), ("t", "A")]  # order of appearance
+    assert list(s.columns) == ["auroc_mean", "auroc_mean_mean", "n"]
+
+
+def test_summarize_several_metrics_other_scale_and_all_rows():
+    s = summarize(runs(), metrics=["auroc_mean", "auroc:X"], by=("label",), scale=1.0, decimals=3)
+    # A: 0.70, 0.74, 0.60, 0.60 -> mean 0.66, sd sqrt((0.04^2 + 0.08^2 + 2 x 0.06^2) / 3)
+    # = sqrt(0.0152 / 3) = 0.0712
+    assert s.loc["A", "auroc_mean"] == "0.660 ± 0.071"
+    # X of A: 0.60, 0.64, 0.1, 0.3 -> mean 0.41, sd sqrt((0.19^2 + 0.23^2 + 0.31^2 + 0.11^2) / 3)
+    # = sqrt(0.1972 / 3) = 0.2564
+    assert s.loc["A", "auroc:X"] == "0.410 ± 0.256"
+    assert list(s.columns) == ["auroc_mean", "auroc_mean_mean", "auroc:X", "auroc:X_mean", "n"]
+    everything = summarize(runs(), by=("label",), which=None)
+    assert everything.loc["A", "n"] == 5  # the "best" row counts too
+
+
+def test_pivot_and_per_class_by_hand():
+    t = pivot_mean_std(runs())
+    assert list(t.index) == ["A", "B", "C"] and list(t.columns) == ["s", "t"]
+    assert t.loc["A", "s"] == "72.00 ± 2.83" and t.loc["A", "t"] == "60.00 ± 0.00" and t.loc["B", "s"] == "80.00"
+    assert pd.isna(t.loc["B", "t"])  # not run
+    p = per_class_mean_std(runs())
+    assert list(p.columns) == ["X", "Mean"] and list(p.index) == ["A", "B", "C"]
+    # X of A: 60, 64, 10, 30 -> 41.0 ± 25.6 (one decimal by default); mean of A: 66.0 ± 7.1
+    assert p.loc["A", "X"] == "41.0 ± 25.6" and p.loc["A", "Mean"] == "66.0 ± 7.1"
+    assert p.loc["B", "X"] == "90.0" and p.loc["C", "X"] == "50.0 ± 0.0"
+
+
+def test_to_markdown_index_missing_values_and_no_number_parsing():
+    t = pivot_mean_std(runs())
+    assert to_markdown(t) == (
+        "| label   | s             | t            |\n"
+        "|:--------|:--------------|:-------------|\n"
+        "| A       | 72.00 ± 2.83  | 60.00 ± 0.00 |\n"
+        "| B       | 80.00         |              |\n"
+        "| C       | 50.00 ± <0.01 |              |")
+    d = pd.DataFrame({"x": [1.0, np.nan], "y": [None, "0.10"], "n": [3, 4]})
+    assert to_markdown(d) == (  # an unnamed index is the column "index"; None and NaN are empty
+        "| index   | x   | y    | n   |\n"
+        "|:--------|:----|:-----|:----|\n"
+        "| 0       | 1.0 |      | 3   |\n"
+        "| 1       |     | 0.10 | 4   |")
+    assert to_markdown(d, index=False).splitlines()[0] == "| x   | y    | n   |"
+    two = summarize(runs())[["auroc_mean", "n"]]
+    assert to_markdown(two).splitlines()[:3] == [  # a MultiIndex: one column per level
+        "| setting   | label   | auroc_mean    | n   |",
+        "|:----------|:--------|:--------------|:----|",
+        "| s         | A       | 72.00 ± 2.83  | 2   |"]
+
+
+def test_to_latex_through_styler():
+    tex = to_latex(pivot_mean_std(runs()), caption="c", label="tab:x")
+    assert r"72.00 $\pm$ 2.83" in tex and r"\toprule" in tex and r"\caption{c}" in tex
