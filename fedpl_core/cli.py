@@ -5,26 +5,40 @@ an empty option value, conflicting config keys, an unwritable ``--out``, a devic
 machine lacks, an unreadable weights file, data that would not fit in memory, a diverging
 run) ends with a one-line ``fedpl: error: ...`` on stderr and exit status 2, never a
 traceback, and is found before any training.
+
+The help of every config flag is the docstring of its ``ExperimentConfig`` /
+``EngineConfig`` field (:func:`fedpl_core.config.field_docs`) with its default.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 import json
 import logging
+import re
+import shutil
 import sys
+import textwrap
 import time
 import typing
 from pathlib import Path
 from typing import Any, Sequence
 
+from . import __version__
 from .data.base import DataError
 from .profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parent.parent
-TOP_FIELDS = ("dataset", "data_root", "image_size", "n_train", "n_test", "data_seed", "dataset_kwargs", "partition",
-              "num_clients", "partition_kwargs", "split", "split_kwargs", "model", "model_kwargs", "calibrate_bn",
-              "method", "method_kwargs", "seed")
+DESCRIPTION = ("Federated learning with partial labels: run one experiment, a grid of methods x seeds, a data "
+               "and partition report, the notebooks, or list the methods.  Bad input ends with one line "
+               "'fedpl: error: ...' and exit status 2, before any training.")
+#: The fields ``report`` reads (data and partition; ``progress`` shows the decoding of real data).
+REPORT_FIELDS = ("dataset", "data_root", "classes", "image_size", "n_train", "n_test", "data_seed", "dataset_kwargs",
+                 "partition", "num_clients", "partition_kwargs", "split", "split_kwargs", "seed", "progress")
+#: Fields ``grid`` sets itself for every run (from ``--methods``, ``--seeds`` and the method).
+GRID_OWN = ("name", "method", "seed")
+_NONE = ("none", "null")
 
 
 def _json(text: str) -> Any:
@@ -34,63 +48,106 @@ def _json(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"not valid JSON ({e.msg}): {text!r}") from None
 
 
-def _add_config_flags(p: argparse.ArgumentParser) -> None:
-    """Flags for every config field.  Values stay strings here; the config classes
-    convert and check them (strict booleans, numbers, fixed sets of values)."""
-    from .config import EngineConfig
+def _default_text(value: Any) -> str:
+    if value is None:
+        return "none"
+    if value == "":
+        return '""'
+    if isinstance(value, bool):
+        return str(value).lower()
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
 
-    g = p.add_argument_group("experiment (override the --config file)")
-    g.add_argument("--config", help="YAML or JSON file with ExperimentConfig fields")
-    g.add_argument("--dataset", help="synthetic-cxr (default), synthetic-skin, nih, nih-official, chexpert, mimic, "
-                                     "ham10000, isic2018, medmnist:<flag>, tb, covid, fedpsl")
-    g.add_argument("--data-root", help="folder holding the data set as its publisher ships it")
-    g.add_argument("--classes", help="comma-separated class names (default: the data set's)")
-    g.add_argument("--image-size")
-    g.add_argument("--n-train", help="synthetic: training images")
-    g.add_argument("--n-test", help="synthetic: test images")
-    g.add_argument("--data-seed")
-    g.add_argument("--dataset-kwargs", type=_json, help='loader options, JSON, e.g. \'{"skip_missing": true}\'')
-    g.add_argument("--partition", help="iid, dirichlet, missing_classes (default), label_set_mismatch, explicit, "
-                                       "by_source, shared_classes_split; with --split: a label-set rule")
-    g.add_argument("--num-clients")
-    g.add_argument("--partition-kwargs", type=_json, help='JSON, e.g. \'{"missing": 7}\'')
-    g.add_argument("--split", help="sample split composed with the label-set rule --partition: iid, dirichlet, ...")
-    g.add_argument("--split-kwargs", type=_json, help='JSON, e.g. \'{"alpha": 0.5}\'')
-    g.add_argument("--model", help="cnn (default), resnet18, densenet121")
-    g.add_argument("--model-kwargs", type=_json, help='JSON, e.g. \'{"norm": "gn"}\'')
-    g.add_argument("--calibrate-bn", metavar="BOOL")
-    g.add_argument("--method", help="see `python -m fedpl_core methods`")
-    g.add_argument("--method-kwargs", type=_json, help='JSON, e.g. \'{"mu": 0.01}\'')
-    g.add_argument("--seed")
-    e = p.add_argument_group("engine")
-    for f in dataclasses.fields(EngineConfig):
-        if f.name == "seed":
+
+def _optional(hint: Any) -> bool:
+    return type(None) in typing.get_args(hint)
+
+
+def config_fields() -> list[tuple[str, type, dataclasses.Field]]:
+    """``(name, owning class, field)`` of every flag-settable config field: the
+    ``ExperimentConfig`` fields, then the ``EngineConfig`` fields (its ``seed`` is the
+    experiment's)."""
+    from .config import EngineConfig
+    from .experiments import ExperimentConfig
+
+    out = [(f.name, ExperimentConfig, f) for f in dataclasses.fields(ExperimentConfig) if f.name != "engine"]
+    return out + [(f.name, EngineConfig, f) for f in dataclasses.fields(EngineConfig) if f.name != "seed"]
+
+
+def _extra_help(name: str) -> str:
+    """What a field's help adds on the command line: the values a registry holds."""
+    from . import partitions as P
+    from .datasets import known_sources
+    from .experiments import PARTITIONS
+
+    if name == "dataset":
+        return "One of: " + ", ".join(known_sources()) + "."
+    if name == "partition":
+        return f"Builders: {', '.join(PARTITIONS)}; label-set rules (with --split): {', '.join(P.LABEL_SETS)}."
+    if name == "split":
+        return f"One of: {', '.join(P.SPLITS)}."
+    if name == "classes":
+        return "Comma-separated."
+    return ""
+
+
+def _add_config_flags(p: argparse.ArgumentParser, only: Sequence[str] | None = None, exclude: Sequence[str] = (),
+                      config_option: bool = True) -> None:
+    """A flag for every config field (or those in ``only``), its help the field's
+    docstring and default.  Values stay strings here; the config classes convert and
+    check them (strict booleans, numbers, fixed sets of values); "none" sets an optional
+    field to none."""
+    from .config import field_docs
+    from .models import MODELS
+
+    groups = {"ExperimentConfig": p.add_argument_group("experiment (override the config file)"),
+              "EngineConfig": p.add_argument_group("engine (override the config file)")}
+    if config_option:
+        groups["ExperimentConfig"].add_argument("--config", help="YAML or JSON file with ExperimentConfig fields")
+    docs, hints = {}, {}
+    for name, cls, f in config_fields():
+        if (only is not None and name not in only) or name in exclude:
             continue
-        hint = typing.get_type_hints(EngineConfig)[f.name]
-        choices = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else None
-        e.add_argument("--" + f.name.replace("_", "-"), metavar="BOOL" if hint is bool else None,
-                       help=f"one of {', '.join(choices)}" if choices else None)
+        if cls not in docs:
+            docs[cls], hints[cls] = field_docs(cls), typing.get_type_hints(cls)
+        hint = hints[cls][name]
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+        kw: dict[str, Any] = {}
+        if typing.get_origin(hint) is typing.Literal:
+            kw["choices"] = typing.get_args(hint)
+        elif name == "model":
+            kw["choices"] = MODELS
+        elif hint is bool:
+            kw["metavar"] = "BOOL"
+        elif name.endswith("_kwargs"):
+            kw.update(type=_json, metavar="JSON")
+        elif name == "classes":
+            kw["metavar"] = "A,B,..."
+        doc = docs[cls][name]
+        shown = "" if default is None and "(default:" in doc else f"(default: {_default_text(default)})"
+        text = " ".join(t for t in (doc, _extra_help(name), shown) if t)
+        groups[cls.__name__].add_argument("--" + name.replace("_", "-"), help=text.replace("%", "%%"), **kw)
 
 
 def config_from_args(a: argparse.Namespace):
+    """The ``ExperimentConfig`` of ``--config`` (or grid's CONFIG) with every flag given
+    on top of it."""
     from .experiments import ENGINE_FIELDS, ExperimentConfig
 
     d: dict[str, Any] = {}
-    if a.config:
+    if getattr(a, "config", None):
         d = ExperimentConfig.from_file(a.config).to_dict()
-    for k in TOP_FIELDS:
-        v = getattr(a, k, None)
-        if v is not None:
-            d[k] = v
-    if a.classes is not None:
-        d["classes"] = [c.strip() for c in a.classes.split(",")]
-        if any(not c for c in d["classes"]):
-            raise ValueError(f"--classes {a.classes!r} holds an empty class name; give comma-separated names")
     eng = dict(d.get("engine", {}))
-    for k in ENGINE_FIELDS:
-        v = getattr(a, k, None)
-        if v is not None:
-            eng[k] = v
+    for name, cls, _ in config_fields():
+        v = getattr(a, name, None)
+        if v is None:
+            continue
+        if isinstance(v, str) and v.strip().lower() in _NONE and _optional(typing.get_type_hints(cls)[name]):
+            v = None
+        elif name == "classes":
+            v = [c.strip() for c in v.split(",")]
+            if any(not c for c in v):
+                raise ValueError(f"--classes {a.classes!r} holds an empty class name; give comma-separated names")
+        (eng if name in ENGINE_FIELDS else d)[name] = v
     d["engine"] = eng
     return ExperimentConfig.from_dict(d)
 
@@ -186,12 +243,12 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def cmd_grid(a: argparse.Namespace) -> int:
-    from .experiments import ExperimentConfig, run_many
+    from .experiments import run_many
     from .grid import check_args
     from .tables import summarize
 
     backend = check_args(a.backend, a.workers, a.retries)  # before any work
-    cfg = ExperimentConfig.from_file(a.config)
+    cfg = config_from_args(a)  # CONFIG with the flags given on top
     check_results_dir(a.results_dir)
     preflight(cfg)
     try:
@@ -210,6 +267,10 @@ def cmd_grid(a: argparse.Namespace) -> int:
     return 0
 
 
+#: What ``report`` shows for a class a client does not annotate (0 is "annotated, no positives").
+UNANNOTATED = "n/a"
+
+
 def cmd_report(a: argparse.Namespace) -> int:
     from . import partitions as P
     from .experiments import build_partition, load_data
@@ -221,10 +282,11 @@ def cmd_report(a: argparse.Namespace) -> int:
         raise ValueError(f"--figure {a.figure!r} names no file; give a file name such as partition_report.png")
     data = load_data(cfg)
     part = build_partition(cfg, data.train)
-    print(data.train.summary())
-    if data.test is not None:
-        print(data.test.summary())
-    print(to_markdown(P.label_report(part, data.train, sizes_row=True)))
+    for which, ds in {"train": data.train, "test": data.test, **data.extra}.items():
+        if ds is not None:
+            print(f"{which}: {ds.summary()}")
+    print(f"\npositives per class (rows) and client (columns); {UNANNOTATED}: the client does not annotate the class")
+    print(to_markdown(P.label_report(part, data.train, sizes_row=True, unannotated=UNANNOTATED)))
     path = savefig(P.plot_label_report(part, data.train), a.figure)
     print(f"heatmap -> {path}")
     return 0
@@ -269,50 +331,154 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     return 0 if all(s == "ok" for _, s, _ in summary) else 1
 
 
-def cmd_methods(a: argparse.Namespace) -> int:
+#: The methods of each paper (its own and the baselines of its tables) and the tasks the
+#: paper studies; a method in no group is listed under "Other methods".
+_BOTH, _ML = ("multilabel", "multiclass"), ("multilabel",)
+PAPERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "Common baselines (every paper)": (_BOTH, (
+        "fedavg", "fedavg_pl", "fedprox", "fedbn", "centralized", "oracle", "local", "pfl")),
+    "FedPSL (IEEE TMI; notebook 01): multi-label chest X-rays": (_ML, (
+        "fedpsl", "fedpsl_tdma", "fedpsl_tadl", "fedavg_wbce", "fedprox_wbce", "iml_wbce", "oracle_wbce", "fixmatch",
+        "mixup_pme", "fedssp", "fedmatch", "fedmatch_plus")),
+    "FedLSM (MICCAI 2023; notebook 02): multi-label chest X-rays (Task 1), single-label skin lesions (Task 2)": (
+        _BOTH, ("fedlsm", "fedlsm_no_awpa", "fedlsm_no_ude", "fedlsm_no_ue", "fedavg_oracle", "fedavg_star",
+                "fedprox_star", "moon", "moon_star", "fedavg_fixmatch_star", "fssl_star", "fedrs", "fedpu")),
+    "Surgical Aggregation (ML4H 2024; notebook 03): multi-label chest X-rays, different label spaces": (_ML, (
+        "surgical",)),
+    "FedMLP (MICCAI 2024; notebook 04): multi-label head CT and chest X-rays": (_ML, (
+        "fedmlp", "fedfixmatch", "rscfed", "fedirm", "cbafed", "fedlsr", "fednoro")),
+}
+_TASK_NAMES = {"multilabel": "multi-label", "multiclass": "single-label"}
+_ABBREV = ("al", "e.g", "i.e", "cf", "vs", "Eq", "Eqs", "Sec", "Fig", "Tab", "No")
+
+
+def plain(text: str) -> str:
+    """``text`` without reStructuredText markup: roles (``:func:`~a.b.c``` -> ``c``),
+    literals, emphasis; whitespace joined."""
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", lambda m: m.group(1).rsplit(".", 1)[-1] if "~" in m.group(0)
+                  else m.group(1), text)
+    text = re.sub(r"``([^`]*)``", r"\1", text).replace("`", "")
+    text = re.sub(r"\*\*([^*]+)\*\*", r"\1", text)
+    return " ".join(text.replace("\\*", "*").split())
+
+
+def first_sentence(doc: str | None) -> str:
+    """The first complete sentence of a docstring, in plain text: up to the first full
+    stop outside brackets and quotes that is not an abbreviation (et al., Eq., Sec., ...)."""
+    text = plain(inspect.cleandoc(doc or "").split("\n\n")[0])
+    depth, quoted = 0, False
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif ch == '"':
+            quoted = not quoted
+        elif ch == "." and depth == 0 and not quoted and (i + 1 == len(text) or text[i + 1] == " "):
+            word = text[:i].rsplit(" ", 1)[-1].lstrip("(")
+            if word not in _ABBREV:
+                return text[:i + 1]
+    return text
+
+
+def methods_text(width: int | None = None) -> str:
+    """Every registered method once, under a heading per paper (and the tasks it
+    studies), with the first sentence of its docstring; a method defined for fewer tasks
+    than its paper studies says for which."""
     from .methods import METHODS, available_methods
 
-    for name in available_methods():
-        doc = (METHODS[name].__doc__ or "").strip().splitlines()[0]
-        print(f"{name:18s} {doc}")
+    width = width or min(110, shutil.get_terminal_size((100, 24)).columns)
+    have = available_methods()
+    groups = {title: (tasks, [m for m in names if m in have]) for title, (tasks, names) in PAPERS.items()}
+    listed = {m for _, names in groups.values() for m in names}
+    groups["Other methods"] = (_BOTH, [m for m in have if m not in listed])
+    pad = max(len(m) for m in have) + 2
+    lines: list[str] = []
+    for title, (tasks, names) in groups.items():
+        if not names:
+            continue
+        lines += ["", title] if lines else [title]
+        for m in names:
+            cls = METHODS[m]
+            text = first_sentence(cls.__doc__).replace("the module docstring", f"the docstring of {cls.__module__}")
+            if not set(tasks) <= set(cls.tasks):
+                text += f" [{' and '.join(_TASK_NAMES[t] for t in cls.tasks)} only]"
+            lines += textwrap.wrap(text, width, initial_indent=f"  {m:{pad}s}", subsequent_indent=" " * (pad + 2),
+                                   break_on_hyphens=False)
+    return "\n".join(lines)
+
+
+def cmd_methods(a: argparse.Namespace) -> int:
+    print(methods_text())
     return 0
 
 
+class Parser(argparse.ArgumentParser):
+    """An option argparse refuses ends like every other bad input: one ``fedpl: error:``
+    line, exit status 2 (argparse would print the whole usage first)."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"fedpl: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m fedpl_core", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run", help="run one experiment and write a results JSON")
+    from .grid import BACKENDS
+    from .paths import figures_dir
+
+    p = Parser(prog="python -m fedpl_core", description=DESCRIPTION,
+                                epilog="python -m fedpl_core COMMAND --help: the options of a command.")
+    p.add_argument("--version", action="version", version=f"fedpl_core {__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    r = sub.add_parser("run", help="run one experiment and write a results JSON", usage="%(prog)s [options]",
+                       description="Run one experiment: the --config file (if any) with the flags on top.")
     _add_config_flags(r)
-    r.add_argument("--out", help="results JSON path (final metrics and history)")
-    r.add_argument("--results-dir", help="grid folder: skip the run if its result exists, resume its checkpoint")
-    r.add_argument("--keep-stale", action="store_true", default=None,
+    o = r.add_argument_group("output")
+    o.add_argument("--out", help="results JSON path (final metrics and history) (default: none, only the summary line)")
+    o.add_argument("--results-dir", help="grid folder: skip the run if its result exists, resume its checkpoint "
+                                         "(default: none)")
+    o.add_argument("--keep-stale", action="store_true", default=None,
                    help="reuse cached results made by other code (default: recompute them; $FEDPL_KEEP_STALE=1)")
     r.set_defaults(func=cmd_run)
-    g = sub.add_parser("grid", help="a grid of methods x seeds on one config; prints mean ± std of the final AUROC")
+    g = sub.add_parser("grid", help="a grid of methods x seeds on one config; prints mean ± std of the final AUROC",
+                       usage="%(prog)s CONFIG --methods METHOD [METHOD ...] [options]",
+                       description="Run every method with every seed on CONFIG with the flags on top, and print "
+                                   "mean ± std of the final AUROC per method.")
     g.add_argument("config", metavar="CONFIG", help="YAML or JSON file with ExperimentConfig fields")
-    g.add_argument("--methods", nargs="+", required=True, help="method names (see `python -m fedpl_core methods`)")
-    g.add_argument("--seeds", nargs="+", type=int, default=[0], help="seeds (default: 0)")
-    g.add_argument("--backend", help="serial, process or ray (default: process with --workers > 1, else serial)")
-    g.add_argument("--workers", type=int, default=1, help="worker processes, or the CPUs of a local Ray (default 1)")
-    g.add_argument("--ray-address", help="join this Ray cluster (default: $RAY_ADDRESS, else start a local Ray)")
-    g.add_argument("--retries", type=int, default=1, help="attempts after a run fails (default 1)")
-    g.add_argument("--results-dir", help="results folder: finished runs are skipped, interrupted ones resumed")
-    g.add_argument("--keep-stale", action="store_true", default=None,
-                   help="reuse cached results made by other code (default: recompute them; $FEDPL_KEEP_STALE=1)")
+    gg = g.add_argument_group("grid")
+    gg.add_argument("--methods", nargs="+", required=True, help="method names (see: python -m fedpl_core methods)")
+    gg.add_argument("--seeds", nargs="+", type=int, default=[0], help="seeds (default: 0)")
+    gg.add_argument("--backend", choices=BACKENDS,
+                    help="where runs execute (default: process with --workers > 1, else serial)")
+    gg.add_argument("--workers", type=int, default=1,
+                    help="worker processes, or the CPUs of a local Ray (default: 1)")
+    gg.add_argument("--ray-address", help="join this Ray cluster (default: $RAY_ADDRESS, else start a local Ray)")
+    gg.add_argument("--retries", type=int, default=1, help="attempts after a run fails (default: 1)")
+    gg.add_argument("--results-dir", help="results folder: finished runs are skipped, interrupted ones resumed "
+                                          "(default: none)")
+    gg.add_argument("--keep-stale", action="store_true", default=None,
+                    help="reuse cached results made by other code (default: recompute them; $FEDPL_KEEP_STALE=1)")
+    _add_config_flags(g, exclude=GRID_OWN, config_option=False)
     g.set_defaults(func=cmd_grid)
-    rep = sub.add_parser("report", help="data set and partition report (positives per client per class)")
-    _add_config_flags(rep)
-    rep.add_argument("--figure", default="partition_report.png", help="heatmap file name under figures/")
+    rep = sub.add_parser("report", help="data set and partition report (positives per client per class)",
+                         usage="%(prog)s [options]",
+                         description="Summarise the training and test data and the partition: positives per "
+                                     "class and client, and a heatmap.")
+    _add_config_flags(rep, only=REPORT_FIELDS)
+    rep.add_argument("--figure", default="partition_report.png",
+                     help="heatmap file; a relative name is put under the figures folder ($FEDPL_FIGURES, else "
+                          f"the checkout's figures/; now {figures_dir()}), an absolute path is used as is "
+                          "(default: partition_report.png)")
     rep.set_defaults(func=cmd_report)
     rp = sub.add_parser("reproduce", help="execute the notebooks with papermill")
     rp.add_argument("--profile", default="cpu", choices=PROFILES,
                     help="smoke: every cell in about a minute (tests); cpu: converged runs with 3 seeds on 2 cores, "
                          "15 min or less a notebook (default); full: the papers' settings (GPU)")
     rp.add_argument("--notebooks", nargs="*", help="names or prefixes (default: all in notebooks/)")
-    rp.add_argument("--output", default="outputs/notebooks", help="folder for the executed notebooks")
-    rp.add_argument("--kernel", default="python3")
+    rp.add_argument("--output", default="outputs/notebooks",
+                    help="folder for the executed notebooks (default: outputs/notebooks)")
+    rp.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
     rp.set_defaults(func=cmd_reproduce)
-    m = sub.add_parser("methods", help="list the available methods")
+    m = sub.add_parser("methods", help="list the available methods by paper")
     m.set_defaults(func=cmd_methods)
     return p
 
@@ -328,7 +494,10 @@ def empty_arguments(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help, --version (0), or an option argparse refused (2, its line printed)
+        return int(e.code or 0)
     logging.basicConfig(level=logging.INFO, format="fedpl: %(message)s", stream=sys.stderr)
     empty = empty_arguments(args)
     if empty:

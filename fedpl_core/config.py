@@ -13,6 +13,7 @@ import dataclasses
 import inspect
 import json
 import math
+import textwrap
 import types
 import typing
 from dataclasses import dataclass
@@ -158,52 +159,67 @@ SELECTION_METRICS = LOSS_KEYS + ("auroc_mean", "map", "bacc", "f1", "precision",
 
 @dataclass
 class EngineConfig:
-    """Training schedule and numerics shared by every method.
-
-    ``local_iters`` (a fixed number of local steps, FedLSM) overrides ``local_epochs``.
-    ``optimizer_state``: ``reset`` each round (a fresh Adam per round, as most released
-    codes do) or ``keep`` (each client keeps its optimizer state across rounds).
-    ``normalize``: ``fixed`` ((x/255 - 0.5) / 0.25), ``imagenet`` or ``instance``
-    (per-image (x - mean) / std, FedPSL).  ``augment``: ``none``, ``flip``, ``shift``,
-    ``flip_shift`` (random horizontal flip, random translation by up to 1/8 of the size,
-    reflect padding) or ``flip_affine`` (FedMLP's released transform: rotation +-10
-    degrees, translation +-2 %, flip); see :func:`fedpl_core.preprocess.augment_batch`.
-    ``eval_every``: evaluate every that many rounds (and after the last).
-    ``selection``: the history key that picks the best round (``val_loss``, the default,
-    reads the clients' validation splits only, never the test set; ``auroc_mean`` picks on
-    the test set: optimistic), ``None`` for none; ``selection_mode`` ``auto`` minimises
-    losses and maximises everything else.  ``patience`` (evaluations without improvement)
-    stops early.  ``client_val_fraction`` > 0 holds out that share of every client's
-    samples (seeded) as a local validation split; each evaluation then records
-    ``val_loss``, the mean over clients of the loss on their validation data.
-    ``channels_last``: run convolutions in the channels-last memory format (faster on
-    CPU and on GPU tensor cores; numbers agree to float rounding).
-    """
+    """Training schedule and numerics shared by every method.  Each field's docstring
+    below is its ``--help`` text (:func:`field_docs`)."""
 
     rounds: int = 20
+    """Communication rounds."""
     local_epochs: float = 1.0
+    """Passes over its data a client makes each round (fractions allowed)."""
     local_iters: int | None = None
+    """A fixed number of local steps each round (FedLSM); overrides local_epochs."""
     batch_size: int = 64
+    """Training batch size."""
     client_fraction: float = 1.0
+    """Share of the clients sampled each round."""
     optimizer: Literal["adam", "adamw", "sgd"] = "adam"
+    """Local optimizer."""
     lr: float = 1e-3
+    """Learning rate."""
     weight_decay: float = 0.0
+    """Weight decay of the optimizer."""
     momentum: float = 0.9
+    """Momentum of sgd (the other optimizers ignore it)."""
     optimizer_state: Literal["reset", "keep"] = "reset"
+    """reset: a fresh optimizer each round (as most released codes do); keep: each client
+    keeps its optimizer state across rounds."""
     normalize: Literal["fixed", "imagenet", "instance"] = "fixed"
+    """Input normalisation: fixed ((x/255 - 0.5) / 0.25), imagenet (ImageNet mean and std)
+    or instance (per-image (x - mean) / std, FedPSL)."""
     augment: Literal["none", "flip", "shift", "flip_shift", "flip_affine"] = "none"
+    """Training augmentation: random horizontal flip, random translation by up to 1/8 of
+    the size (reflect padding), both, or flip_affine (FedMLP's released transform: rotation
+    +-10 degrees, translation +-2 %, flip)."""
     eval_every: int = 1
+    """Evaluate every that many rounds (and after the last)."""
     eval_batch_size: int = 512
+    """Batch size of evaluation."""
     selection: str | None = "val_loss"
+    """History key that picks the best round: val_loss reads the clients' validation splits
+    only, never the test set; auroc_mean picks on the test set (optimistic); none: no
+    selection."""
     selection_mode: Literal["auto", "max", "min"] = "auto"
+    """Whether selection maximises or minimises; auto minimises losses and maximises
+    everything else."""
     patience: int | None = None
+    """Stop early after that many evaluations without improvement of selection (none: never)."""
     device: str = "auto"
+    """auto, cpu, cuda, cuda:N or mps."""
     amp: bool = False
+    """Mixed precision (bfloat16 autocast) on CUDA."""
     seed: int = 0
+    """Seed of the engine (an experiment sets it to its own seed)."""
     client_val_fraction: float = 0.0
+    """Share of every client's samples held out (seeded) as its validation split; each
+    evaluation then records val_loss, the mean over clients of their validation loss."""
     checkpoint_every: int = 0
+    """With a results folder, save a checkpoint every that many rounds, from which an
+    interrupted run resumes (0: never)."""
     channels_last: bool = False
+    """Run convolutions in the channels-last memory format (faster on CPU and on GPU tensor
+    cores; numbers agree to float rounding)."""
     progress: bool = True
+    """Show progress bars."""
 
     _RANGES: typing.ClassVar[dict[str, str]] = {
         "rounds": ">=1", "local_epochs": ">0", "local_iters": ">=1", "batch_size": ">=1",
@@ -225,6 +241,19 @@ class EngineConfig:
         if self.selection_mode != "auto":
             return self.selection_mode == "max"
         return (self.selection or "").rsplit("/", 1)[-1] not in LOSS_KEYS
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """``{field: docstring}`` of dataclass ``cls``: the string literal on the line after
+    each field (PEP 257 attribute docstrings), whitespace joined to one line; a field
+    without one maps to ``""``."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    docs = {}
+    for node, nxt in zip(body, body[1:]):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
+    return {f.name: docs.get(f.name, "") for f in dataclasses.fields(cls)}
 
 
 # --------------------------------------------------------------------------- config files

@@ -222,8 +222,8 @@ def test_cli_grid_serial_prints_mean_and_std_per_method(tmp_path, capsys):
         line = next(ln for ln in out.splitlines() if ln.split()[0] == m)
         assert f"{np.mean(v):.4f} ± {np.std(v, ddof=1):.4f}" in line and line.split()[-1] == "2", out
     assert "4 runs (serial backend" in out
-    for args, needle in [(["--backend", "gpu"], "fedpl: error: unknown backend 'gpu'; choose one of serial, process, "
-                                                "ray"),
+    for args, needle in [(["--backend", "gpu"], "fedpl: error: argument --backend: invalid choice: 'gpu' (choose from "
+                                                "'serial', 'process', 'ray')"),
                          (["--workers", "0"], "fedpl: error: workers must be an integer >= 1, got 0"),
                          (["--seeds", "-1"], "fedpl: error: "),
                          (["--methods", "fedmagic"], "fedpl: error: unknown method 'fedmagic'")]:

@@ -26,6 +26,9 @@ from fedpl_core.data.base import DataError  # noqa: E402
 BASE = ["--n-train", "200", "--n-test", "100", "--rounds", "1", "--image-size", "28",
         "--classes", "Effusion,Pneumothorax,Nodule", "--num-clients", "3", "--progress", "false",
         "--model-kwargs", '{"width": 4}']
+#: ``report`` takes the data and partition flags only.
+REPORT_BASE = ["--n-train", "200", "--n-test", "100", "--image-size", "28", "--classes", "Effusion,Pneumothorax,Nodule",
+               "--num-clients", "3", "--progress", "false"]
 
 
 @pytest.fixture
@@ -211,7 +214,7 @@ def test_fedmlp_study_refuses_a_bare_data_root():
 @pytest.mark.parametrize("cmd,flag", [
     ("run", "--classes"), ("run", "--out"), ("run", "--results-dir"), ("report", "--figure")])
 def test_empty_strings_are_errors(main, tmp_path, cmd, flag):
-    p = main(cmd, *BASE, flag, "")
+    p = main(cmd, *(BASE if cmd == "run" else REPORT_BASE), flag, "")
     one_error_line(p, f"{flag} is empty")
     assert written(tmp_path) == []
 

@@ -5,25 +5,30 @@ pandas, matplotlib and seaborn are imported inside the functions, so importing
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..data.base import ImageDataset
 from .partition import Partition
 
 
-def label_report(partition: Partition, dataset: ImageDataset, sizes_row: bool = False):
+def label_report(partition: Partition, dataset: ImageDataset, sizes_row: bool = False, unannotated: Any = 0):
     """Positives per class (rows) and client (columns), as FedLSM Tables 5/6 and FedPSL Tables I/III.
 
     Counted on each client's own labels (:meth:`Partition.client_labels`), so a class
-    the client does not annotate shows 0.  ``sizes_row=True`` appends a row
-    ``"n (images)"`` with the clients' sample counts (see also :func:`client_sizes`).
+    the client does not annotate shows ``unannotated``: 0 by default (integer columns),
+    or a marker such as ``"n/a"`` (object columns) that tells it apart from an annotated
+    class without positives.  ``sizes_row=True`` appends a row ``"n (images)"`` with the
+    clients' sample counts (see also :func:`client_sizes`).
     """
     import pandas as pd
 
-    cols = {}
+    cols, masks = {}, partition.masks
     for k, c in enumerate(partition.clients):
         labels, _ = partition.client_labels(dataset, k)
-        cols[c.name] = np.rint(labels.sum(0)).astype(np.int64)
+        counts = np.rint(labels.sum(0)).astype(np.int64)
+        cols[c.name] = counts if unannotated == 0 else np.where(masks[k], counts.astype(object), unannotated)
     df = pd.DataFrame(cols, index=list(partition.class_names))
     df.index.name, df.columns.name = "class", "client"
     if sizes_row:
