@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup reproduce reproduce-full report test benchmark clean
+.PHONY: setup reproduce reproduce-full report test benchmark checked-outputs clean
 
 $(STAMP): requirements.txt pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ reproduce: $(STAMP)
 # the static site of the executed notebooks in reports/ -> outputs/site/index.html
 report: $(STAMP)
 	$(PY) -m fedpl_core.site --notebooks reports --out outputs/site
+
+# store the smoke output of the notebook cells marked "# NBVAL_CHECK_OUTPUT" (nbval compares it)
+checked-outputs: $(STAMP)
+	$(PY) tools/checked_outputs.py
 
 reproduce-full: $(STAMP)
 	$(PY) -m fedpl_core reproduce --profile full

@@ -1,0 +1,112 @@
+"""nbval runs the notebooks: ``pytest --nbval-lax notebooks/`` (``make test`` includes it).
+
+* Each notebook's kernel starts in ``notebooks/`` (as JupyterLab's does) with
+  ``FEDPL_PROFILE=smoke`` unless the caller set a profile (``FEDPL_PROFILE=cpu pytest
+  --nbval-lax notebooks/`` checks the cpu profile), and with ``FEDPL_FIGURES`` /
+  ``FEDPL_RESULTS`` pointing into one fresh temporary folder for the session (unless set),
+  so a test run never writes into the committed ``figures/`` and never reuses a cached run.
+  The variables are set for the kernel's start only; the tests in ``tests/`` see the
+  environment as it was.
+* Cells whose first line is ``# NBVAL_CHECK_OUTPUT`` are compared with the output stored in
+  the notebook (the smoke profile's, refreshed by ``make checked-outputs``), after the
+  substitutions of ``nbval_sanitize.cfg`` (absolute paths, timings); every other cell must
+  only run without an error (``--nbval-lax``).
+* After a notebook's last cell one more item, ``<notebook>::wrote figures and tables``,
+  checks that the notebook wrote a PNG and a CSV with its number as prefix.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_SESSION_DIR: Path | None = None
+
+
+def _kernel_env() -> dict[str, str]:
+    global _SESSION_DIR
+    if _SESSION_DIR is None:
+        _SESSION_DIR = Path(tempfile.mkdtemp(prefix="fedpl-nbval-"))
+    return {"FEDPL_PROFILE": "smoke", "FEDPL_FIGURES": str(_SESSION_DIR / "figures"),
+            "FEDPL_RESULTS": str(_SESSION_DIR / "results")}
+
+
+def figures_folder() -> Path:
+    return Path(os.environ.get("FEDPL_FIGURES") or _kernel_env()["FEDPL_FIGURES"])
+
+
+def _is_nbval(item: pytest.Item) -> bool:
+    return type(item).__name__ == "IPyNbCell"
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_setup(item):
+    """Start the notebook's kernel (nbval does it in the first cell's setup) with the
+    smoke profile and the session's output folders; restore the environment after."""
+    if not _is_nbval(item):
+        yield
+        return
+    saved = {k: os.environ.get(k) for k in _kernel_env()}
+    for k, v in _kernel_env().items():
+        if not os.environ.get(k):  # what the caller set wins
+            os.environ[k] = v
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+class WroteOutputs(pytest.Item):
+    """The notebook wrote at least one figure (PNG) and one table (CSV) named after it."""
+
+    def __init__(self, *, notebook: Path, figures: Path, **kw):
+        super().__init__(**kw)
+        self.notebook, self.figures = notebook, figures
+
+    def runtest(self) -> None:
+        prefix = self.notebook.stem.split("_")[0] + "_"
+        written = {p.suffix for p in self.figures.glob(prefix + "*")}
+        missing = {".png", ".csv"} - written
+        if missing:
+            raise AssertionError(f"{self.notebook.name} wrote no {' and no '.join(sorted(missing))} file "
+                                 f"named {prefix}* into {self.figures}")
+
+    def reportinfo(self):
+        return self.path, None, f"{self.notebook.name}: wrote figures and tables"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Mark the cells ``notebook`` and append a :class:`WroteOutputs` item after the last
+    cell of each notebook."""
+    out, last = [], {}
+    for i, item in enumerate(items):
+        if _is_nbval(item):
+            last[item.parent] = i
+    for i, item in enumerate(items):
+        out.append(item)
+        if not _is_nbval(item):
+            continue
+        item.add_marker(pytest.mark.notebook)  # pytest -m "not notebook": the fast suite alone
+        if last.get(item.parent) == i:
+            nb = Path(str(item.parent.path))
+            check = WroteOutputs.from_parent(item.parent, name="wrote figures and tables", notebook=nb,
+                                             figures=figures_folder())
+            check.add_marker(pytest.mark.notebook)
+            out.append(check)
+    items[:] = out
+
+
+def pytest_configure(config):
+    """This folder's sanitize file, and the kernel of the running Python (the venv's), unless
+    the command line names others."""
+    opt = config.option
+    if getattr(opt, "nbval_sanitize_with", "absent") is None:
+        opt.nbval_sanitize_with = str(Path(__file__).with_name("nbval_sanitize.cfg"))
+    if hasattr(opt, "nbval_current_env") and not getattr(opt, "nbval_kernel_name", None):
+        opt.nbval_current_env = True
