@@ -14,12 +14,11 @@ two functions and their one results cache:
   NaN or infinity, a link instead of a file) or an unreadable checkpoint is reported with
   a warning naming the file, and the run is done again; temporary files left by a killed
   process are removed;
-* two processes on one ``results_dir`` never do the same run: a run is claimed with
-  ``<run_id>.lock`` (held by a live process, it is waited for, saying who holds it, or
-  skipped by ``run_many`` until the end).  The holder refreshes the lock's time every
-  ``$FEDPL_LOCK_STALE_S / 6`` seconds; a lock of a process that no longer runs on this
-  host, or one not refreshed for ``$FEDPL_LOCK_STALE_S`` seconds (default 300: a killed
-  run whose process id was reused, a lock of another host), is stale and taken over;
+* two processes on one ``results_dir`` never do the same run: a run is held with an OS
+  lock on ``<run_id>.lock`` (:mod:`fedpl_core.locks`, ``filelock``): a run another
+  process holds is waited for, with a message naming its host and process, or skipped
+  by ``run_many`` until the end.  The kernel lets a lock go when its holder exits or is
+  killed, so a lock of a dead process never blocks;
 * every file is written through :mod:`fedpl_core.fileio`: a fresh ``mkstemp`` temporary
   file, then ``os.replace``; a file or link planted at a temporary or final name is
   never written through;
@@ -32,17 +31,13 @@ two functions and their one results cache:
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
 import math
 import os
-import secrets
-import socket
 import stat
-import threading
 import time
 import typing
 import warnings
@@ -60,8 +55,10 @@ from .config import (ConfigError, EngineConfig, check_engine_conflicts, check_se
 from .data.base import ImageDataset
 from .datasets import DataBundle, load_bundle
 from .engine import Simulation
-from .fileio import STALE_ENV, atomic_write_text, pid_alive, process_started, remove_stale_temps, stale_after
+from .fileio import atomic_write_text, remove_stale_temps
 from .fileio import check_writable as _check_writable
+from .locks import holder as lock_holder
+from .locks import try_lock
 from .methods import available_methods, get_method
 from .models import MODELS, build_model
 from .provenance import keep_stale_default, stale_reason
@@ -349,198 +346,7 @@ def atomic_write_json(obj: Any, path: str | Path) -> None:
     atomic_write_text(path, json.dumps(finite_or_none(obj), indent=1, allow_nan=False))
 
 
-# --------------------------------------------------------------------------- locks
-_pid_alive = pid_alive
-_HELD: dict[str, str] = {}  # lock path -> token of the locks this process claimed
-_SEEN: dict[tuple, float] = {}  # (device, inode, mtime, size) of a lock -> when this process first saw it
-
-
-@dataclass
-class LockHolder:
-    """What a lock file says about its holder (``host`` / ``pid`` None: unreadable) and
-    ``age``, the seconds since it was last refreshed (its mtime, by this host's clock)."""
-
-    host: str | None
-    pid: int | None
-    token: str | None
-    age: float
-    regular: bool
-    sig: tuple
-    created: float | None = None  # when the holder wrote the lock (its third field), by its clock
-
-    def describe(self) -> str:
-        if not self.regular:
-            return "nobody (the lock is not a regular file)"
-        if self.pid is None:
-            return f"an unreadable lock, refreshed {self.age:.0f} s ago"
-        return f"host {self.host} pid {self.pid}, refreshed {self.age:.0f} s ago"
-
-
-def lock_holder(lock: str | Path) -> LockHolder | None:
-    """The holder of ``lock`` (None: no lock); the lock is never followed if it is a link."""
-    try:
-        st = os.lstat(lock)
-    except FileNotFoundError:
-        return None
-    host = pid = token = created = None
-    regular = stat.S_ISREG(st.st_mode)
-    if regular:
-        try:
-            fd = os.open(lock, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-            try:
-                parts = os.read(fd, 4096).decode("utf-8", "replace").split()
-            finally:
-                os.close(fd)
-            host, pid = parts[0], int(parts[1])
-            token = parts[3] if len(parts) > 3 else None
-            created = float(parts[2]) if len(parts) > 2 else None
-        except (OSError, ValueError, IndexError):
-            host = pid = None
-    return LockHolder(host, pid, token, time.time() - st.st_mtime, regular,
-                      (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size), created)
-
-
-def _stale_reason(h: LockHolder, stale_s: float) -> str | None:
-    """Why the lock of ``h`` is stale, or None while its holder may be alive.  Its age is
-    the larger of its mtime's age and the time this process has seen it unchanged (a
-    lock with a future time, from a host whose clock is ahead, still ages)."""
-    if not h.regular:
-        return "it is not a regular file"
-    now = time.monotonic()
-    if len(_SEEN) > 10000:
-        _SEEN.clear()
-    age = max(h.age, now - _SEEN.setdefault(h.sig, now))
-    if h.pid is None:
-        limit = min(stale_s, 5.0)  # a lock is written before it appears; unreadable: garbage
-        return f"it is unreadable and {age:.0f} s old" if age > limit else None
-    if h.host == socket.gethostname():
-        if not pid_alive(h.pid):
-            return f"process {h.pid} no longer runs on this host"
-        started = process_started(h.pid)
-        if started is not None and h.created is not None and started > h.created + 2:
-            return (f"process {h.pid} on this host started after the lock was written "
-                    f"(its id was reused, e.g. pid 1 in a container)")
-    if age > stale_s:
-        return f"it was not refreshed for {age:.0f} s (limit {stale_s:g} s, ${STALE_ENV})"
-    return None
-
-
-def claim(lock: Path, stale_s: float | None = None) -> bool:
-    """Create ``lock`` for this process; False when a live process holds it.  A lock is
-    stale, and taken over with a warning naming its holder, when its process no longer
-    runs on this host or when it was not refreshed for ``stale_s`` seconds (default
-    ``$FEDPL_LOCK_STALE_S``, see :func:`fedpl_core.fileio.stale_after`): a holder refreshes
-    it (:class:`_Heartbeat`), so a lock left by a killed process whose id was reused, or
-    by another host, does not block forever.
-
-    The lock appears with its owner already written (a hard link of a finished temporary
-    file, never through a link planted at its name), so another process never reads a
-    half-made lock as stale; a stale lock is moved aside before it is judged again, so a
-    fresh lock is never deleted for it."""
-    from .fileio import make_temp
-
-    lock = Path(lock)
-    stale_s = stale_after() if stale_s is None else stale_s
-    token = secrets.token_hex(8)
-    text = f"{socket.gethostname()} {os.getpid()} {time.time():.0f} {token}\n"
-    mine, f = make_temp(lock)
-    try:
-        with f:
-            f.write(text)
-        for _ in range(3):
-            try:
-                os.link(mine, lock)  # fails on any existing name, a link included
-                _HELD[str(lock)] = token
-                return True
-            except FileExistsError:
-                pass
-            except OSError:  # a file system without hard links: create exclusively, then write
-                try:
-                    fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-                    with os.fdopen(fd, "w") as out:
-                        out.write(text)
-                    _HELD[str(lock)] = token
-                    return True
-                except FileExistsError:
-                    pass
-            h = lock_holder(lock)
-            if h is None:
-                continue
-            if _stale_reason(h, stale_s) is None:
-                return False
-            aside, g = make_temp(lock.with_name(lock.name + ".stale"))
-            g.close()
-            try:
-                os.replace(lock, aside)  # only one process moves this file (a link is moved, not followed)
-            except FileNotFoundError:
-                os.unlink(aside)
-                continue
-            h2 = lock_holder(aside)
-            reason = None if h2 is None else _stale_reason(h2, stale_s)
-            if h2 is not None and reason is None:  # a fresh lock replaced the stale one meanwhile: put it back
-                try:
-                    os.link(aside, lock)
-                except FileExistsError:
-                    pass
-                os.unlink(aside)
-                return False
-            os.unlink(aside)
-            log.warning("run %s: taking over the lock held by %s: %s", lock.stem,
-                        h2.describe() if h2 is not None else h.describe(), reason)
-        return False
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(mine)
-
-
-def release(lock: Path) -> None:
-    """Remove ``lock`` if this process claimed it and still holds it (a lock another
-    process took over meanwhile stays)."""
-    token = _HELD.pop(str(lock), None)
-    h = lock_holder(lock)
-    if h is not None and h.token is not None and h.token == token:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(lock)
-
-
-class _Heartbeat:
-    """Refreshes the time of a lock this process holds every ``stale_s / 6`` seconds, in
-    a daemon thread, while a run executes; stops (with a warning) if the lock was taken
-    over meanwhile (this process was stopped for longer than ``stale_s``)."""
-
-    def __init__(self, lock: Path, stale_s: float) -> None:
-        self.lock, self.token = Path(lock), _HELD.get(str(lock))
-        self.interval = max(0.05, min(stale_s / 6, 60.0))
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"fedpl-lock-{self.lock.stem}", daemon=True)
-
-    def __enter__(self) -> "_Heartbeat":
-        if self.token is not None:
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
-
-    def _beat(self) -> None:
-        nofollow = os.utime in os.supports_follow_symlinks
-        while not self._stop.wait(self.interval):
-            h = lock_holder(self.lock)
-            if h is None or h.token != self.token:
-                log.warning("run %s: its lock was taken over by %s; this process goes on with the run",
-                            self.lock.stem, "nobody" if h is None else h.describe())
-                return
-            try:
-                if nofollow:
-                    os.utime(self.lock, follow_symlinks=False)
-                elif h.regular:
-                    os.utime(self.lock)
-            except OSError:
-                pass
-
-
+# --------------------------------------------------------------------------- temporary files
 def clean_stale_files(results_dir: str | Path) -> list[Path]:
     """Remove this package's temporary files (``.<name>.<pid>@<host>.<random>.tmp``, or
     the older ``.<name>.<pid>.tmp``) of processes that no longer run (see
@@ -713,10 +519,11 @@ def check_writable(path: str | Path) -> Path:
 def run(cfg: ExperimentConfig, results_dir: str | Path | None = None, resume: bool = True,
         wait: bool = True, keep_stale: bool | None = None, warn_stale: bool = True) -> RunResult | None:
     """Run one experiment (see the module docstring for the results cache).  With
-    ``wait=False`` a run claimed by another live process returns None at once; with
-    ``wait=True`` it is waited for, with a message (log ``fedpl``, warning level) naming
-    the run and its holder, until its result appears or its lock is stale.  A cached
-    result of other code is done again with a :class:`StaleResultWarning`, or kept with
+    ``wait=False`` a run held by another process returns None at once; with
+    ``wait=True`` it is waited for, with a message (log ``fedpl``, warning level, once a
+    minute) naming the run and its holder, until its holder lets it go (then its result
+    is read, or the run is done here if the holder did not finish it).  A cached result
+    of other code is done again with a :class:`StaleResultWarning`, or kept with
     ``keep_stale=True`` (default: ``$FEDPL_KEEP_STALE``); ``warn_stale=False``: no
     warning (a grid warns once for all its runs)."""
     rid = cfg.run_id()
@@ -734,39 +541,26 @@ def run(cfg: ExperimentConfig, results_dir: str | Path | None = None, resume: bo
             said_stale = True
         return res if keep else None
 
-    out = ckpt = lock = None
-    if results_dir is not None:
-        stale_s = stale_after()
-        rd = Path(results_dir)
-        rd.mkdir(parents=True, exist_ok=True)
-        clean_stale_files(rd)
-        out, ckpt, lock = rd / f"{rid}.json", rd / f"{rid}.ckpt", rd / f"{rid}.lock"
-        warned: set = set()
-        said = -math.inf
-        while True:
-            if resume and (res := cached(out, warned)) is not None:
-                return res
-            if claim(lock):
-                if resume and (res := cached(out, warned)) is not None:
-                    release(lock)  # finished by another process just before the claim
-                    return res
-                break
-            h = lock_holder(lock)
-            who = h.describe() if h is not None else "a process that just let it go"
-            if not wait:
-                log.info("run %s is held by %s; left for later", rid, who)
-                return None
-            if time.monotonic() - said >= 60:
-                log.warning("waiting for run %s: its lock %s is held by %s (a lock not refreshed for %g s is "
-                            "taken over; $%s)", rid, lock, who, stale_s, STALE_ENV)
-                said = time.monotonic()
-            time.sleep(min(1.0, stale_s / 4))
-    try:
-        with _Heartbeat(lock, stale_s) if lock is not None else contextlib.nullcontext():
-            return _execute(cfg, rid, out, ckpt, resume)
-    finally:
-        if lock is not None:
-            release(lock)
+    if results_dir is None:
+        return _execute(cfg, rid, None, None, resume)
+    rd = Path(results_dir)
+    rd.mkdir(parents=True, exist_ok=True)
+    clean_stale_files(rd)
+    out, ckpt, path = rd / f"{rid}.json", rd / f"{rid}.ckpt", rd / f"{rid}.lock"
+    warned: set = set()
+    if resume and (res := cached(out, warned)) is not None:
+        return res
+    lock = try_lock(path)
+    if lock is None and not wait:
+        log.info("run %s is held by %s; left for later", rid, lock_holder(path))
+        return None
+    while lock is None:
+        log.warning("waiting for run %s: its lock %s is held by %s", rid, path, lock_holder(path))
+        lock = try_lock(path, timeout=60)
+    with lock:
+        if resume and (res := cached(out, warned)) is not None:
+            return res  # finished by the process that held it
+        return _execute(cfg, rid, out, ckpt, resume)
 
 
 def _execute(cfg: ExperimentConfig, rid: str, out: Path | None, ckpt: Path | None, resume: bool) -> RunResult:

@@ -1,6 +1,7 @@
 """Files in a results folder that other processes, users and hosts may share.
 
-Every file the package writes there goes through :func:`atomic_write`: the content is
+Every file the package writes there, but run locks (:mod:`fedpl_core.locks`: opened with
+``O_NOFOLLOW``, written in place by their holder), goes through :func:`atomic_write`: the content is
 written to a fresh temporary file made with :func:`tempfile.mkstemp` (``O_CREAT |
 O_EXCL``, so a file or link planted under the temporary name is never opened, truncated
 or written through) in the target's folder, flushed and ``fsync``-ed, then moved into
@@ -32,9 +33,9 @@ _TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)(?:@(?P<host>[A-Za-z0-9_-]+)\.
 
 
 def stale_after() -> float:
-    """Seconds after which an untouched lock or temporary file counts as abandoned
-    (``$FEDPL_LOCK_STALE_S``, default 300).  A lock holder refreshes its lock's time
-    every ``stale_after() / 6`` seconds."""
+    """Seconds after which another host's untouched temporary file counts as abandoned
+    (``$FEDPL_LOCK_STALE_S``, default 300; this host's are judged by their process).
+    Run locks need no age limit: :mod:`fedpl_core.locks`."""
     raw = os.environ.get(STALE_ENV, "")
     if not raw.strip():
         return DEFAULT_STALE_S
@@ -175,20 +176,6 @@ def pid_alive(pid: int) -> bool:
     except OverflowError:
         return False
     return True
-
-
-def process_started(pid: int) -> float | None:
-    """When process ``pid`` of this host started (seconds since the epoch), from Linux's
-    ``/proc`` (``btime`` of ``/proc/stat`` + field 22 of ``/proc/<pid>/stat``); None where
-    that cannot be read (another OS, no such process)."""
-    try:
-        with open(f"/proc/{int(pid)}/stat") as f:
-            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/stat") as f:
-            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
-        return boot + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
-        return None
 
 
 def remove_stale_temps(folder: str | Path, stale_s: float | None = None) -> list[Path]:

@@ -165,41 +165,48 @@ def test_two_processes_on_one_results_dir_do_each_run_once(tmp_path):
 CLAIM_SCRIPT = """
 import sys, time
 from pathlib import Path
-from fedpl_core.experiments import claim
+from fedpl_core.locks import try_lock
 d, n = Path(sys.argv[1]), int(sys.argv[2])
 print("ready", flush=True)
 while not (d / "go").exists():
     pass
-print(" ".join(str(i) for i in range(n) if claim(d / f"r{i}.lock")))
+locks = {i: try_lock(d / f"r{i}.lock") for i in range(n)}  # kept: a lock let go of is released
+print(" ".join(str(i) for i, lock in locks.items() if lock is not None), flush=True)
+sys.stdin.read()  # hold every lock won until both processes have tried them all
 """
 
 
-def test_claim_is_exclusive_under_a_race(tmp_path):
-    """Two processes claim the same 1000 locks at the same moment: each lock goes to
-    exactly one (a lock read before its owner was written in was once taken as stale)."""
-    n = 1000
-    ps = [subprocess.Popen([sys.executable, "-c", CLAIM_SCRIPT, str(tmp_path), str(n)], stdout=subprocess.PIPE,
-                           text=True) for _ in range(2)]
-    assert [p.stdout.readline().strip() for p in ps] == ["ready", "ready"]
-    (tmp_path / "go").touch()
-    got = [set(map(int, p.communicate(timeout=60)[0].split())) for p in ps]
+def test_run_locks_are_exclusive_under_a_race(tmp_path):
+    """Two processes take the same 400 locks at the same moment and keep what they won:
+    each lock goes to exactly one."""
+    n = 400
+    ps = [subprocess.Popen([sys.executable, "-c", CLAIM_SCRIPT, str(tmp_path), str(n)], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        assert [p.stdout.readline().strip() for p in ps] == ["ready", "ready"]
+        (tmp_path / "go").touch()
+        got = [set(map(int, p.stdout.readline().split())) for p in ps]
+    finally:
+        for p in ps:
+            p.stdin.close()
+            p.wait(timeout=60)
     assert not got[0] & got[1] and got[0] | got[1] == set(range(n))
     assert not list(tmp_path.glob(".*tmp"))
 
 
-def test_a_run_finished_by_another_process_just_before_the_claim_is_not_redone(tmp_path, monkeypatch):
+def test_a_run_finished_by_another_process_just_before_the_lock_is_not_redone(tmp_path, monkeypatch):
     cfg = tiny()
     done = E.run(cfg)
-    real_claim = E.claim
+    real_try_lock = E.try_lock
 
-    def other_process_finishes_first(lock):
+    def other_process_finishes_first(path, timeout=0):
         E.atomic_write_json(done.to_json(), tmp_path / f"{cfg.run_id()}.json")
-        return real_claim(lock)
+        return real_try_lock(path, timeout)
 
     def boom(*a, **k):
         raise AssertionError("a finished run must not be done again")
 
-    monkeypatch.setattr(E, "claim", other_process_finishes_first)
+    monkeypatch.setattr(E, "try_lock", other_process_finishes_first)
     monkeypatch.setattr(E, "_execute", boom)
     assert E.run(cfg, tmp_path).final == done.final and not list(tmp_path.glob("*.lock"))
 

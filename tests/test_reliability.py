@@ -93,18 +93,16 @@ def test_stale_temporary_files_are_removed_and_live_locks_respected(tmp_path):
     assert E.clean_stale_files(tmp_path) == [stale]
     assert not stale.exists() and mine.exists()
 
+    from test_locks import hold, stop
+
     cfg = tiny()
     lock = tmp_path / f"{cfg.run_id()}.lock"
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    holder = hold(lock)
     try:
-        import socket
-
-        lock.write_text(f"{socket.gethostname()} {holder.pid} {time.time():.0f}\n")
-        assert E.run(cfg, tmp_path, wait=False) is None  # claimed by a live process: not done twice
+        assert E.run(cfg, tmp_path, wait=False) is None  # held by a live process: not done twice
     finally:
-        holder.kill()
-        holder.wait()
-    res = E.run(cfg, tmp_path, wait=False)  # the holder died: its lock is stale and taken over
+        stop(holder, kill=True)
+    res = E.run(cfg, tmp_path, wait=False)  # the holder died: the kernel let its lock go
     assert res is not None and not lock.exists()
 
 
