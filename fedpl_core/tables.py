@@ -182,15 +182,44 @@ def paired_difference(df: pd.DataFrame, a: str, b: str, metric: str = "auroc_mea
         if lab not in wide:
             raise KeyError(f"no runs labelled {lab!r}; have {sorted(d[label_col].unique())}")
     wide = wide[[a, b]].dropna()
-    diff = (wide[a] - wide[b]) * scale
+    return {"a": a, "b": b, **paired_values(wide[a], wide[b], scale)}
+
+
+def paired_values(x: Sequence[float], y: Sequence[float], scale: float = 100.0) -> dict:
+    """``x`` minus ``y`` paired element by element, in points of ``scale``: ``{"diff", "sd",
+    "n", "t", "p", "ci"}`` as :func:`paired_difference` returns them (``t``, ``p``, ``ci``
+    None with fewer than two pairs or equal differences).
+
+    >>> r = paired_values([0.80, 0.82, 0.84], [0.78, 0.79, 0.83])
+    >>> round(r["diff"], 2), round(r["sd"], 2), r["n"], [round(v, 3) for v in r["ci"]]
+    (2.0, 1.0, 3, [-0.484, 4.484])
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    diff = (x - y) * scale
     t = p = ci = None
-    if len(diff) >= 2 and not np.allclose(diff, diff.iloc[0]):  # equal differences: t undefined
-        t, p = paired_ttest(wide[a], wide[b])
-        r = stats.ttest_rel(wide[a] * scale, wide[b] * scale).confidence_interval(0.95)
+    if len(diff) >= 2 and not np.allclose(diff, diff[0]):  # equal differences: t undefined
+        t, p = paired_ttest(x, y)
+        r = stats.ttest_rel(x * scale, y * scale).confidence_interval(0.95)
         ci = (float(r.low), float(r.high))
-    return {"a": a, "b": b, "diff": float(diff.mean()) if len(diff) else float("nan"),
+    return {"diff": float(diff.mean()) if len(diff) else float("nan"),
             "sd": float(diff.std(ddof=1)) if len(diff) > 1 else float("nan"), "n": int(len(diff)), "t": t, "p": p,
             "ci": ci}
+
+
+def difference_columns(d: dict, diff: str = "diff (points)", sd: bool = True) -> dict:
+    """The columns of a result table for one paired difference (:func:`paired_difference`):
+    the mean difference (2 decimals), its sd, the 95 % confidence interval as text, the
+    number of pairs and the p-value (None without a test).
+
+    >>> difference_columns({"diff": -2.004, "sd": 1.0, "n": 3, "p": 0.01, "ci": (-3.14, -0.86)})
+    {'diff (points)': -2.0, 'sd': 1.0, '95 % CI': '-3.1 to -0.9', 'pairs': 3, 'p': 0.01}
+    """
+    out = {diff: round(d["diff"], 2)}
+    if sd:
+        out["sd"] = round(d["sd"], 2)
+    out["95 % CI"] = f"{d['ci'][0]:.1f} to {d['ci'][1]:.1f}" if d.get("ci") else None
+    out.update({"pairs": d["n"], "p": d["p"]})
+    return out
 
 
 def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05, pairs: str = "runs") -> str:
@@ -255,9 +284,9 @@ def to_markdown(df: pd.DataFrame, index: bool = True) -> str:
     return d.to_markdown(index=False, disable_numparse=True)
 
 
-def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = None) -> str:
-    """LaTeX through pandas' Styler (booktabs rules)."""
-    sty = df.style
+def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = None, index: bool = True) -> str:
+    """LaTeX through pandas' Styler (booktabs rules); ``index=False`` leaves the index out."""
+    sty = (df.style if index else df.style.hide(axis="index")).format(na_rep="")
     return sty.to_latex(caption=caption, label=label, hrules=True).replace("±", r"$\pm$")
 
 
@@ -282,9 +311,31 @@ def committed_table(stem: str) -> pd.DataFrame | None:
     return pd.read_csv(p) if p.is_file() else None
 
 
+def _is_p(column) -> bool:
+    name = str(column)
+    return name == "p" or name.startswith(("p (", "p-value"))
+
+
+def for_reading(df: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
+    """The table as the Markdown and LaTeX files show it: p-values to two significant
+    digits (the CSV keeps every digit) and no default 0..n-1 index column.  Returns the
+    table and whether to write its index.
+
+    >>> t, index = for_reading(pd.DataFrame({"diff": [1.5], "p": [0.049437148533]}))
+    >>> t.to_dict("records"), index
+    ([{'diff': 1.5, 'p': '0.049'}], False)
+    """
+    shown = df.copy()
+    for c in shown.columns:
+        if _is_p(c):
+            shown[c] = [None if v is None or v != v else f"{float(v):.2g}" for v in shown[c]]
+    default_index = isinstance(df.index, pd.RangeIndex) and df.index.name is None
+    return shown, not default_index
+
+
 def save_table(df: pd.DataFrame, stem: str, folder: str | Path | None = None) -> dict[str, str]:
-    """Write ``<stem>.csv``, ``.md`` and ``.tex`` into ``folder`` (default
-    :func:`figures_dir`); returns the paths."""
+    """Write ``<stem>.csv`` (every digit), ``.md`` and ``.tex`` (:func:`for_reading`) into
+    ``folder`` (default :func:`figures_dir`); returns the paths."""
     folder = figures_dir() if folder is None else folder
     from pathlib import Path
 
@@ -292,6 +343,7 @@ def save_table(df: pd.DataFrame, stem: str, folder: str | Path | None = None) ->
     p.mkdir(parents=True, exist_ok=True)
     paths = {"csv": str(p / f"{stem}.csv"), "md": str(p / f"{stem}.md"), "tex": str(p / f"{stem}.tex")}
     df.to_csv(paths["csv"])
-    Path(paths["md"]).write_text(to_markdown(df) + "\n")
-    Path(paths["tex"]).write_text(to_latex(df))
+    shown, index = for_reading(df)
+    Path(paths["md"]).write_text(to_markdown(shown, index=index) + "\n")
+    Path(paths["tex"]).write_text(to_latex(shown, index=index))
     return paths

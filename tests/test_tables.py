@@ -2,6 +2,7 @@
 every expected string below is computed by hand."""
 import numpy as np
 import pandas as pd
+import pytest
 
 from fedpl_core.tables import per_class_mean_std, pivot_mean_std, summarize, to_latex, to_markdown
 
@@ -83,3 +84,20 @@ def test_to_markdown_index_missing_values_and_no_number_parsing():
 def test_to_latex_through_styler():
     tex = to_latex(pivot_mean_std(runs()), caption="c", label="tab:x")
     assert r"72.00 $\pm$ 2.83" in tex and r"\toprule" in tex and r"\caption{c}" in tex
+
+
+def test_save_table_shows_two_digit_p_values_and_no_default_index(tmp_path):
+    from fedpl_core.tables import difference_columns, paired_difference, save_table
+
+    df = pd.DataFrame({"label": ["x"] * 3 + ["y"] * 3, "seed": [0, 1, 2] * 2,
+                       "auroc_mean": [0.80, 0.82, 0.84, 0.78, 0.79, 0.83]})
+    row = difference_columns(paired_difference(df, "x", "y", which=None))
+    # differences 2, 3, 1 points: mean 2, sd 1, t = 2 sqrt(3) on 2 dof, CI 2 -+ 4.303 / sqrt(3)
+    assert row["diff (points)"] == 2.0 and row["sd"] == 1.0 and row["pairs"] == 3
+    assert row["95 % CI"] == "-0.5 to 4.5" and round(row["p"], 3) == 0.074
+    paths = save_table(pd.DataFrame([{"comparison": "x - y", **row}]), "t", tmp_path)
+    md = open(paths["md"]).read().splitlines()
+    assert md[0].split("|")[1].strip() == "comparison"  # no "index" column of 0..n-1
+    assert md[2].split("|")[-2].strip() == "0.074"  # p to two significant digits
+    assert pd.read_csv(paths["csv"], index_col=0)["p"].iloc[0] == pytest.approx(0.07417, abs=1e-5)  # every digit
+    assert "0.074" in open(paths["tex"]).read() and "nan" not in open(paths["tex"]).read()

@@ -216,8 +216,8 @@ def tdma_methods() -> list[tuple[str, dict]]:
 
 def tdma_effect(df: pd.DataFrame, metric: str = "auroc_mean") -> pd.DataFrame:
     """Per reading of "FedAvg": FedAvg, FedAvg* (x 100, mean over seeds) and the paired
-    difference FedAvg* - FedAvg with its p-value (:func:`fedpl_core.tables.paired_difference`)."""
-    from ..tables import paired_difference
+    difference FedAvg* - FedAvg with its 95 % CI and p-value (:func:`fedpl_core.tables.paired_difference`)."""
+    from ..tables import difference_columns, paired_difference
 
     fin = df[df["which"] == "final"] if "which" in df else df
     mean = fin.groupby("label")[metric].mean() * 100
@@ -226,7 +226,7 @@ def tdma_effect(df: pd.DataFrame, metric: str = "auroc_mean") -> pd.DataFrame:
         a, b = [lab for lab, *_, r in TDMA_GRID if r == reading]
         d = paired_difference(df, b, a, metric)
         rows.append({"reading of FedAvg": reading, "FedAvg": round(mean[a], 1), "FedAvg*": round(mean[b], 1),
-                     "TDMA gain (points)": round(d["diff"], 2), "p": d["p"], "pairs": d["n"]})
+                     **difference_columns(d, diff="TDMA gain (points)", sd=False)})
     return pd.DataFrame(rows).set_index("reading of FedAvg")
 
 

@@ -373,13 +373,13 @@ def sweep_table(df: pd.DataFrame, x: str = "n", which: str = "best", decimals: i
 
 def sweep_differences(df: pd.DataFrame, x: str, a: str, b: str, which: str = "final") -> pd.DataFrame:
     """``a`` minus ``b`` (AUROC points, paired over seeds) at every value of the sweep
-    column ``x``: columns ``x``, ``diff``, ``sd``, ``pairs``, ``p``."""
-    from ..tables import paired_difference
+    column ``x``: columns ``x``, ``diff``, ``sd``, ``95 % CI``, ``pairs``, ``p``."""
+    from ..tables import difference_columns, paired_difference
 
     rows = []
     for v, d in df.groupby(x, sort=True):
         r = paired_difference(d, a, b, which=which)
-        rows.append({x: v, "diff": r["diff"], "sd": r["sd"], "pairs": r["n"], "p": r["p"]})
+        rows.append({x: v, **difference_columns(r, diff="diff")})
     return pd.DataFrame(rows)
 
 

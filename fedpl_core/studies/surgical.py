@@ -79,7 +79,7 @@ from ..data.base import ImageDataset, concat_datasets
 from ..datasets import DataBundle, register_source
 from ..experiments import ExperimentConfig, build_partition, load_data
 from ..profiles import engine_options
-from ..tables import fmt_mean_std, paired_difference, paired_ttest, stars
+from ..tables import difference_columns, fmt_mean_std, paired_difference, paired_ttest, paired_values, stars
 
 #: NIH's 14 findings and CheXpert's 13 (CheXpert's column order), synthetic names.
 NIH_CLASSES = list(S.NIH14)
@@ -576,7 +576,7 @@ def gap_by_round(df: pd.DataFrame, a: str, b: str,
     histories of ``run_many(..., histories=True)``: one row per (round, column) with the mean
     over the column's classes of the class AUROC difference (points; each class AUROC the mean
     over seeds), the two-sided paired t-test over those classes (as :func:`class_difference`
-    tests) and the number of classes.
+    tests) with its 95 % CI, and the number of classes.
 
     FL + SA and FL + PL differ only in the head rows of the classes a client lacks: FL + PL
     averages a unique class's row with the other clients' rows of it, which the partial loss
@@ -599,9 +599,11 @@ def gap_by_round(df: pd.DataFrame, a: str, b: str,
     for (r, col), d in per.groupby(level=["round", "column"]):
         if col not in columns:
             continue
-        p = paired_ttest(d[a], d[b])[1] if len(d) > 1 and not np.allclose(d[a], d[b]) else float("nan")
-        out.append({"round": r, "column": col, "gap": float((d[a] - d[b]).mean() * 100), "p": p, "classes": len(d)})
-    return pd.DataFrame(out)
+        gap = paired_values(d[a], d[b])
+        out.append({"round": r, "column": col, **difference_columns(gap, diff="gap", sd=False)})
+    out = pd.DataFrame(out).rename(columns={"pairs": "classes"})
+    out["p"] = out["p"].astype(float)  # no test (one class): NaN, so the column compares with numbers
+    return out
 
 
 def best_vs_last(df: pd.DataFrame, columns: Sequence[str] | None = None) -> pd.DataFrame:
