@@ -379,7 +379,7 @@ def run_grid(cfgs: Sequence, results_dir: str | Path | None, backend: str = "ser
         with tqdm(total=len(todo), desc=desc, disable=not progress) as bar:
             held = _drive(b, [_Job(i, cfgs[i], wait=False) for i in todo], results_dir, retries, results,
                           failures, bar.update)
-            # held by another process: wait for its result (or take over its stale lock)
+            # held by another process: wait until it lets go (then read its result, or do the run if it died)
             _drive(b, [_Job(i, cfgs[i], wait=True) for i in held], results_dir, retries, results, failures,
                    bar.update)
     if failures:
