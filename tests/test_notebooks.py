@@ -56,6 +56,12 @@ def test_parameters_cell_reads_fedpl_profile_with_cpu_as_default(nb, monkeypatch
         scope: dict = {}
         exec(tagged[0].source, scope)  # the cell only assigns values
         assert scope["profile"] == want
+    # papermill reads every parameter of the cell (a line it cannot parse is logged as
+    # "Unable to parse line" and its parameter passed as "unknown")
+    import papermill as pm
+
+    assigned = {k for k, v in scope.items() if not k.startswith("__") and not isinstance(v, type(pm))}
+    assert set(pm.inspect_notebook(str(nb))) == assigned
 
 
 def test_sanitize_file_replaces_paths_timings_and_padding_only():
