@@ -72,7 +72,11 @@ def build_site(notebooks: str | Path = ROOT / "reports", out: str | Path = ROOT 
         body, _ = exporter.from_notebook_node(nbformat.read(p, as_version=4))
         (out / f"{p.stem}.html").write_text(body, encoding="utf-8")
         first = next((c.source for c in nbformat.read(p, as_version=4).cells if c.cell_type == "markdown"), p.stem)
-        pages.append((p.stem, first.splitlines()[0].lstrip("# ").strip()))
+        title = first.splitlines()[0].lstrip("# ").strip()
+        number = p.stem.split("_")[0]
+        if number.isdigit() and not title.startswith(number):  # every entry led by its notebook's number
+            title = f"{number} · {title}"
+        pages.append((p.stem, title))
     if figures.is_dir():
         shutil.copytree(figures, out / "figures", dirs_exist_ok=True)
     parts = ["<h1>fedpl: federated learning with partial labels, the committed cpu-profile run</h1>",

@@ -47,6 +47,7 @@ def test_site_links_every_executed_notebook_and_figure(tmp_path):
     nbs.mkdir()
     figs.mkdir()
     _executed(nbs / "00_intro.ipynb", "00 · Introduction")
+    _executed(nbs / "01_paper.ipynb", "A paper")  # a title without its number gets it
     stripped = nbformat.v4.new_notebook()
     stripped.cells = [nbformat.v4.new_code_cell("1")]
     nbformat.write(stripped, nbs / "99_not_run.ipynb")  # no outputs: not a page
@@ -56,6 +57,7 @@ def test_site_links_every_executed_notebook_and_figure(tmp_path):
     index = build_site(nbs, tmp_path / "site", figs, tmp_path / "README.md")
     text = index.read_text()
     assert '<a href="00_intro.html">00 · Introduction</a>' in text and "99_not_run" not in text
+    assert '<a href="01_paper.html">01 · A paper</a>' in text
     assert "<table" in text and "Oracle above FedAvg" in text and "not shown" not in text
     assert "42" in (tmp_path / "site" / "00_intro.html").read_text()
     for ref in re.findall(r'(?:href|src)="([^"#:]+)"', text):
