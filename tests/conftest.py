@@ -2,34 +2,15 @@ import numpy as np
 import pytest
 import torch
 
-from fedpl_core.data.base import ImageDataset
-from fedpl_core.partitions import ClientSpec, Partition
+from toy import one_class_partition, toy_dataset  # noqa: F401 (tests/ is on sys.path)
 
 torch.set_num_threads(1)  # tiny models: thread start-up and contention cost more than they gain
-
-
-def toy_dataset(n=400, c=4, size=16, seed=0):
-    """Tiny learnable multi-label data: class j brightens its own image block."""
-    rng = np.random.default_rng(seed)
-    y = (rng.random((n, c)) < 0.35).astype(np.float32)
-    img = (rng.random((n, 1, size, size)) * 60).astype(np.uint8)
-    w = size // c
-    for j in range(c):
-        img[y[:, j] > 0, 0, j * w:(j + 1) * w, : size // 2] += 120
-    return ImageDataset(img, y, [f"c{j}" for j in range(c)], groups=np.arange(n), name="toy")
 
 
 @pytest.fixture
 def toy():
     ds = toy_dataset()
     return ds.subset(np.arange(300)), ds.subset(np.arange(300, 400))
-
-
-def one_class_partition(train, k=4):
-    c = train.num_classes
-    per = len(train) // k
-    return Partition([ClientSpec(np.arange(i * per, (i + 1) * per), np.eye(c, dtype=bool)[i % c]) for i in range(k)],
-                     train.class_names)
 
 
 @pytest.fixture

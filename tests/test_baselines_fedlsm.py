@@ -110,7 +110,7 @@ def test_fedpu_risk_by_hand():
 # ------------------------------------------------------------------ through the engine
 @pytest.fixture(scope="module")
 def federation():
-    from conftest import toy_dataset
+    from toy import toy_dataset
 
     ds = toy_dataset(240, 3, 16, 0)
     train, test = ds.subset(np.arange(180)), ds.subset(np.arange(180, 240))

@@ -216,7 +216,7 @@ def test_fednoro_logit_adjustment_ramp_and_loss_by_hand():
 # ------------------------------------------------------------------ end to end
 @pytest.fixture(scope="module")
 def federation():
-    from conftest import toy_dataset
+    from toy import toy_dataset
 
     ds = toy_dataset(240, 3, 16, 0)
     train, test = ds.subset(np.arange(180)), ds.subset(np.arange(180, 240))

@@ -278,7 +278,7 @@ def test_tadl_updates_every_parameter_once_with_adam():
 
 # ------------------------------------------------------------------ through the engine
 def _toy(n=240, c=3, size=16, seed=0):
-    from conftest import toy_dataset  # tests/ is on sys.path (pytest rootdir conftest)
+    from toy import toy_dataset  # tests/ is on sys.path
 
     return toy_dataset(n, c, size, seed)
 
