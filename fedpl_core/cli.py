@@ -67,7 +67,7 @@ def config_fields() -> list[tuple[str, type, dataclasses.Field]]:
     ``ExperimentConfig`` fields, then the ``EngineConfig`` fields (its ``seed`` is the
     experiment's)."""
     from .config import EngineConfig
-    from .experiments import ExperimentConfig
+    from .runs.config import ExperimentConfig
 
     out = [(f.name, ExperimentConfig, f) for f in dataclasses.fields(ExperimentConfig) if f.name != "engine"]
     return out + [(f.name, EngineConfig, f) for f in dataclasses.fields(EngineConfig) if f.name != "seed"]
@@ -77,7 +77,7 @@ def _extra_help(name: str) -> str:
     """What a field's help adds on the command line: the values a registry holds."""
     from . import partitions as P
     from .datasets import known_sources
-    from .experiments import PARTITIONS
+    from .runs.config import PARTITIONS
 
     if name == "dataset":
         return "One of: " + ", ".join(known_sources()) + "."
@@ -131,7 +131,7 @@ def _add_config_flags(p: argparse.ArgumentParser, only: Sequence[str] | None = N
 def config_from_args(a: argparse.Namespace):
     """The ``ExperimentConfig`` of ``--config`` (or grid's CONFIG) with every flag given
     on top of it."""
-    from .experiments import ENGINE_FIELDS, ExperimentConfig
+    from .runs.config import ENGINE_FIELDS, ExperimentConfig
 
     d: dict[str, Any] = {}
     if getattr(a, "config", None):
@@ -176,7 +176,7 @@ def summary_line(method: str, res) -> str:
 def check_out(path: str, flag: str = "--out") -> Path:
     """Raise ``OSError`` naming ``flag`` now (before training) when a result cannot be
     written to ``path``: a folder, a parent that is a file, a read-only place."""
-    from .experiments import check_writable
+    from .runs.runner import check_writable
 
     p = Path(path)
     for parent in p.parents:
@@ -225,7 +225,8 @@ def preflight(cfg) -> None:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from .experiments import atomic_write_json, run
+    from .runs.results import atomic_write_json
+    from .runs.runner import run
 
     cfg = config_from_args(a)
     if a.out is not None:
@@ -243,8 +244,8 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def cmd_grid(a: argparse.Namespace) -> int:
-    from .experiments import run_many
-    from .grid import check_args
+    from .runs.grid import check_args
+    from .runs.study import run_many
     from .tables import summarize
 
     backend = check_args(a.backend, a.workers, a.retries)  # before any work
@@ -273,7 +274,7 @@ UNANNOTATED = "n/a"
 
 def cmd_report(a: argparse.Namespace) -> int:
     from . import partitions as P
-    from .experiments import build_partition, load_data
+    from .runs.build import build_partition, load_data
     from .plotting import savefig
     from .tables import to_markdown
 
@@ -422,7 +423,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .grid import BACKENDS
+    from .runs.grid import BACKENDS
     from .paths import figures_dir
 
     p = Parser(prog="python -m fedpl_core", description=DESCRIPTION,

@@ -409,19 +409,6 @@ def check_kwargs_types(target: Any, kwargs: dict[str, Any], what: str) -> None:
             raise ConfigError(f"{name} must be true or false, got {v!r}")
 
 
-def check_settings(cfg: Any) -> None:
-    """The options of an ``ExperimentConfig`` that its field types do not cover: the
-    method's and the model's keyword options (names, types), and the data settings that
-    would otherwise be ignored (``data_root`` with built-in data, an empty class list)."""
-    from .datasets import check_data_settings
-    from .methods import METHODS
-    from .models import check_model_kwargs
-
-    check_kwargs_types(METHODS[cfg.method], cfg.method_kwargs, "method_kwargs")
-    check_model_kwargs(cfg.model, cfg.model_kwargs)
-    check_data_settings(cfg.dataset, cfg.data_root, cfg.classes, cfg.image_size)
-
-
 # --------------------------------------------------------------------------- list / mapping parameters
 def parse_literal(value: Any, name: str) -> Any:
     """A list or mapping given as text (papermill's ``-p seeds "[0, 1]"`` passes the

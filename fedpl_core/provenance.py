@@ -1,6 +1,6 @@
 """Where a result came from, and whether the code that made it is still the code.
 
-Every result JSON written by :func:`fedpl_core.experiments.run` carries a
+Every result JSON written by :func:`fedpl_core.runs.runner.run` carries a
 ``"provenance"`` mapping (:func:`provenance`): the package version, the git commit and a
 dirty flag when the package runs from a git checkout (else null), the Python, torch and
 numpy versions, the device, the date (UTC, ISO 8601), the host, the seconds of the run,
@@ -10,8 +10,9 @@ The code fingerprint is a SHA-256 over the source files of the modules a run use
 
 * :data:`FINGERPRINT_MODULES`, the modules every run goes through (engine, federation,
   evaluation, preprocess, views, losses, aggregation, models, metrics, checkpoint,
-  selection, datasets, the ``methods`` registry, and every file of the ``data`` and
-  ``partitions`` packages);
+  selection, datasets, the ``methods`` registry, :mod:`fedpl_core.runs.build` that
+  builds a run's data, partition, model and simulation from its config, and every file
+  of the ``data`` and ``partitions`` packages);
 * the modules of the run's method class and all its bases (``type(method).__mro__``);
 * the module that registered the run's data source, when it is not one of the above;
 * :mod:`fedpl_core.methods.surgical` when ``calibrate_bn`` is set.
@@ -20,9 +21,11 @@ The run id (the results file's name) still hashes the config only, so a file sta
 addressable; a cached result whose fingerprint is not the current code's (or that has
 none: written before results recorded it) is *stale*: it is recomputed with a warning,
 unless ``keep_stale=True`` (``run`` / ``run_many``), ``$FEDPL_KEEP_STALE=1`` or
-``--keep-stale`` asks to keep it.  Not fingerprinted: :mod:`fedpl_core.experiments` and
-:mod:`fedpl_core.config` (the config itself is in the run id), the cache and file code,
-tables and plotting; third-party code is recorded by its versions, not hashed.
+``--keep-stale`` asks to keep it.  Not fingerprinted: the config's schema
+(:mod:`fedpl_core.runs.config`, :mod:`fedpl_core.config`: the config itself is in the run
+id), the cache, result-file, grid and file code (the rest of :mod:`fedpl_core.runs`,
+:mod:`fedpl_core.fileio`, :mod:`fedpl_core.locks`), tables and plotting; third-party code
+is recorded by its versions, not hashed.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ import os
 import platform
 import socket
 import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -57,6 +61,7 @@ FINGERPRINT_MODULES: tuple[str, ...] = (
     "fedpl_core.selection",
     "fedpl_core.datasets",
     "fedpl_core.methods",
+    "fedpl_core.runs.build",
     "fedpl_core.data.*",
     "fedpl_core.partitions.*",
 )
@@ -145,12 +150,9 @@ def package_version() -> str | None:
 
         return version("fedpl")
     except Exception:
-        try:
-            from . import __version__
-
-            return __version__
-        except ImportError:
-            return None
+        # the package's own number when it is not installed (read, not imported: the
+        # package imports the runner, which imports this module)
+        return getattr(sys.modules.get(__package__ or ""), "__version__", None)
 
 
 @functools.lru_cache(maxsize=1)

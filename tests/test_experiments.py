@@ -8,6 +8,7 @@ import pytest
 
 from fedpl_core import experiments as E
 from fedpl_core.engine import EngineConfig
+from fedpl_core.runs import runner as R
 from fedpl_core.tables import paired_ttest, pivot_mean_std, stars, summarize, to_latex, to_markdown
 
 TINY = dict(dataset="synthetic-cxr", classes=["Cardiomegaly", "Effusion", "Pneumothorax"], image_size=28,
@@ -31,7 +32,7 @@ def test_run_writes_result_atomically_and_skips_finished_runs(tmp_path, monkeypa
     def boom(*a, **k):
         raise AssertionError("a finished run must not be re-run")
 
-    monkeypatch.setattr(E, "build_simulation", boom)
+    monkeypatch.setattr(R, "build_simulation", boom)  # where run calls it
     again = E.run(cfg, tmp_path)
     assert again.final == res.final
 

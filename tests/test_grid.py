@@ -1,4 +1,4 @@
-"""Grid backends of ``run_many`` (:mod:`fedpl_core.grid`): serial, process and Ray give the
+"""Grid backends of ``run_many`` (:mod:`fedpl_core.runs.grid`): serial, process and Ray give the
 same numbers; a failing run is retried once, then reported after the other runs are
 written; two processes on one results folder never do the same run; the ``grid`` command.
 The Ray tests (marked ``ray``) start a local Ray with 2 CPUs and skip without Ray."""
@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from fedpl_core import experiments as E
-from fedpl_core import grid as G
+from fedpl_core.runs import grid as G
+from fedpl_core.runs import runner as R
 from fedpl_core.datasets import load_bundle, register_source
 from fedpl_core.engine import EngineConfig
 
@@ -197,7 +198,7 @@ def test_run_locks_are_exclusive_under_a_race(tmp_path):
 def test_a_run_finished_by_another_process_just_before_the_lock_is_not_redone(tmp_path, monkeypatch):
     cfg = tiny()
     done = E.run(cfg)
-    real_try_lock = E.try_lock
+    real_try_lock = R.try_lock
 
     def other_process_finishes_first(path, timeout=0):
         E.atomic_write_json(done.to_json(), tmp_path / f"{cfg.run_id()}.json")
@@ -206,8 +207,8 @@ def test_a_run_finished_by_another_process_just_before_the_lock_is_not_redone(tm
     def boom(*a, **k):
         raise AssertionError("a finished run must not be done again")
 
-    monkeypatch.setattr(E, "try_lock", other_process_finishes_first)
-    monkeypatch.setattr(E, "_execute", boom)
+    monkeypatch.setattr(R, "try_lock", other_process_finishes_first)
+    monkeypatch.setattr(R, "_execute", boom)
     assert E.run(cfg, tmp_path).final == done.final and not list(tmp_path.glob("*.lock"))
 
 

@@ -1,4 +1,4 @@
-"""Backends of :func:`fedpl_core.experiments.run_many`: where the runs of a grid execute.
+"""Backends of :func:`fedpl_core.runs.study.run_many`: where the runs of a grid execute.
 
 * ``serial``: one after the other in this process;
 * ``process``: local worker processes (forked on Linux without CUDA, else spawned),
@@ -6,7 +6,7 @@
 * ``ray``: one Ray task per run, with the CPU / GPU request of its device, on an existing
   cluster (``ray_address``) or on a local one started with ``num_cpus=workers``.
 
-Every backend executes the same :func:`fedpl_core.experiments.run`, so the results cache
+Every backend executes the same :func:`fedpl_core.runs.runner.run`, so the results cache
 keeps its files, skipping, resume and lock semantics: a worker calls ``run(cfg,
 results_dir, wait=False)``; a run that another process holds (its ``<run_id>.lock``)
 comes back as ``None`` and is submitted again once everything else is done, then waiting
@@ -24,7 +24,12 @@ import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
+
+from ..datasets import SOURCES
+from ..provenance import keep_stale_default, stale_reason
+from .results import StaleResultWarning, read_result, stale_message
+from .runner import run
 
 log = logging.getLogger("fedpl")
 
@@ -48,8 +53,6 @@ def _first_line(e: BaseException) -> str:
 
 def source_modules() -> list[str]:
     """The importable modules that registered the data sources (a worker imports them)."""
-    from .datasets import SOURCES
-
     return sorted({fn.__module__ for fn in SOURCES.values() if fn.__module__ != "__main__"})
 
 
@@ -66,8 +69,6 @@ def worker_init(modules: Sequence[str], threads: int) -> None:
 
 
 def _run_one(cfg, results_dir, wait: bool):
-    from .experiments import run
-
     # run_grid already warned about (and kept, if asked) the stale cached results: a
     # result the worker still finds stale is done again without another warning
     return run(cfg, results_dir, wait=wait, keep_stale=False, warn_stale=False)
@@ -357,9 +358,6 @@ def run_grid(cfgs: Sequence, results_dir: str | Path | None, backend: str = "ser
     again, or kept with ``keep_stale`` (default: ``$FEDPL_KEEP_STALE``)."""
     from tqdm.auto import tqdm
 
-    from .experiments import StaleResultWarning, stale_message
-    from .provenance import keep_stale_default, stale_reason
-
     results: list = [_cached(c, results_dir) for c in cfgs]  # finished: no worker, no Ray started
     stale = [(i, why) for i, r in enumerate(results)
              if r is not None and (why := stale_reason(r.provenance, cfgs[i])) is not None]
@@ -391,8 +389,6 @@ def run_grid(cfgs: Sequence, results_dir: str | Path | None, backend: str = "ser
 def _cached(cfg, results_dir):
     """The finished result of ``cfg`` in ``results_dir``; None when absent or unreadable
     (then ``run`` reads it again, warns, and does the run)."""
-    from .experiments import read_result
-
     if results_dir is None:
         return None
     try:

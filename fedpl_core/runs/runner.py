@@ -1,0 +1,163 @@
+"""One run, and the one results cache: ``run(config, results_dir)`` returns a
+:class:`~fedpl_core.runs.results.RunResult`.  Every run goes through it (a grid's too,
+:mod:`fedpl_core.runs.grid`):
+
+* ``<results_dir>/<run_id>.json`` is written atomically when a run finishes; a finished
+  run is loaded instead of re-run.  The run id hashes every field that changes the
+  numbers (not the ``name``, the device or the progress bar), so identical runs of two
+  experiments are shared.
+* an interrupted run resumes from ``<run_id>.ckpt`` (``engine.checkpoint_every``);
+* a corrupt result file (unreadable JSON, a missing key, a value of the wrong type, a
+  NaN or infinity, a link instead of a file) or an unreadable checkpoint is reported with
+  a warning naming the file, and the run is done again; temporary files left by a killed
+  process are removed;
+* two processes on one ``results_dir`` never do the same run: a run is held with an OS
+  lock on ``<run_id>.lock`` (:mod:`fedpl_core.locks`, ``filelock``): a run another
+  process holds is waited for, with a message naming its host and process, or skipped
+  by ``run_many`` until the end.  The kernel lets a lock go when its holder exits or is
+  killed, so a lock of a dead process never blocks;
+* every file is written through :mod:`fedpl_core.fileio`: a fresh ``mkstemp`` temporary
+  file, then ``os.replace``; a file or link planted at a temporary or final name is
+  never written through;
+* every result records its ``"provenance"`` (:mod:`fedpl_core.provenance`: package
+  version, git commit, Python / torch / numpy versions, device, date, host, seconds) and
+  the fingerprint of the code the run used.  The run id stays the config's hash, but a
+  cached result from other code (or from before results recorded it) is *stale*: it is
+  done again with one warning per ``run`` / per grid, unless ``keep_stale=True`` or
+  ``$FEDPL_KEEP_STALE=1`` keeps it (the warning then says so).
+
+The run's config is :mod:`~fedpl_core.runs.config`, what it builds :mod:`~fedpl_core.runs.build`,
+its result file :mod:`~fedpl_core.runs.results`.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from pathlib import Path
+
+from ..checkpoint import CheckpointError
+from ..fileio import check_writable as _check_writable
+from ..fileio import remove_stale_temps
+from ..locks import holder as lock_holder
+from ..locks import try_lock
+from ..provenance import keep_stale_default, stale_reason
+from ..provenance import provenance as make_provenance
+from .build import build_simulation
+from .config import ExperimentConfig
+from .results import ResultFileError, RunResult, StaleResultWarning, atomic_write_json, finite_or_none, \
+    read_result, stale_message
+
+log = logging.getLogger("fedpl")
+
+
+def clean_stale_files(results_dir: str | Path) -> list[Path]:
+    """Remove this package's temporary files (``.<name>.<pid>@<host>.<random>.tmp``, or
+    the older ``.<name>.<pid>.tmp``) of processes that no longer run (see
+    :func:`fedpl_core.fileio.remove_stale_temps`); links are never followed or removed."""
+    return remove_stale_temps(results_dir)
+
+
+def _read_result(out: Path, warned: set | None = None) -> RunResult | None:
+    """The cached result at ``out``, or None (no file; or a corrupt one: then a warning
+    names the file and what is wrong, once per ``warned`` set, and the run is done again)."""
+    try:
+        return read_result(out)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError) as e:
+        if warned is None or str(out) not in warned:
+            why = f"{type(e).__name__}: {e}" if isinstance(e, ResultFileError) else type(e).__name__
+            warnings.warn(f"ignoring corrupt result file {out} ({why}); the run is done again")
+            if warned is not None:
+                warned.add(str(out))
+        return None
+
+
+def check_writable(path: str | Path) -> Path:
+    """Raise ``OSError`` now (before training) when a result cannot be written to ``path``."""
+    p = Path(path)
+    if p.is_dir():
+        raise IsADirectoryError(f"--out {p} is a folder; give a file name")
+    return _check_writable(p)
+
+
+def run(cfg: ExperimentConfig, results_dir: str | Path | None = None, resume: bool = True,
+        wait: bool = True, keep_stale: bool | None = None, warn_stale: bool = True) -> RunResult | None:
+    """Run one experiment (see the module docstring for the results cache).  With
+    ``wait=False`` a run held by another process returns None at once; with
+    ``wait=True`` it is waited for, with a message (log ``fedpl``, warning level, once a
+    minute) naming the run and its holder, until its holder lets it go (then its result
+    is read, or the run is done here if the holder did not finish it).  A cached result
+    of other code is done again with a :class:`StaleResultWarning`, or kept with
+    ``keep_stale=True`` (default: ``$FEDPL_KEEP_STALE``); ``warn_stale=False``: no
+    warning (a grid warns once for all its runs)."""
+    rid = cfg.run_id()
+    keep = keep_stale_default(keep_stale)
+    said_stale = False
+
+    def cached(out: Path, warned: set) -> RunResult | None:
+        nonlocal said_stale
+        res = _read_result(out, warned)
+        why = None if res is None else stale_reason(res.provenance, cfg)
+        if why is None:
+            return res
+        if warn_stale and not said_stale:
+            warnings.warn(stale_message([(rid, why)], 1, keep), StaleResultWarning, stacklevel=3)
+            said_stale = True
+        return res if keep else None
+
+    if results_dir is None:
+        return _execute(cfg, rid, None, None, resume)
+    rd = Path(results_dir)
+    rd.mkdir(parents=True, exist_ok=True)
+    clean_stale_files(rd)
+    out, ckpt, path = rd / f"{rid}.json", rd / f"{rid}.ckpt", rd / f"{rid}.lock"
+    warned: set = set()
+    if resume and (res := cached(out, warned)) is not None:
+        return res
+    lock = try_lock(path)
+    if lock is None and not wait:
+        log.info("run %s is held by %s; left for later", rid, lock_holder(path))
+        return None
+    while lock is None:
+        log.warning("waiting for run %s: its lock %s is held by %s", rid, path, lock_holder(path))
+        lock = try_lock(path, timeout=60)
+    with lock:
+        if resume and (res := cached(out, warned)) is not None:
+            return res  # finished by the process that held it
+        return _execute(cfg, rid, out, ckpt, resume)
+
+
+def _execute(cfg: ExperimentConfig, rid: str, out: Path | None, ckpt: Path | None, resume: bool) -> RunResult:
+    t0 = time.perf_counter()
+    sim = build_simulation(cfg, checkpoint_path=ckpt)
+    t_setup = time.perf_counter() - t0
+    if ckpt is not None and resume and ckpt.is_file():
+        try:
+            sim.load_checkpoint(ckpt)
+        except CheckpointError as e:
+            warnings.warn(f"{e}; the run starts again from round 0")
+            sim = build_simulation(cfg, checkpoint_path=ckpt)
+    sim.run()
+    evaluated = [h for h in sim.history if any(k in h for k in ("auroc_mean", "accuracy", "val_loss"))]
+    final = evaluated[-1] if evaluated else sim.history[-1]
+    total_s = time.perf_counter() - t0
+    res = RunResult(
+        config=cfg.to_dict(), history=sim.history, final=dict(final), best=dict(sim.best or {}),
+        class_names=list(sim.info.class_names),
+        timings={"setup_s": t_setup, "total_s": total_s,
+                 "train_s": float(sum(h.get("train_time", 0.0) for h in sim.history)),
+                 "eval_s": float(sum(h.get("eval_time", 0.0) for h in sim.history))},
+        run_id=rid,
+        provenance=make_provenance(cfg, device=str(sim.device), seconds=total_s),
+    )
+    res = RunResult.from_json(finite_or_none(res.to_json()))  # as a cached load reads it: no NaN
+    if out is not None:
+        atomic_write_json(res.to_json(), out)
+        if ckpt is not None:
+            ckpt.unlink(missing_ok=True)
+    return res
+
+
+__all__ = ["run", "check_writable", "clean_stale_files"]
