@@ -29,7 +29,7 @@ from dataclasses import replace
 import pandas as pd
 import torch
 
-import fedpl_core.preprocess as PP
+import fedpl_core.fl.preprocess as PP
 from fedpl_core.experiments import run_many
 from fedpl_core.profiles import prepare
 from fedpl_core.studies import fedmlp

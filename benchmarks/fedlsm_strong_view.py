@@ -22,7 +22,7 @@ import time
 import pandas as pd
 import torch
 
-import fedpl_core.preprocess as PP
+import fedpl_core.fl.preprocess as PP
 from fedpl_core.experiments import run_many
 from fedpl_core.methods.fedlsm import paper_strong_view
 from fedpl_core.profiles import prepare

@@ -5,18 +5,20 @@ The method classes are used unchanged; Flower only carries what the in-process e
 passes between the two sides of a :class:`~fedpl_core.methods.base.Method`:
 
 * **Server** (:class:`FedplStrategy`, a ``flwr.serverapp.strategy.Strategy``): it holds a
-  fedpl :class:`~fedpl_core.federation.Server` (the global arrays and the method's server
-  memory).  ``configure_train`` samples clients exactly as the engine does
-  (``client_fraction``, seeded per round) and sends each one its own
+  fedpl :class:`~fedpl_core.fl.server.Server` (the global arrays and the method's server
+  memory).  ``configure_train`` samples clients exactly as the simulation does
+  (:func:`~fedpl_core.fl.server.sample_clients`: ``client_fraction``, seeded per round)
+  and sends each one its own
   ``method.payload(server, k)`` (personalised payloads go to each node separately);
-  ``aggregate_train`` turns the replies into :class:`~fedpl_core.federation.ClientUpdate`
+  ``aggregate_train`` turns the replies into :class:`~fedpl_core.fl.federation.ClientUpdate`
   objects, in client order, and calls ``method.aggregate``.
-* **Sites** (:func:`make_client_app` over a :class:`FlowerSite`): a site holds its own
-  images and labels (a :class:`~fedpl_core.federation.ClientData`), a working model, an
-  optimizer and the method's client side.  A ``train`` message runs the engine's own
-  client round (:meth:`fedpl_core.engine.Simulation.run_client`: ``receive``,
-  optimizer reset / keep, ``before_training``, ``local_train``, ``after_training``,
-  ``make_update``) on it.  The per-client state (``ctx.state``: local arrays, teachers,
+* **Sites** (:func:`make_client_app` over a :class:`FlowerSite`): a
+  :class:`~fedpl_core.fl.site.Site` with its own images and labels (a
+  :class:`~fedpl_core.fl.federation.ClientData`) and its own working model and
+  optimizer.  A ``train`` message runs the simulation's own client round on it
+  (:meth:`Site.train <fedpl_core.fl.site.Site.train>`: ``receive``, optimizer reset /
+  keep, ``before_training``, ``local_train``, ``after_training``, ``make_update``).
+  The per-client state (``ctx.state``: local arrays, teachers,
   Surgical Aggregation's class order, optimizer state) lives in Flower's
   ``context.state`` between rounds, so it survives a restarted ClientApp process.
 
@@ -37,7 +39,7 @@ Flower's node ids are random and change when a SuperNode restarts, so before its
 round (and whenever a mapped node has gone) the strategy sends every connected node a
 ``query`` message and keeps the map ``{client id: node id}`` that the replies declare.
 Two nodes claiming one id, an id outside ``0..K-1``, or a client name that differs from
-the server's :class:`~fedpl_core.federation.FederationInfo` stop the run with an error.
+the server's :class:`~fedpl_core.fl.federation.FederationInfo` stop the run with an error.
 
 Equal to the engine: with the same seeds, rounds through this adapter give the engine's
 global weights to float tolerance (``tests/test_flower.py``).  Not carried over: the
@@ -54,7 +56,6 @@ from __future__ import annotations
 import json
 import math
 import time
-from types import SimpleNamespace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -68,11 +69,13 @@ from flwr.serverapp.strategy import Strategy
 
 from .config import EngineConfig
 from .data.base import ImageDataset
-from .engine import Simulation, make_client_data, make_optimizer, resolve_device, split_validation
-from .federation import ClientContext, ClientData, ClientUpdate, FederationInfo, Server, copy_arrays, derive_seed
+from .fl.evaluation import client_logs
+from .fl.federation import ClientData, ClientUpdate, FederationInfo, derive_seed
+from .fl.server import Server, sample_clients
+from .fl.simulation import Simulation
+from .fl.site import Site, WorkingModel, make_client_data, place_model, resolve_device, split_validation
 from .methods.base import Method
 from .partitions import ClientSpec, Partition
-from .preprocess import Preprocess
 
 SCHEMA_KEY = "__schema__"
 ARRAYS = "arrays"  # the client's model arrays (Flower's usual key)
@@ -191,9 +194,10 @@ def record_to_state(rec: ArrayRecord) -> dict[str, torch.Tensor]:
 
 
 # ============================================================================ the site
-class FlowerSite:
-    """One site (hospital): its own data, a working model, an optimizer and the method's
-    client side; runs the engine's client round on a payload.
+class FlowerSite(Site):
+    """A :class:`~fedpl_core.fl.site.Site` (a hospital) with its own working model: its
+    data, a model, an optimizer and the method's client side; :meth:`Site.train
+    <fedpl_core.fl.site.Site.train>` runs the simulation's client round on a payload.
 
     ``method`` is the method's object on this site (``setup`` is called here), ``model``
     the working model (its initial arrays do not matter: the payload overwrites them),
@@ -201,7 +205,8 @@ class FlowerSite:
     ``data.indices``, ``data`` the site's labels and known-label mask, ``info`` the
     federation's :class:`FederationInfo` (the same on every party), ``cfg`` the engine
     schedule (local epochs, batch size, optimizer, seed, ...), ``client_id`` the site's
-    fedpl client id.
+    fedpl client id.  Its training loss is checked for non-finite values only (the
+    simulation's relative check needs the global model's starting loss).
     """
 
     def __init__(self, method: Method, model: torch.nn.Module, images: np.ndarray | torch.Tensor | ImageDataset,
@@ -212,22 +217,14 @@ class FlowerSite:
             raise ValueError(f"client id {client_id} is outside 0..{info.num_clients - 1}")
         if isinstance(images, ImageDataset):
             images = images.images
-        self.method, self.info, self.cfg, self.client_id = method, info, cfg, int(client_id)
-        self.device = resolve_device(cfg.device)
-        self.model = model.to(self.device)
-        if cfg.channels_last:
-            self.model = self.model.to(memory_format=torch.channels_last)
-        self.images = torch.as_tensor(np.ascontiguousarray(images)) if not isinstance(images, torch.Tensor) else images
-        if data.n and int(data.indices.max()) >= len(self.images):
+        device = resolve_device(cfg.device)
+        model = place_model(model, cfg, device)
+        images = torch.as_tensor(np.ascontiguousarray(images)) if not isinstance(images, torch.Tensor) else images
+        if data.n and int(data.indices.max()) >= len(images):
             raise ValueError(f"site {client_id}: data indices reach {int(data.indices.max())}, "
-                             f"but the site holds {len(self.images)} images")
-        self.data = data
-        self.preprocess = Preprocess(cfg.normalize, cfg.augment, cfg.channels_last)
-        method.setup(self.model, info)
-        self._arrays = {**dict(self.model.named_parameters()), **dict(self.model.named_buffers())}
-        self.optimizer = make_optimizer([p for p in self.model.parameters() if p.requires_grad], cfg)
-        self.state: dict[str, Any] = {}
-        self._round_logs: list[dict[str, float]] = []
+                             f"but the site holds {len(images)} images")
+        method.setup(model, info)
+        super().__init__(client_id, data, method, WorkingModel(model, cfg, device), images, info, cfg)
 
     # ---------------------------------------------------------- constructors
     @classmethod
@@ -264,30 +261,6 @@ class FlowerSite:
         images = sim.images.cpu()[idx]
         return cls(sim.method, sim.model, images, data, sim.info, sim.cfg, client_id)
 
-    # --------------------------------------------- what Simulation.run_client uses
-    def client_context(self, k: int, round_idx: int, data: ClientData | None = None) -> ClientContext:
-        if k != self.client_id:
-            raise ValueError(f"site {self.client_id} asked to act as client {k}")
-        return ClientContext(k, round_idx, self.data if data is None else data, self.state, self.model,
-                             self.optimizer, self.info, self.cfg, self.device, self.images, self.preprocess,
-                             self._arrays, self.autocast)
-
-    def autocast(self):
-        return Simulation.autocast(self)
-
-    def extract_state(self) -> dict[str, torch.Tensor]:
-        return copy_arrays(self._arrays)
-
-    # ------------------------------------------------------------- one round
-    def train(self, payload: dict[str, Any], round_idx: int, state: dict[str, Any]) -> tuple[ClientUpdate, float, dict]:
-        """The client's round on ``payload`` with its kept ``state`` (updated in place):
-        the engine's :meth:`Simulation.run_client`, run on this site.  Returns the update,
-        the mean training loss and the round's logged numbers."""
-        self.state = state
-        self._round_logs = []
-        update, loss = Simulation.run_client(self, self.client_id, round_idx, payload)
-        return update, loss, (self._round_logs[-1] if self._round_logs else {})
-
 
 def make_client_app(site_fn: Callable[[Context], FlowerSite]) -> ClientApp:
     """A ``ClientApp`` whose ``train`` runs the method's client round on
@@ -318,13 +291,13 @@ def make_client_app(site_fn: Callable[[Context], FlowerSite]) -> ClientApp:
             raise RuntimeError(f"node {context.node_id} holds client {site.client_id} but was sent client {k}'s "
                                "payload")
         payload = decode(msg.content, PAYLOAD)
-        state = decode(context.state, STATE) if f"{STATE}.config" in context.state else {}
-        update, loss, logs = site.train(payload, round_idx, state)
-        encode(state, STATE, into=context.state)
+        site.state = decode(context.state, STATE) if f"{STATE}.config" in context.state else {}
+        update, logs = site.train(payload, round_idx)
+        encode(site.state, STATE, into=context.state)
         out = RecordDict({ARRAYS: state_to_record(update.state),
                           FEDPL: ConfigRecord({"client-id": update.client_id, "num-samples": int(update.num_samples)}),
-                          METRICS: MetricRecord({"train_loss": float(loss), "num-examples": int(update.num_samples),
-                                                 **{f"log/{n}": float(v) for n, v in logs.items()}})})
+                          METRICS: MetricRecord({**{n: float(v) for n, v in logs.items()},
+                                                 "num-examples": int(update.num_samples)})})
         encode(update.metadata, METADATA, into=out)
         return Message(out, reply_to=msg)
 
@@ -406,9 +379,8 @@ class FedplStrategy(Strategy):
         return mapping
 
     def sample_clients(self, round_idx: int) -> list[int]:
-        """The engine's sampling (:meth:`Simulation.sample_clients`), same seeds."""
-        return Simulation.sample_clients(SimpleNamespace(clients=range(self.server.info.num_clients), cfg=self.cfg),
-                                         round_idx)
+        """The simulation's sampling (:func:`~fedpl_core.fl.server.sample_clients`), same seeds."""
+        return sample_clients(self.server.info.num_clients, self.cfg.client_fraction, self.cfg.seed, round_idx)
 
     # ------------------------------------------------------------------ train
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
@@ -445,7 +417,7 @@ class FedplStrategy(Strategy):
             m = r.content[METRICS]
             upd = ClientUpdate(k, record_to_state(r.content[ARRAYS]), int(c["num-samples"]),
                                decode(r.content, METADATA))
-            logs = {n[4:]: float(v) for n, v in m.items() if n.startswith("log/")}
+            logs = {n: float(v) for n, v in m.items() if n.startswith("log/")}
             got.append((k, upd, float(m["train_loss"]), logs))
         missing = sorted(set(self._sent.values()) - {g[0] for g in got})
         if missing:
@@ -463,8 +435,6 @@ class FedplStrategy(Strategy):
             raise RuntimeError(f"round {self.round}: the training loss is {loss}")
         record: dict[str, Any] = {"round": self.round, "train_loss": loss,
                                   "train_time": time.perf_counter() - self._t0}
-        from .evaluation import client_logs
-
         record.update(client_logs(logs))
         self.history.append(record)
         return self.global_arrays(), MetricRecord({k: float(v) for k, v in record.items()

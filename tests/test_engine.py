@@ -249,5 +249,4 @@ def test_validation_loss_of_fedprox_is_its_data_term(toy, toy_partition):
     rec = sims[0].run()[-1]
     assert np.isfinite(rec["val_loss"])
     sims[1].server.global_state = {k: v.clone() for k, v in sims[0].server.global_state.items()}
-    from fedpl_core.evaluation import validation_loss
-    assert validation_loss(sims[1]) == pytest.approx(rec["val_loss"], rel=1e-6)
+    assert sims[1].validation_loss() == pytest.approx(rec["val_loss"], rel=1e-6)

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import torch
 
-from fedpl_core import evaluation
 from fedpl_core.engine import EngineConfig, Simulation
 from fedpl_core.federation import FederationInfo, Server
 from fedpl_core.losses import masked_bce
@@ -243,7 +242,7 @@ def test_validation_for_pooled_and_personalised_baselines(toy):
     # independent computation: each client's own model on its own validation split
     losses = []
     for k, c in enumerate(pfl.clients):
-        state = evaluation.client_model_state(pfl, k)
+        state = pfl.models().client(k)
         pfl.load_state(state)
         pfl.model.eval()
         with torch.no_grad():
@@ -252,7 +251,7 @@ def test_validation_for_pooled_and_personalised_baselines(toy):
     assert pfl.history[-1]["val_loss"] == pytest.approx(float(np.mean(losses)), rel=1e-5)
     # the global arrays (with the untrained initial head) would give another number
     pfl.method.evaluation = "global"
-    assert pfl.history[-1]["val_loss"] != pytest.approx(evaluation.validation_loss(pfl), rel=1e-3)
+    assert pfl.history[-1]["val_loss"] != pytest.approx(pfl.validation_loss(), rel=1e-3)
 
 
 def test_class_orders():

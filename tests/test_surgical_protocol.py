@@ -10,7 +10,6 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score
 
-from fedpl_core import evaluation
 from fedpl_core.engine import EngineConfig, Simulation
 from fedpl_core.losses import masked_bce
 from fedpl_core.methods import get_method
@@ -103,8 +102,8 @@ def test_each_test_set_is_scored_on_its_own_classes(toy):
     sim = _sim(toy, get_method("surgical", warmup_epochs=1))
     sim.run()
     sub = test.select_classes(["c3", "c1"])
-    rec = evaluation.evaluate(sim, sub)
-    probs = evaluation.predict(sim, test)
+    rec = sim.evaluate(sub)
+    probs = sim.predict(test)
     assert list(rec["class_names"]) == ["c3", "c1"]
     for i, name in enumerate(("c3", "c1")):
         j = train.class_names.index(name)
