@@ -8,9 +8,10 @@ and the **code fingerprint** of the run (:func:`code_fingerprint`).
 
 The code fingerprint is a SHA-256 over the source files of the modules a run uses:
 
-* :data:`FINGERPRINT_MODULES`, the modules every run goes through (engine, federation,
-  evaluation, preprocess, views, losses, aggregation, models, metrics, checkpoint,
-  selection, datasets, the ``methods`` registry, :mod:`fedpl_core.runs.build` that
+* :data:`FINGERPRINT_MODULES`, the modules every run goes through (every file of the
+  federated core :mod:`fedpl_core.fl`: simulation, sites, server, federation types,
+  evaluation, preprocess, checkpoint, selection; views, losses, aggregation, models,
+  metrics, datasets, the ``methods`` registry, :mod:`fedpl_core.runs.build` that
   builds a run's data, partition, model and simulation from its config, and every file
   of the ``data`` and ``partitions`` packages);
 * the modules of the run's method class and all its bases (``type(method).__mro__``);
@@ -48,17 +49,12 @@ KEEP_STALE_ENV = "FEDPL_KEEP_STALE"
 #: package (recursively).  The one list of what the fingerprint covers, with the method's
 #: classes and the data source's module added per run (:func:`run_modules`).
 FINGERPRINT_MODULES: tuple[str, ...] = (
-    "fedpl_core.engine",
-    "fedpl_core.federation",
-    "fedpl_core.evaluation",
-    "fedpl_core.preprocess",
+    "fedpl_core.fl.*",
     "fedpl_core.views",
     "fedpl_core.losses",
     "fedpl_core.aggregation",
     "fedpl_core.models",
     "fedpl_core.metrics",
-    "fedpl_core.checkpoint",
-    "fedpl_core.selection",
     "fedpl_core.datasets",
     "fedpl_core.methods",
     "fedpl_core.runs.build",
