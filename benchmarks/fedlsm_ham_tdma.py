@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-import fedpl_core.methods.base as MB
+import fedpl_core.methods.blocks as MB
 import numpy as np
 
 from fedpl_core.experiments import load_data, run_many
@@ -44,7 +44,7 @@ from fedpl_core.studies import fedlsm
 from fedpl_core.tables import paired_difference, save_table
 
 TASK = "Task 2"
-_CE = MB.masked_ce  # what Method.supervised_loss calls for a single-label task
+_CE = MB.masked_ce  # what Method.supervised_loss (the loss block) calls for a single-label task
 
 
 def known_class_ce(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -46,3 +46,18 @@ def masked_ce(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | 
     loss = F.cross_entropy(logits, y, reduction="none")
     w = has.to(loss.dtype)
     return (loss * w).sum() / w.sum().clamp_min(1.0)
+
+
+def class_pos_weight(labels: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """``[C]`` weights ``N_neg / N_pos`` of each class over the known entries (FedPSL's
+    weighted BCE, Sec. VII-D-3; the ``pos_weight`` of :func:`masked_bce`).
+
+    ``labels``: ``[n, C]`` 0/1; ``mask``: ``[n, C]`` bool known entries (``None``: all).
+    A class without a known positive or without a known negative gets weight 1.
+    """
+    y = labels.to(torch.float64)
+    m = torch.ones_like(y) if mask is None else mask.to(torch.float64)
+    pos = (y * m).sum(0)
+    neg = ((1.0 - y) * m).sum(0)
+    ok = (pos > 0) & (neg > 0)
+    return torch.where(ok, neg / pos.clamp_min(1.0), torch.ones_like(pos)).to(torch.float32)

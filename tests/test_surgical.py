@@ -191,16 +191,20 @@ def test_warmup_trains_the_head_and_leaves_the_encoder_untouched(toy):
                 assert torch.equal(before[k], after[k]), f"warm-up changed {k} ({augment})"
         assert not torch.equal(before["head.weight"][:2], after["head.weight"][:2])  # own classes trained
         assert torch.equal(after["head.weight"][2:], torch.zeros_like(after["head.weight"][2:]))  # others untouched
-    # in a run, warm-up happens once per client, at its first participation
+    # in a run, warm-up happens once per client, at its first participation (after the
+    # method's whole before_training, before local training)
     calls = []
 
     class Spy(SurgicalAggregation):
         name = "surgical_spy"
 
         def before_training(self, ctx):
-            had = bool(ctx.state.get("warmed_up"))
+            ctx.scratch["had"] = bool(ctx.state.get("warmed_up"))
             super().before_training(ctx)
-            calls.append((ctx.round, ctx.client_id, had, bool(ctx.state.get("warmed_up"))))
+
+        def local_train(self, ctx):
+            calls.append((ctx.round, ctx.client_id, ctx.scratch["had"], bool(ctx.state.get("warmed_up"))))
+            return super().local_train(ctx)
 
     make_sim(toy, part, Spy(warmup_epochs=1), rounds=2).run()
     assert [c[2] for c in calls if c[0] == 0] == [False] * 3 and all(c[2] for c in calls if c[0] == 1)

@@ -40,20 +40,17 @@ def _load_optional() -> None:
 def get_method(name: str, **hparams: Any) -> Method:
     """A registered method with its hyper-parameters.
 
-    ``warmup_epochs`` / ``warmup_lr`` (Surgical Aggregation's head warm-up at a client's
-    first round) are accepted by every method, so that baselines can run under the same
-    protocol: a method that does not take them gets
-    :class:`~fedpl_core.methods.surgical.PaperProtocol` mixed in.
+    Every method takes the block options of :class:`~fedpl_core.methods.base.Method`
+    (:mod:`fedpl_core.methods.blocks`): ``partial``, ``loss``, ``pos_weight``, ``head``,
+    ``clients`` and Surgical Aggregation's head warm-up ``warmup_epochs`` / ``warmup_lr``
+    (so that baselines can run under the same protocol); a paper's name is a registered
+    class with its defaults, e.g. ``get_method("fedprox_star")`` is
+    ``get_method("fedprox", mu=0.001, partial=True, loss="wbce", head="tdma")``.
     """
     _load_optional()
     if name not in METHODS:
         raise ValueError(f"unknown method {name!r}; available: {', '.join(sorted(METHODS))}")
-    cls = METHODS[name]
-    if {"warmup_epochs", "warmup_lr"} & set(hparams):
-        from .surgical import with_paper_protocol
-
-        cls = with_paper_protocol(cls)
-    return cls(**hparams)
+    return METHODS[name](**hparams)
 
 
 def available_methods() -> list[str]:

@@ -12,7 +12,8 @@ Once per run (harness):
 Server side (sees :class:`~fedpl_core.federation.Server` and ``ClientUpdate`` objects only):
     ``init_server(server)``      initialise ``server.state``;
     ``payload(server, k)``       what client k receives (may be personalised);
-    ``aggregate(server, updates)``   **abstract**: the new global arrays.
+    ``aggregate(server, updates)``   the new global arrays (default: the ``head`` block,
+                                 FedAvg unless ``head`` names a row-wise aggregation).
 
 Client side (sees a :class:`~fedpl_core.federation.ClientContext`: its own data and
 batches, the working model, the optimizer, its state; never the engine):
@@ -35,6 +36,7 @@ FedAvg (:class:`~fedpl_core.methods.fedavg.FedAvg`) is the smallest complete met
 """
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABCMeta, abstractmethod
 from typing import Any, ClassVar
@@ -43,15 +45,14 @@ import torch
 
 from ..config import ConfigError
 from ..federation import Batch, ClientContext, ClientUpdate, FederationInfo, Server
-from ..losses import masked_bce, masked_ce
 from ..models import HEAD_KEYS, is_bn_key
+from .blocks import CLIENTS, HeadWarmup, bn_modules, make_head, make_loss, prepare_clients
 
 BN_POLICIES = ("aggregate", "local", "frozen")
 HEAD = HEAD_KEYS
 
 
-def _bn_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
-    return [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+_bn_modules = bn_modules
 
 
 def _in_range(x: float, rule: str) -> bool:
@@ -62,6 +63,29 @@ def _in_range(x: float, rule: str) -> bool:
     if rule.startswith(">="):
         return x >= float(rule[2:])
     return x > float(rule[1:])
+
+
+def _then_warm_up(before_training):
+    """``before_training`` followed, at its outermost call, by the method's head warm-up
+    (:class:`~fedpl_core.methods.blocks.HeadWarmup`), so that the warm-up sees whatever the
+    method's own ``before_training`` prepared (and a method need not call it)."""
+    if getattr(before_training, "_then_warm_up", False):
+        return before_training
+
+    @functools.wraps(before_training)
+    def wrapped(self, ctx):
+        depth = ctx.scratch.get("_before_training_depth", 0)
+        ctx.scratch["_before_training_depth"] = depth + 1
+        try:
+            before_training(self, ctx)
+        finally:
+            ctx.scratch["_before_training_depth"] = depth
+        if depth == 0:
+            del ctx.scratch["_before_training_depth"]
+            self.warmup(self, ctx)
+
+    wrapped._then_warm_up = True
+    return wrapped
 
 
 class _CheckedOptions(ABCMeta):
@@ -94,8 +118,13 @@ class Method(metaclass=_CheckedOptions):
     model: inference-mode statistics, affine parameters not trained, not aggregated.
     With a randomly initialised model that means BatchNorm is the identity unless its
     statistics are first calibrated, see
-    :func:`fedpl_core.methods.surgical.calibrate_batchnorm`); ``weighting`` ``size``
-    (n_k / n) or ``uniform``.
+    :func:`fedpl_core.methods.blocks.calibrate_batchnorm`); ``weighting`` ``size``
+    (n_k / n) or ``uniform``.  The blocks (:mod:`fedpl_core.methods.blocks`): ``partial``
+    (None: the class's choice), ``loss`` (``bce`` / ``wbce``; ``pos_weight`` switches the
+    class weighting on or off), ``head`` (``plain`` / ``tdma`` / ``positive`` / ``awpa``),
+    ``clients`` (``own`` / ``pooled`` / ``pooled_true_labels`` / ``true_labels``),
+    ``warmup_epochs`` / ``warmup_lr`` (Surgical Aggregation's head warm-up); a class sets
+    its defaults in ``default_loss``, ``default_head``, ``default_clients``.
 
     ``option_ranges`` (a class attribute, merged along the MRO) declares the range of each
     numeric constructor option: ``">=0"``, ``">0"``, ``"[0,1]"``, ``"(0,1]"``...,
@@ -109,7 +138,10 @@ class Method(metaclass=_CheckedOptions):
     evaluation: ClassVar[str] = "global"
     federated: ClassVar[bool] = True
     tasks: ClassVar[tuple[str, ...]] = ("multilabel", "multiclass")
-    option_ranges: ClassVar[dict[str, str]] = {}
+    option_ranges: ClassVar[dict[str, str]] = {"warmup_epochs": ">=0", "warmup_lr": ">0"}
+    default_loss: ClassVar[str] = "bce"
+    default_head: ClassVar[str] = "plain"
+    default_clients: ClassVar[str] = "own"
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
@@ -134,7 +166,9 @@ class Method(metaclass=_CheckedOptions):
                 what = f"a whole number {rule}" if whole else rule
                 raise ConfigError(f"method {cls.name!r}: option {key} must be {what.replace(',', ', ')}, got {v!r}")
 
-    def __init__(self, bn_policy: str = "aggregate", weighting: str = "size", **hparams: Any):
+    def __init__(self, bn_policy: str = "aggregate", weighting: str = "size", *, partial: bool | None = None,
+                 loss: str | None = None, pos_weight: bool | None = None, head: str | None = None,
+                 clients: str | None = None, warmup_epochs: float = 0, warmup_lr: float = 5e-3, **hparams: Any):
         if bn_policy not in BN_POLICIES:
             raise ValueError(f"unknown bn_policy {bn_policy!r}; choose one of {BN_POLICIES}")
         if weighting not in ("size", "uniform"):
@@ -143,8 +177,33 @@ class Method(metaclass=_CheckedOptions):
             raise TypeError(f"{type(self).__name__} got unknown hyper-parameter(s) {sorted(hparams)}")
         self.bn_policy = bn_policy
         self.weighting = weighting
+        if partial is not None:
+            self.partial = bool(partial)
+        # the blocks (methods/blocks.py): supervised loss, head aggregation, clients, warm-up
+        self.loss_block = make_loss(self.default_loss if loss is None else loss, pos_weight)
+        self.pos_weight = self.loss_block.weighted
+        self.head_block = make_head(self.default_head if head is None else head)
+        self.clients = self.default_clients if clients is None else clients
+        if self.clients not in CLIENTS:
+            raise ValueError(f"unknown clients {self.clients!r}; use one of {CLIENTS}")
+        if self.clients in ("pooled", "pooled_true_labels"):
+            self.federated = False
+        self.warmup = HeadWarmup(float(warmup_epochs), float(warmup_lr))
         if bn_policy == "local" and self.evaluation == "global":
             self.evaluation = "personalised"
+
+    @property
+    def warmup_epochs(self) -> float:
+        return self.warmup.epochs
+
+    @property
+    def warmup_lr(self) -> float:
+        return self.warmup.lr
+
+    def __init_subclass__(cls, **kw: Any):
+        super().__init_subclass__(**kw)
+        if not getattr(cls.before_training, "_then_warm_up", False):  # defined here or by a mixin
+            cls.before_training = _then_warm_up(cls.before_training)
 
     # ------------------------------------------------------------------ setup
     def setup(self, model: torch.nn.Module, info: FederationInfo) -> None:
@@ -168,14 +227,16 @@ class Method(metaclass=_CheckedOptions):
         return self._local_keys
 
     def prepare_clients(self, clients: list, dataset) -> list:
-        """Harness hook for pooled baselines (Centralized, Oracle): reshape the clients."""
-        return clients
+        """Harness hook for pooled baselines (Centralized, Oracle): reshape the clients
+        (the ``clients`` block, :func:`~fedpl_core.methods.blocks.prepare_clients`)."""
+        return prepare_clients(clients, dataset, self.clients)
 
     def init_client(self, ctx: ClientContext) -> None:
         """Runs once per client (again after a resume; keep it idempotent) on its training
         data, before any round: per-client constants that :meth:`supervised_loss` reads
         (a class weighting) go into ``ctx.state`` here, so that a client's validation
         split can be scored before the client is first sampled."""
+        self.loss_block.init_client(self, ctx)
 
     def configure_model(self, model: torch.nn.Module, train: bool) -> None:
         """Set train/eval modes of the working model before local training or evaluation
@@ -200,9 +261,10 @@ class Method(metaclass=_CheckedOptions):
             return [1.0] * len(updates)
         return [float(u.num_samples) for u in updates]
 
-    @abstractmethod
     def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
-        """Update ``server.global_state`` (and ``server.state``) from the round's updates."""
+        """Update ``server.global_state`` (and ``server.state``) from the round's updates:
+        the ``head`` block (default FedAvg, :class:`~fedpl_core.methods.blocks.HeadAggregation`)."""
+        self.head_block(self, server, updates)
 
     # ------------------------------------------------------------ client side
     def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
@@ -213,7 +275,8 @@ class Method(metaclass=_CheckedOptions):
             ctx.load_state(local)
 
     def before_training(self, ctx: ClientContext) -> None:
-        """Runs on the client after ``receive``, before local training."""
+        """Runs on the client after ``receive``, before local training (then, at a
+        client's first round, the head warm-up when ``warmup_epochs`` > 0)."""
 
     @abstractmethod
     def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
@@ -224,11 +287,9 @@ class Method(metaclass=_CheckedOptions):
         over the annotated entries (``partial``) or over every entry (missing = negative).
         It reads no per-round state (no teacher, anchor, pseudo-label or ``ctx.scratch``),
         only what :meth:`init_client` put in ``ctx.state``; a method whose supervised term
-        is weighted (FedPSL's class weights) overrides it."""
-        mask = batch.mask if self.partial else None
-        if ctx.info.task == "multiclass":
-            return masked_ce(logits, batch.y, mask)
-        return masked_bce(logits, batch.y, mask)
+        is weighted (FedPSL's class weights) takes ``loss="wbce"``
+        (:class:`~fedpl_core.methods.blocks.SupervisedLoss`)."""
+        return self.loss_block(self, ctx, logits, batch)
 
     def validation_loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor,
                         batch: Batch) -> torch.Tensor:
@@ -280,6 +341,9 @@ class Method(metaclass=_CheckedOptions):
         if undeclared:
             raise ValueError(f"{self.name}: metadata {sorted(undeclared)} not declared in metadata_keys")
         return ClientUpdate(ctx.client_id, state, ctx.data.n, meta)
+
+
+Method.before_training = _then_warm_up(Method.before_training)
 
 
 __all__ = ["Method", "ClientUpdate", "BN_POLICIES", "HEAD"]

@@ -1,16 +1,16 @@
 """The FedAvg family and the non-federated reference points.
 
 Each baseline is :class:`~fedpl_core.methods.fedavg.FedAvg` (missing labels as
-negatives) with one thing changed.
+negatives) with one thing changed, most of them a block option
+(:mod:`fedpl_core.methods.blocks`): ``partial``, ``clients`` (pooled data, true labels),
+``bn_policy``; FedProx adds the proximal term.
 """
 from __future__ import annotations
 
 from typing import Any
 
-import torch
-
-from ..federation import ClientData
-from .base import HEAD
+from .base import HEAD, Method
+from .blocks import Proximal
 from .fedavg import FedAvg
 
 
@@ -22,27 +22,28 @@ class FedAvgPL(FedAvg):
     partial = True
 
 
-class FedProx(FedAvg):
+class FedProx(Method):
     """FedProx (Li et al. 2020): local loss + mu/2 ||w - w_global||^2 over all trainable
-    parameters.  ``partial`` selects the partial loss (FedPSL compares FedProx with the
-    labelled-classes-only loss, mu = 0.001).  With mu = 0 it equals FedAvg exactly."""
+    parameters (the :class:`~fedpl_core.methods.blocks.Proximal` term).  ``partial``
+    selects the partial loss (FedPSL compares FedProx with the labelled-classes-only loss,
+    mu = 0.001).  With mu = 0 it equals FedAvg exactly."""
 
     name = "fedprox"
     option_ranges = {"mu": ">=0"}
 
     def __init__(self, mu: float = 0.01, partial: bool = False, **kw: Any):
-        super().__init__(**kw)
-        self.mu = float(mu)
-        self.partial = bool(partial)
+        super().__init__(partial=partial, **kw)
+        self.prox = Proximal(float(mu))
+
+    @property
+    def mu(self) -> float:
+        return self.prox.mu
 
     def before_training(self, ctx) -> None:
-        ctx.scratch["anchor"] = [p.detach().clone() for p in ctx.model.parameters() if p.requires_grad]
+        self.prox.anchor(ctx)
 
     def loss(self, ctx, logits, features, batch):
-        base = super().loss(ctx, logits, features, batch)
-        params = [p for p in ctx.model.parameters() if p.requires_grad]
-        prox = sum(((p - a) ** 2).sum() for p, a in zip(params, ctx.scratch["anchor"]))
-        return base + 0.5 * self.mu * prox
+        return self.supervised_loss(ctx, logits, batch) + self.prox(ctx)
 
 
 class FedBN(FedAvg):
@@ -53,27 +54,7 @@ class FedBN(FedAvg):
 
     def __init__(self, partial: bool = False, **kw: Any):
         kw.setdefault("bn_policy", "local")
-        super().__init__(**kw)
-        self.partial = bool(partial)
-
-
-def _pool(clients: list, labels=None, mask=None, name="pooled") -> list:
-    idx = torch.cat([c.indices for c in clients])
-    vals = [c.val for c in clients if c.val is not None]
-    return [ClientData(idx,
-                       torch.cat([c.labels for c in clients]) if labels is None else labels,
-                       torch.cat([c.mask for c in clients]) if mask is None else mask,
-                       torch.stack([c.class_mask for c in clients]).any(0), name,
-                       val=_pool(vals, name=f"{name}-val")[0] if vals else None)]
-
-
-def _with_true_labels(c, dataset):
-    """A copy of pooled client data carrying every true label (and its val split too)."""
-
-    idx = c.indices.numpy()
-    return ClientData(c.indices, torch.from_numpy(dataset.labels[idx]).float(), torch.from_numpy(dataset.known[idx]),
-                      torch.ones_like(c.class_mask), c.name,
-                      val=None if c.val is None else _with_true_labels(c.val, dataset))
+        super().__init__(partial=partial, **kw)
 
 
 class Centralized(FedAvg):
@@ -84,13 +65,10 @@ class Centralized(FedAvg):
 
     name = "centralized"
     federated = False
+    default_clients = "pooled"
 
     def __init__(self, partial: bool = False, **kw: Any):
-        super().__init__(**kw)
-        self.partial = bool(partial)
-
-    def prepare_clients(self, clients, dataset):
-        return _pool(clients)
+        super().__init__(partial=partial, **kw)
 
 
 class Oracle(FedAvg):
@@ -98,9 +76,7 @@ class Oracle(FedAvg):
 
     name = "oracle"
     federated = False
-
-    def prepare_clients(self, clients, dataset):
-        return [_with_true_labels(c, dataset) for c in _pool(clients, name="oracle")]
+    default_clients = "pooled_true_labels"
 
 
 class FedAvgOracle(FedAvg):
@@ -108,9 +84,7 @@ class FedAvgOracle(FedAvg):
     client annotating every class with the true labels."""
 
     name = "fedavg_oracle"
-
-    def prepare_clients(self, clients, dataset):
-        return [_with_true_labels(c, dataset) for c in clients]
+    default_clients = "true_labels"
 
 
 class Local(FedAvg):
@@ -122,8 +96,7 @@ class Local(FedAvg):
     federated = False
 
     def __init__(self, partial: bool = True, **kw: Any):
-        super().__init__(**kw)
-        self.partial = bool(partial)
+        super().__init__(partial=partial, **kw)
 
     def is_local_key(self, key, model) -> bool:
         return True

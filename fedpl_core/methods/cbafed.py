@@ -38,8 +38,8 @@ from ..aggregation import weighted_average
 from ..federation import copy_arrays
 from ..losses import masked_bce
 from . import register
+from .blocks import record_pseudo_labels
 from .fedavg import FedAvg
-from .rscfed import record_pseudo_labels
 
 
 def cbafed_thresholds(counts: torch.Tensor, t_base: float = 0.84, upper: float = 0.95,

@@ -38,9 +38,8 @@ from ..federation import Batch
 from ..losses import masked_bce
 from ..views import weak_view
 from . import register
-from .fednoro import sigmoid_rampup
+from .blocks import clean_local_train, ema_update, init_teacher, record_pseudo_labels, sigmoid_rampup
 from .fedavg import FedAvg
-from .rscfed import clean_local_train, ema_update, init_teacher, record_pseudo_labels
 
 
 def relation_matrix(logits: torch.Tensor, positives: torch.Tensor, temperature: float = 2.0):

@@ -22,7 +22,7 @@ Each client k identifies a class set I_k (its labels) and not U_k.  Per round:
   batch are kept in ``ctx.state["pseudo_labels"]`` (latest per sample).  Multi-label (Eq. 5): class
   c of U_k is 1 when p >= tau_p, 0 when p <= tau_n, ignored otherwise; known classes keep
   their labels with BCE whose positive term is weighted N_neg / N_pos of the client's
-  labels ("weighted binary cross-entropy as in FPSL", Sec. 3.2; ``fedpsl.class_pos_weight``,
+  labels ("weighted binary cross-entropy as in FPSL", Sec. 3.2; ``losses.class_pos_weight``,
   weight 1 on U_k).  Single-label (Eq. 4): a sample without a label (its class is not in
   I_k) gets y_hat = argmax of the teacher's softmax when that probability >= tau and
   **[choice, literal Eq. 4]** y_hat is in U_k; labelled samples keep CE.
@@ -51,6 +51,8 @@ Each client k identifies a class set I_k (its labels) and not U_k.  Per round:
   ``ctx.state["pseudo_labels"]``).  A class with zero total weight keeps its previous row.
   ``awpa=False`` is Table 3's "Ours* w/o AWPA" with "masked aggregation of proxies":
   **[choice]** FedPSL's TDMA weights (n_k for the classes client k labels, 0 otherwise).
+  Both are row-wise head blocks (``head="awpa"`` / ``"tdma"``,
+  :func:`~fedpl_core.methods.blocks.rowwise_head_aggregate`).
 * **Teacher [choice, flag for review]:** the paper says "the teacher model and student
   model both are initialized from the global model" and the released code rebuilds the
   EMA from the received model every round (``hooks.EMA.before_train``): ``teacher_reset=
@@ -133,9 +135,9 @@ import torch.nn.functional as F
 
 from .. import views
 from ..models import HEAD_KEYS
+from ..losses import class_pos_weight
 from . import register
 from .base import Method
-from .fedpsl import class_pos_weight, tdma_aggregate
 
 PAPER_ENGINE = dict(optimizer="adam", lr=1e-4, weight_decay=5e-4, batch_size=64)
 LOCAL_ITERS = {"multilabel": 200, "multiclass": 30}
@@ -387,6 +389,7 @@ class FedLSM(Method):
                  scalar_reduction: bool | None = None, code_entropy: bool | None = None,
                  swap_negative_thresholds: bool | None = None, entropy_train_mode: bool | None = None,
                  pseudo_from_round0: bool | None = None, lambda_on_uncertain: bool | None = None, **kw: Any):
+        kw.setdefault("head", "awpa" if awpa else "tdma")  # AWPA (Eq. 7) / masked aggregation
         super().__init__(**kw)
         if mode not in ("paper", "code"):
             raise ValueError(f"unknown mode {mode!r}; use 'paper' or 'code'")
@@ -415,10 +418,7 @@ class FedLSM(Method):
         if not 0 <= self.ema_decay <= 1:
             raise ValueError(f"ema_decay must be in [0, 1], got {ema_decay}")
 
-    # ---------------------------------------------------------------- server (AWPA)
-    def aggregate(self, server, updates) -> None:
-        tdma_aggregate(server, updates, self.client_weights(updates), "class_counts" if self.awpa else "label_counts")
-
+    # ---------------------------------------------------------------- server (AWPA: the head block)
     def update_metadata(self, ctx) -> dict[str, Any]:
         meta = super().update_metadata(ctx)
         known = ctx.data.class_mask.to(torch.bool)

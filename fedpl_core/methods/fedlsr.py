@@ -37,8 +37,8 @@ import torch
 from ..losses import masked_bce
 from ..views import sample_lambda, weak_view
 from . import register
+from .blocks import clean_local_train
 from .fedavg import FedAvg
-from .rscfed import clean_local_train
 
 EPS = 1e-6
 

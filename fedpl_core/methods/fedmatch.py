@@ -66,8 +66,8 @@ from ..federation import ClientUpdate
 from ..losses import masked_bce
 from ..views import strong_view, weak_view
 from . import register
-from .fedpsl import WeightedBCE
-from .fedssp import SimSiamPretraining
+from .base import Method
+from .blocks import SimSiamPretraining
 
 PSI = "psi/"
 
@@ -99,15 +99,16 @@ def bernoulli_kl(q: torch.Tensor, p: torch.Tensor, eps: float = 1e-7) -> torch.T
 
 
 @register
-class FedMatch(WeightedBCE):
+class FedMatch(Method):
     """FedMatch adapted to partial labels (see the module docstring)."""
 
     name = "fedmatch"
     option_ranges = {"num_helpers": "int>=0", "confidence": "[0,1]", "psi_factor": ">=0", "h_interval": "int>=1",
                      "lambda_s": ">=0", "lambda_i": ">=0", "lambda_a": ">=0", "lambda_l1": ">=0", "lambda_l2": ">=0"}
     partial = True
+    default_loss = "wbce"
     tasks = ("multilabel",)
-    metadata_keys = WeightedBCE.metadata_keys + ("input_shape",)
+    metadata_keys = Method.metadata_keys + ("input_shape",)
 
     def __init__(self, num_helpers: int = 2, confidence: float = 0.75, psi_factor: float = 0.2,
                  h_interval: int = 10, lambda_s: float = 10.0, lambda_i: float = 1e-2, lambda_a: float = 1e-2,
@@ -117,6 +118,10 @@ class FedMatch(WeightedBCE):
         self.h_interval = int(h_interval)
         self.lambda_s, self.lambda_i, self.lambda_a = float(lambda_s), float(lambda_i), float(lambda_a)
         self.lambda_l1, self.lambda_l2 = float(lambda_l1), float(lambda_l2)
+
+    def loss(self, ctx, logits, features, batch):
+        """The supervised term L_s: the weighted partial BCE."""
+        return self.supervised_loss(ctx, logits, batch)
 
     def setup(self, model, info) -> None:
         super().setup(model, info)

@@ -29,7 +29,6 @@ begin = 10, end = 49 of 100 rounds (FedNoRo ``options.py``; the FedMLP code: 10 
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -38,16 +37,8 @@ import torch.nn.functional as F
 from ..federation import Batch
 from ..losses import masked_bce
 from . import register
+from .blocks import sigmoid_rampup
 from .fedavg import FedAvg
-
-
-def sigmoid_rampup(current: float, begin: float, end: float) -> float:
-    """``exp(-5 (1 - clip((current - begin) / (end - begin), 0, 1))^2)`` (Laine & Aila 2017);
-    a step from exp(-5) to 1 at ``begin`` when ``end <= begin`` (a run shorter than ``begin``)."""
-    if end <= begin:
-        return 1.0 if current >= begin else float(math.exp(-5.0))
-    phase = 1.0 - (min(max(current, begin), end) - begin) / (end - begin)
-    return float(math.exp(-5.0 * phase * phase))
 
 
 def logit_shift(labels: torch.Tensor, mask: torch.Tensor | None, tau: float = 1.0) -> torch.Tensor:

@@ -98,6 +98,7 @@ Registered methods (``get_method(name, **kw)``):
                    ``alpha``, ``pos_weight`` switches)
 ``fedpsl_tdma``    ablation "FedPSL w/ TDMA": standard joint local training, TDMA aggregation
 ``fedpsl_tadl``    ablation "FedPSL w/ TADL": TADL local training, plain FedAvg aggregation
+``fedavg_star``    FedLSM's FedAvg*: ``fedpsl_tdma`` under FedLSM's name
 ``fedavg_wbce``    the paper's FedAVG: partial loss with N_neg/N_pos weights, FedAvg
                    (= ``fedpsl`` with ``tdma=False, tadl=False``)
 ``fedprox_wbce``   the paper's FedProx: the same loss + proximal term (``mu`` = 0.001)
@@ -119,92 +120,24 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call
 
-from ..aggregation import aggregate_with_head_weights
-from ..losses import masked_bce
-from ..models import HEAD_KEYS
+from ..losses import class_pos_weight  # noqa: F401  (re-exported: the weights of the paper's loss)
 from . import register
-from .baselines import Centralized, FedProx, Oracle
+from .base import Method
+from .baselines import FedProx
+from .blocks import rowwise_head_aggregate
 from .fedavg import FedAvg
 
 HEAD_WEIGHTS = {"labelled": "label_counts", "positive": "positive_counts"}
+HEAD_BLOCK = {"labelled": "tdma", "positive": "positive"}
 
 
 def tdma_aggregate(server, updates, encoder_weights, key: str = "label_counts") -> None:
     """Eq. 9 on the server: encoder arrays by ``encoder_weights``; head row c and its bias by
     each client's count of c in its metadata ``key`` (``label_counts`` = n_k^c, FedPSL;
-    ``positive_counts``; FedLSM's AWPA passes ``class_counts``, Eq. 7).  A class with zero
-    total weight keeps its previous global row."""
-    states = [u.state for u in updates]
-    head = [k for k in HEAD_KEYS if k in states[0]]
-    w = torch.stack([torch.as_tensor(u.metadata[key], dtype=torch.float64).flatten() for u in updates])
-    server.global_state.update(aggregate_with_head_weights(states, encoder_weights, w, head_keys=head,
-                                                           previous=server.global_state))
-
-
-class TDMAAggregation:
-    """Mixin: FedPSL's task-dependent aggregation (Eq. 9), the "*" of FedLSM's baselines:
-    encoder by the method's client weights (n_k), head row c and its bias by client k's
-    labelled count of c (``label_counts``); a class nobody labels keeps its previous row."""
-
-    def aggregate(self, server, updates) -> None:
-        tdma_aggregate(server, updates, self.client_weights(updates), "label_counts")
-
-
-# ----------------------------------------------------------------------------- loss
-def class_pos_weight(labels: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """``[C]`` weights ``N_neg / N_pos`` of each class over the known entries.
-
-    ``labels``: ``[n, C]`` 0/1; ``mask``: ``[n, C]`` bool known entries (``None``: all).
-    A class without a known positive or without a known negative gets weight 1.
-    """
-    y = labels.to(torch.float64)
-    m = torch.ones_like(y) if mask is None else mask.to(torch.float64)
-    pos = (y * m).sum(0)
-    neg = ((1.0 - y) * m).sum(0)
-    ok = (pos > 0) & (neg > 0)
-    return torch.where(ok, neg / pos.clamp_min(1.0), torch.ones_like(pos)).to(torch.float32)
-
-
-class WeightedBCE(FedAvg):
-    """BCE with the positive term of class c weighted by the client's ``N_neg / N_pos``
-    of c (FedPSL, Sec. VII-D-3, used for every method of the paper).
-
-    The weights are computed once per client from its training labels (over its known
-    entries with the partial loss, over all entries when missing labels are negatives)
-    and kept in ``ctx.state["pos_weight"]``.  ``pos_weight=False`` gives the plain BCE;
-    ``partial=False`` trains missing labels as negatives (FedLSM's baselines under the
-    other reading of "FedAvg", issue 23; None keeps the class's choice).
-    """
-
-    name = "wbce"
-    partial = True
-
-    def __init__(self, pos_weight: bool = True, partial: bool | None = None, **kw: Any):
-        super().__init__(**kw)
-        self.pos_weight = bool(pos_weight)
-        if partial is not None:
-            self.partial = bool(partial)
-
-    def class_pos_weight(self, ctx) -> torch.Tensor:
-        pw = ctx.state.get("pos_weight")
-        if pw is None:
-            d = ctx.data
-            pw = class_pos_weight(d.labels, d.mask if self.partial else None)
-            ctx.state["pos_weight"] = pw
-        return pw
-
-    def init_client(self, ctx) -> None:
-        if self.pos_weight and ctx.info.task != "multiclass":
-            self.class_pos_weight(ctx)
-
-    def supervised_loss(self, ctx, logits, batch):
-        if not self.pos_weight or ctx.info.task == "multiclass":
-            return super().supervised_loss(ctx, logits, batch)
-        scratch = getattr(ctx, "scratch", {})
-        pw = scratch.get("pos_weight")
-        if pw is None or pw.device != logits.device or pw.dtype != logits.dtype:
-            pw = scratch["pos_weight"] = self.class_pos_weight(ctx).to(device=logits.device, dtype=logits.dtype)
-        return masked_bce(logits, batch.y, batch.mask if self.partial else None, pos_weight=pw)
+    ``positive_counts``).  A class with zero total weight keeps its previous global row.
+    The row-wise average is the ``head="tdma"`` block
+    (:func:`~fedpl_core.methods.blocks.rowwise_head_aggregate`), which any method can take."""
+    rowwise_head_aggregate(server, updates, encoder_weights, key)
 
 
 # ----------------------------------------------------------------------------- TADL
@@ -275,7 +208,7 @@ def tadl_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn:
 
 # ----------------------------------------------------------------------------- FedPSL
 @register
-class FedPSL(WeightedBCE):
+class FedPSL(Method):
     """FedPSL: TDMA aggregation + TADL local training, weighted partial BCE.
 
     Args:
@@ -291,12 +224,14 @@ class FedPSL(WeightedBCE):
     name = "fedpsl"
     option_ranges = {"alpha": ">=0"}
     partial = True
+    default_loss = "wbce"
 
     def __init__(self, tdma: bool = True, tadl: bool = True, head_weights: str = "labelled",
                  first_order: bool = False, alpha: float = 1e-3, **kw: Any):
-        super().__init__(**kw)
         if head_weights not in HEAD_WEIGHTS:
             raise ValueError(f"unknown head_weights {head_weights!r}; use one of {sorted(HEAD_WEIGHTS)}")
+        kw.setdefault("head", HEAD_BLOCK[head_weights] if tdma else "plain")
+        super().__init__(**kw)
         if not alpha >= 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
         self.tdma, self.tadl = bool(tdma), bool(tadl)
@@ -304,16 +239,15 @@ class FedPSL(WeightedBCE):
         self.first_order = bool(first_order)
         self.alpha = float(alpha)
 
-    # ---------------------------------------------------------------- server (TDMA)
+    # ---------------------------------------------------------------- server (TDMA: the head block)
     def head_weight_matrix(self, updates) -> torch.Tensor:
         """``[K, C]`` per-class client weights n_k^c (or positive counts) from the metadata."""
         key = HEAD_WEIGHTS[self.head_weights]
         return torch.stack([torch.as_tensor(u.metadata[key], dtype=torch.float64).flatten() for u in updates])
 
-    def aggregate(self, server, updates) -> None:
-        if not self.tdma:
-            return super().aggregate(server, updates)
-        tdma_aggregate(server, updates, self.client_weights(updates), HEAD_WEIGHTS[self.head_weights])
+    def loss(self, ctx, logits, features, batch):
+        """The weighted partial BCE (the ``wbce`` loss block)."""
+        return self.supervised_loss(ctx, logits, batch)
 
     # ---------------------------------------------------------------- client (TADL)
     def train_step(self, ctx, batch) -> torch.Tensor:
@@ -347,39 +281,60 @@ class FedPSLTADL(FedPSL):
         super().__init__(**kw)
 
 
+@register
+class FedAvgStar(FedPSL):
+    """FedLSM's FedAvg*: FedAvg with the partial weighted loss and TDMA aggregation,
+    i.e. ``fedpsl_tdma`` (FedPSL with TADL off) under FedLSM's name."""
+
+    name = "fedavg_star"
+
+    def __init__(self, **kw: Any):
+        kw.setdefault("tadl", False)
+        super().__init__(**kw)
+
+
 # ------------------------------------------------------------ the paper's baselines
 @register
-class FedAvgWBCE(WeightedBCE):
+class FedAvgWBCE(FedAvg):
     """The paper's FedAVG: FedAvg with the partial loss, positive term weighted N_neg/N_pos."""
 
     name = "fedavg_wbce"
+    partial = True
+    default_loss = "wbce"
 
 
 @register
-class FedProxWBCE(FedProx, WeightedBCE):
+class FedProxWBCE(FedProx):
     """The paper's FedProx: weighted partial BCE + mu/2 ||w - w_global||^2 (mu = 0.001)."""
 
     name = "fedprox_wbce"
+    default_loss = "wbce"
 
     def __init__(self, mu: float = 0.001, partial: bool = True, **kw: Any):
         super().__init__(mu=mu, partial=partial, **kw)
 
 
 @register
-class IMLWBCE(Centralized, WeightedBCE):
+class IMLWBCE(FedAvg):
     """The paper's centralised IML: all clients' images pooled with their partial labels,
     missing labels ignored, weighted BCE (weights over the pooled labelled data)."""
 
     name = "iml_wbce"
+    federated = False
+    default_loss = "wbce"
+    default_clients = "pooled"
 
     def __init__(self, partial: bool = True, **kw: Any):
         super().__init__(partial=partial, **kw)
 
 
 @register
-class OracleWBCE(Oracle, WeightedBCE):
+class OracleWBCE(FedAvg):
     """The paper's Oracle: pooled data with every true label, weighted BCE.  Entries the
     source data set itself never annotated (``ImageDataset.label_mask``) stay ignored."""
 
     name = "oracle_wbce"
     partial = True
+    federated = False
+    default_loss = "wbce"
+    default_clients = "pooled_true_labels"

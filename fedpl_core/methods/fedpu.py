@@ -38,8 +38,8 @@ import torch
 
 from ..losses import masked_ce
 from . import register
+from .blocks import require_single_label
 from .fedavg import FedAvg
-from .fedrs import require_single_label
 
 
 def fedpu_risk(logits: torch.Tensor, y: torch.Tensor, labelled: torch.Tensor, client_classes: torch.Tensor,

@@ -31,6 +31,7 @@ import torch
 
 from ..losses import masked_ce
 from . import register
+from .blocks import require_single_label
 from .fedavg import FedAvg
 
 
@@ -39,12 +40,6 @@ def restricted_logits(logits: torch.Tensor, class_mask: torch.Tensor, alpha: flo
     scale = torch.where(class_mask.to(torch.bool).to(logits.device), torch.ones((), dtype=logits.dtype,
                         device=logits.device), torch.full((), float(alpha), dtype=logits.dtype, device=logits.device))
     return logits * scale
-
-
-def require_single_label(method, info) -> None:
-    if info.task != "multiclass":
-        raise ValueError(f"{method.name} is defined for single-label (softmax) tasks only; this federation's task is "
-                         f"{info.task!r} (multi-label: one sigmoid per class, no softmax over classes to restrict)")
 
 
 @register

@@ -65,8 +65,7 @@ import torch.nn.functional as F
 
 from ..views import strong_view, weak_view
 from . import register
-from .baselines import Centralized
-from .fedpsl import TDMAAggregation, WeightedBCE
+from .base import Method
 
 TEACHERS = ("current", "global")
 
@@ -119,7 +118,7 @@ def unlabelled_loss(logits_s: torch.Tensor, pl_mask: torch.Tensor, pl_target: to
 
 
 # ----------------------------------------------------------------------------- FixMatch
-class FixMatch(WeightedBCE):
+class FixMatch(Method):
     """FixMatch on partial labels (see the module docstring).
 
     Args:
@@ -139,6 +138,7 @@ class FixMatch(WeightedBCE):
     name = "fixmatch_base"
     option_ranges = {"tau": "[0,1]", "lambda_u": ">=0", "num_ops": "int>=0", "magnitude": ">=0"}
     partial = True
+    default_loss = "wbce"
 
     def __init__(self, tau: float = 0.95, lambda_u: float = 1.0, teacher: str = "current", num_ops: int = 2,
                  magnitude: float = 10, restrict_known: bool = True, pos_weight: bool = False, **kw: Any):
@@ -151,13 +151,16 @@ class FixMatch(WeightedBCE):
         self.num_ops, self.magnitude, self.restrict_known = int(num_ops), float(magnitude), bool(restrict_known)
 
     def before_training(self, ctx) -> None:
-        super().before_training(ctx)
         if self.teacher == "global":
             ctx.scratch["global_state"] = ctx.extract_state()
         if "pseudo_labels" not in ctx.state:
             n, c = ctx.data.labels.shape
             ctx.state["pseudo_labels"] = {"mask": torch.zeros(n, c, dtype=torch.bool),
                                           "target": torch.zeros(n, c)}
+
+    def loss(self, ctx, logits, features, batch):
+        """The supervised term (``train_step`` adds ``lambda_u L_u``)."""
+        return self.supervised_loss(ctx, logits, batch)
 
     def local_train(self, ctx) -> float:
         total, steps = 0.0, 0
@@ -208,18 +211,19 @@ class FedFixMatch(FixMatch):
 
 
 @register
-class FedAvgFixMatchStar(TDMAAggregation, FixMatch):
+class FedAvgFixMatchStar(FixMatch):
     """FedLSM's FedAvg-FixMatch*: FixMatch local training + TDMA head aggregation; the
     supervised BCE weighted by N_neg / N_pos as FedLSM's Task 1 ("as in FPSL")."""
 
     name = "fedavg_fixmatch_star"
+    default_head = "tdma"
 
     def __init__(self, pos_weight: bool = True, **kw: Any):
         super().__init__(pos_weight=pos_weight, **kw)
 
 
 @register
-class FSSLStar(FedAvgFixMatchStar):
+class FSSLStar(FixMatch):
     """FedLSM's FSSL* [22] (Yang et al., "Federated semi-supervised learning for COVID
     region segmentation in chest CT", MedIA 2021) with TDMA aggregation.
 
@@ -235,19 +239,22 @@ class FSSLStar(FedAvgFixMatchStar):
     """
 
     name = "fssl_star"
+    default_head = "tdma"
 
-    def __init__(self, tau: float = 0.5, teacher: str = "global", **kw: Any):
-        super().__init__(tau=tau, teacher=teacher, **kw)
+    def __init__(self, tau: float = 0.5, teacher: str = "global", pos_weight: bool = True, **kw: Any):
+        super().__init__(tau=tau, teacher=teacher, pos_weight=pos_weight, **kw)
 
 
 @register
-class CentralFixMatch(Centralized, FixMatch):
+class CentralFixMatch(FixMatch):
     """FedPSL's centralised FixMatch: every client's images pooled with their partial
     labels (like :class:`~fedpl_core.methods.baselines.Centralized`), one round = one
     epoch; tau = 0.75 (FedMatch's confidence, which FedPSL reuses), weighted BCE (FedPSL
     Sec. VII-D-3, used for all its methods)."""
 
     name = "fixmatch"
+    federated = False
+    default_clients = "pooled"
 
     def __init__(self, partial: bool = True, tau: float = 0.75, pos_weight: bool = True, **kw: Any):
         super().__init__(partial=partial, tau=tau, pos_weight=pos_weight, **kw)

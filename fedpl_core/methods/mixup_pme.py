@@ -32,8 +32,7 @@ import torch
 from ..losses import masked_bce
 from ..views import mixup, sample_lambda
 from . import register
-from .baselines import Centralized
-from .fedpsl import WeightedBCE
+from .fedavg import FedAvg
 
 
 def pme_targets(y: torch.Tensor, mask: torch.Tensor, probs: torch.Tensor | None, perm: torch.Tensor,
@@ -52,12 +51,15 @@ def pme_targets(y: torch.Tensor, mask: torch.Tensor, probs: torch.Tensor | None,
 
 
 @register
-class MixUpPME(Centralized, WeightedBCE):
+class MixUpPME(FedAvg):
     """MixUp-PME (FedPSL's [9]) as read here: centralised mixup with soft pseudo-labels on
     the unannotated entries (see the module docstring for every choice)."""
 
     name = "mixup_pme"
     option_ranges = {"alpha": ">0", "warmup_rounds": "int>=0"}
+    federated = False
+    default_loss = "wbce"
+    default_clients = "pooled"
 
     def __init__(self, alpha: float = 1.0, warmup_rounds: int = 1, partial: bool = True, **kw: Any):
         super().__init__(partial=partial, **kw)
@@ -73,7 +75,7 @@ class MixUpPME(Centralized, WeightedBCE):
         ctx.optimizer.zero_grad(set_to_none=True)
         with ctx.autocast():
             logits = ctx.model(x)
-        pw = self.class_pos_weight(ctx).to(logits.device) if self.pos_weight else None
+        pw = self.loss_block.class_pos_weight(self, ctx).to(logits.device) if self.loss_block.weighted else None
         loss = masked_bce(logits.float(), target, keep, pos_weight=pw)
         loss.backward()
         ctx.optimizer.step()

@@ -28,16 +28,18 @@ medical tasks are closer to the harder data sets.
   with a label (a sample whose class the client does not identify has no label and is
   not used by MOON, FedAvg*, FedProx*).
 
-Registered:
+FedAvg* (``fedavg_star``: partial weighted loss + TDMA, the same method as FedPSL's
+``fedpsl_tdma`` ablation) is registered in :mod:`fedpl_core.methods.fedpsl`.
+
+Registered here:
 
 ================  ==================================================================
 ``moon``          MOON, FedAvg aggregation
-``moon_star``     MOON* (FedLSM): MOON + TDMA head aggregation (FedPSL Eq. 9)
-``fedavg_star``   FedAvg* (FedLSM): partial weighted loss + TDMA; the same method as
-                  ``fedpsl_tdma`` (FedPSL's "w/ TDMA" ablation), registered under
-                  FedLSM's name
-``fedprox_star``  FedProx* (FedLSM): ``fedprox_wbce`` (mu = 0.001, FedPSL's value; FedLSM
-                  gives none **[choice]**) + TDMA
+``moon_star``     MOON* (FedLSM): MOON + TDMA head aggregation (FedPSL Eq. 9,
+                  ``head="tdma"``)
+``fedprox_star``  FedProx* (FedLSM): FedProx with the weighted partial loss (mu = 0.001,
+                  FedPSL's value; FedLSM gives none **[choice]**) + TDMA
+                  (``get_method("fedprox", mu=0.001, partial=True, loss="wbce", head="tdma")``)
 ================  ==================================================================
 """
 from __future__ import annotations
@@ -45,24 +47,15 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from . import register
-from .fedpsl import FedProxWBCE, FedPSLTDMA, TDMAAggregation, WeightedBCE
-
-
-def moon_contrastive(z: torch.Tensor, z_glob: torch.Tensor, z_prev: torch.Tensor,
-                     temperature: float = 0.5) -> torch.Tensor:
-    """MOON's model-contrastive loss (Eq. 3), mean over the batch; ``[B, d]`` inputs."""
-    z, z_glob, z_prev = z.flatten(1), z_glob.flatten(1), z_prev.flatten(1)
-    pos = F.cosine_similarity(z, z_glob, dim=1) / temperature
-    neg = F.cosine_similarity(z, z_prev, dim=1) / temperature
-    logits = torch.stack([pos, neg], dim=1)
-    return F.cross_entropy(logits, torch.zeros(len(z), dtype=torch.long, device=z.device))
+from .base import Method
+from .baselines import FedProx
+from .blocks import moon_contrastive
 
 
 @register
-class MOON(WeightedBCE):
+class MOON(Method):
     """MOON (Li et al. 2021): supervised partial loss + mu * model-contrastive loss.
 
     Args:
@@ -75,6 +68,7 @@ class MOON(WeightedBCE):
     name = "moon"
     option_ranges = {"mu": ">=0", "temperature": ">0"}
     partial = True
+    default_loss = "wbce"
 
     def __init__(self, mu: float = 1.0, temperature: float = 0.5, pos_weight: bool = True, **kw: Any):
         super().__init__(pos_weight=pos_weight, **kw)
@@ -83,8 +77,11 @@ class MOON(WeightedBCE):
         self.mu, self.temperature = float(mu), float(temperature)
 
     def before_training(self, ctx) -> None:
-        super().before_training(ctx)
         ctx.scratch["moon_global"] = ctx.extract_state()
+
+    def loss(self, ctx, logits, features, batch):
+        """The supervised term (weighted partial BCE); ``train_step`` adds mu * L_con."""
+        return self.supervised_loss(ctx, logits, batch)
 
     def train_step(self, ctx, batch) -> torch.Tensor:
         glob = ctx.scratch["moon_global"]
@@ -102,27 +99,24 @@ class MOON(WeightedBCE):
         return loss.detach()
 
     def after_training(self, ctx) -> None:
-        super().after_training(ctx)
         ctx.state["moon_prev"] = ctx.extract_state()
 
 
 @register
-class MOONStar(TDMAAggregation, MOON):
+class MOONStar(MOON):
     """FedLSM's MOON*: MOON local training, TDMA head aggregation."""
 
     name = "moon_star"
+    default_head = "tdma"
 
 
 @register
-class FedAvgStar(FedPSLTDMA):
-    """FedLSM's FedAvg*: FedAvg with the partial weighted loss and TDMA aggregation,
-    i.e. ``fedpsl_tdma`` (FedPSL with TADL off) under FedLSM's name."""
-
-    name = "fedavg_star"
-
-
-@register
-class FedProxStar(TDMAAggregation, FedProxWBCE):
+class FedProxStar(FedProx):
     """FedLSM's FedProx*: FedProx (weighted partial loss, mu = 0.001) + TDMA."""
 
     name = "fedprox_star"
+    default_loss = "wbce"
+    default_head = "tdma"
+
+    def __init__(self, mu: float = 0.001, partial: bool = True, **kw: Any):
+        super().__init__(mu=mu, partial=partial, **kw)

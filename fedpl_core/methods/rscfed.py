@@ -42,7 +42,7 @@ sigmoid, multi-label only).
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -52,55 +52,8 @@ from ..federation import Batch, derive_seed
 from ..losses import masked_bce
 from ..views import weak_view
 from . import register
+from .blocks import clean_batches, clean_local_train, ema_update, init_teacher, record_pseudo_labels  # noqa: F401
 from .fedavg import FedAvg
-
-
-# ------------------------------------------------------------ helpers shared by the baselines
-def clean_batches(ctx) -> Iterator[Batch]:
-    """The round's batches without the engine's augmentation (methods make their own views)."""
-    for pos in ctx.batch_positions():
-        yield ctx.make_batch(pos, train=False)
-
-
-def clean_local_train(method, ctx) -> float:
-    """``method.train_step`` over :func:`clean_batches`; the mean loss."""
-    total, steps = 0.0, 0
-    for batch in clean_batches(ctx):
-        total += float(method.train_step(ctx, batch))
-        steps += 1
-    return total / max(steps, 1)
-
-
-def init_teacher(ctx) -> None:
-    """The EMA teacher starts as the model a client holds the first time it trains."""
-    if "teacher" not in ctx.state:
-        ctx.state["teacher"] = ctx.extract_state()
-        ctx.state["ema_step"] = 0
-
-
-def record_pseudo_labels(ctx, pos: torch.Tensor, mask: torch.Tensor, target: torch.Tensor) -> None:
-    """Rows ``pos`` of ``ctx.state["pseudo_labels"]``: ``mask`` where an entry now has a
-    pseudo-label, ``target`` in [0, 1] (0 elsewhere)."""
-    pl = ctx.state.get("pseudo_labels")
-    if pl is None:
-        n, c = ctx.data.n, ctx.info.num_classes
-        pl = ctx.state["pseudo_labels"] = {"mask": torch.zeros(n, c, dtype=torch.bool), "target": torch.zeros(n, c)}
-    m = mask.detach().bool().cpu()
-    pl["mask"][pos.cpu()] = m
-    pl["target"][pos.cpu()] = torch.where(m, target.detach().float().cpu(), torch.zeros(()))
-
-
-def ema_update(teacher: dict[str, torch.Tensor], model: torch.nn.Module, decay: float, step: int) -> None:
-    """Mean-teacher EMA: ``t = a t + (1 - a) s`` with ``a = min(1 - 1/(step+1), decay)``
-    for every floating array; integer buffers are copied."""
-    a = min(1.0 - 1.0 / (step + 1), decay)
-    with torch.no_grad():
-        for k, v in model.state_dict().items():
-            t = teacher[k]
-            if t.is_floating_point():
-                t.mul_(a).add_(v.to(t.dtype), alpha=1.0 - a)
-            else:
-                t.copy_(v)
 
 
 # ------------------------------------------------------------ DMA

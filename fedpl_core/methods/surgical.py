@@ -40,7 +40,9 @@ union order restricted to the client's classes; a dict ``{client name: [class na
 gives explicit orders (e.g. each source data set's own column order).  The order has
 no effect on the numbers: the server maps rows by name.
 
-The paper's protocol (:class:`PaperProtocol`, shared with the baselines run beside it):
+The paper's protocol (shared with the baselines run beside it; the head warm-up is the
+:class:`~fedpl_core.methods.blocks.HeadWarmup` block that every method takes through
+``warmup_epochs`` / ``warmup_lr``):
 
 * **Head warm-up** (``warmup_epochs``, ``warmup_lr``; paper 15 epochs at 5e-3): at a
   client's first participation, the encoder frozen (inference mode: BatchNorm uses its
@@ -112,18 +114,17 @@ Protocol audit (paper = "Federated Setup", Sec. 2.4; code = the released
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping, Sequence
 
 import torch
 
 from ..aggregation import weighted_average
-from ..federation import Batch, ClientUpdate, derive_seed
+from ..federation import ClientUpdate, derive_seed
 from ..losses import masked_bce
 from ..models import HEAD_KEYS
-from ..preprocess import Preprocess
 from . import register
-from .base import Method, _bn_modules
+from .base import Method
+from .blocks import calibrate_batchnorm, warm_up_head  # noqa: F401  (re-exported: the protocol's blocks)
 from .fedavg import FedAvg
 
 W_KEY, B_KEY = HEAD_KEYS
@@ -240,140 +241,20 @@ def client_class_order(class_names: Sequence[str], class_mask: torch.Tensor, ord
 
 
 # ============================================================================ the protocol
-_seed = derive_seed
-
-
-class PaperProtocol:
-    """Mixin: Surgical Aggregation's head warm-up for any :class:`Method`.
-
-    ``warmup_epochs`` / ``warmup_lr``: head warm-up at a client's first participation
-    (0 disables it).  FedBN+ (``bn_policy="frozen"``) and val-loss model selection are
-    engine features.  Use :func:`paper_method` to get a baseline with the protocol.
-    """
-
-    option_ranges = {"warmup_epochs": ">=0", "warmup_lr": ">0"}
-
-    def __init__(self, *, warmup_epochs: float = 0, warmup_lr: float = 5e-3, **kw: Any):
-        super().__init__(**kw)
-        if warmup_epochs < 0 or warmup_lr <= 0:
-            raise ValueError(f"warmup_epochs must be >= 0 and warmup_lr > 0, got {warmup_epochs}, {warmup_lr}")
-        self.warmup_epochs = float(warmup_epochs)
-        self.warmup_lr = float(warmup_lr)
-
-    # -------------------------------------------------------------- warm-up
-    def before_training(self, ctx) -> None:
-        super().before_training(ctx)
-        if self.warmup_epochs > 0 and not ctx.state.get("warmed_up"):
-            warm_up_head(self, ctx, self.warmup_epochs, self.warmup_lr)
-            ctx.state["warmed_up"] = True
-
-
-def warm_up_head(method: Method, ctx, epochs: float, lr: float) -> float:
-    """Train the head alone (encoder frozen, in inference mode) for ``epochs`` epochs of
-    the client's data with its own Adam; returns the mean loss.  Leaves every encoder
-    array (parameters and BatchNorm buffers) untouched."""
-    model, data, cfg = ctx.model, ctx.data, ctx.cfg
-    head, enc = model.head, model.encoder
-    was_training = model.training
-    model.train(True)
-    enc.eval()
-    gen = torch.Generator().manual_seed(_seed(cfg.seed, ctx.client_id, 48611))
-    n = data.n
-    bs = min(cfg.batch_size, n)
-    per_epoch = max(1, n // bs)
-    steps = max(1, int(math.ceil(per_epoch * epochs)))
-    cached = None
-    if cfg.augment == "none":
-        with torch.no_grad(), ctx.autocast():
-            cached = torch.cat([enc(b.x).float() for b in ctx.iterate_all()])
-    opt = torch.optim.Adam([head.weight, head.bias], lr=lr)
-    total, done = 0.0, 0
-    try:
-        while done < steps:
-            perm = torch.randperm(n, generator=gen)
-            for s in range(0, n - bs + 1, bs):
-                pos = perm[s:s + bs]
-                batch = Batch(None, data.labels[pos].to(ctx.device), data.mask[pos].to(ctx.device), pos,
-                              data.indices[pos])
-                if cached is not None:
-                    feats = cached[pos.to(cached.device)]
-                else:
-                    batch.x = ctx.make_batch(pos, train=True, generator=gen).x
-                    with torch.no_grad(), ctx.autocast():
-                        feats = enc(batch.x).float()
-                opt.zero_grad(set_to_none=True)
-                loss = method.loss(ctx, head(feats).float(), feats, batch)
-                loss.backward()
-                opt.step()
-                total += float(loss.detach())
-                done += 1
-                if done == steps:
-                    break
-    finally:
-        head.weight.grad = head.bias.grad = None
-        model.train(was_training)
-    return total / max(done, 1)
-
-
-@torch.no_grad()
-def calibrate_batchnorm(model: torch.nn.Module, images, normalize: str = "fixed", batch_size: int = 256,
-                        device: str | torch.device | None = None) -> torch.nn.Module:
-    """Set every BatchNorm layer's running statistics to those of ``images`` under the
-    current weights (cumulative average over the batches); nothing else changes.
-
-    A stand-in for *pre-trained* BatchNorm statistics when no pre-trained weights are
-    available: FedBN+ freezes BatchNorm at the initial model, which for a randomly
-    initialised network means no normalisation at all.  Calibrating once on a public
-    set of images that belongs to no client (and giving every method the same
-    calibrated initial model) keeps FedBN+ meaningful.  ``images``: uint8 ``[N, C, H, W]``.
-    """
-    bns = _bn_modules(model)  # from .base
-    if not bns or len(images) == 0:
-        return model
-    dev = device if device is not None else next(model.parameters()).device
-    pre = Preprocess(normalize)
-    was, moms = model.training, [m.momentum for m in bns]
-    for m in bns:
-        m.reset_running_stats()
-        m.momentum = None
-    model.train()
-    try:
-        for s in range(0, len(images), batch_size):
-            model(pre(torch.as_tensor(images[s:s + batch_size]).to(dev)))
-    finally:
-        for m, mom in zip(bns, moms):
-            m.momentum = mom
-        model.train(was)
-    return model
-
-
-_PAPER_CLASSES: dict[type, type] = {}
-
-
-def with_paper_protocol(cls: type[Method]) -> type[Method]:
-    """``cls`` with :class:`PaperProtocol` mixed in (same ``name``; not registered)."""
-    if issubclass(cls, PaperProtocol):
-        return cls
-    if cls not in _PAPER_CLASSES:
-        _PAPER_CLASSES[cls] = type(f"{cls.__name__}Paper", (PaperProtocol, cls),
-                                   {"__doc__": f"{cls.__name__} with Surgical Aggregation's protocol."})
-    return _PAPER_CLASSES[cls]
-
-
 def paper_method(name: str, **hparams: Any) -> Method:
     """A registered method with the paper's protocol: ``paper_method("fedavg_pl",
-    bn_policy="frozen", warmup_epochs=15)`` is FL + partial loss with FedBN+ and warm-up."""
-    from . import METHODS, _load_optional
+    bn_policy="frozen", warmup_epochs=15)`` is FL + partial loss with FedBN+ and warm-up.
+    Every method takes the protocol's options (the head warm-up is the
+    :class:`~fedpl_core.methods.blocks.HeadWarmup` block), so this is
+    :func:`~fedpl_core.methods.get_method`."""
+    from . import get_method
 
-    _load_optional()
-    if name not in METHODS:
-        raise ValueError(f"unknown method {name!r}; available: {', '.join(sorted(METHODS))}")
-    return with_paper_protocol(METHODS[name])(**hparams)
+    return get_method(name, **hparams)
 
 
 # ============================================================================ the method
 @register
-class SurgicalAggregation(PaperProtocol, FedAvg):
+class SurgicalAggregation(FedAvg):
     """Surgical Aggregation: encoder by ``weighting`` / ``bn_policy``, head class by class.
 
     Hyper-parameters: ``bn_policy`` (``aggregate`` FedAvg, ``local`` FedBN, ``frozen``
@@ -404,7 +285,7 @@ class SurgicalAggregation(PaperProtocol, FedAvg):
         names = ctx.state.get("class_names")
         if names is None:
             names = client_class_order(ctx.info.class_names, ctx.data.class_mask, self.class_order,
-                                       seed=_seed(ctx.cfg.seed, ctx.client_id, 7717), client_name=ctx.data.name)
+                                       seed=derive_seed(ctx.cfg.seed, ctx.client_id, 7717), client_name=ctx.data.name)
             ctx.state["class_names"] = names
         return list(names)
 
@@ -484,7 +365,5 @@ class SurgicalAggregation(PaperProtocol, FedAvg):
         server.global_state.update(new)
 
 
-__all__ = ["SurgicalAggregation", "PaperProtocol", "surgical_head_aggregate", "rebuild_local_head",
-           "client_class_order", "warm_up_head", "calibrate_batchnorm",
-           "with_paper_protocol",
-           "paper_method"]
+__all__ = ["SurgicalAggregation", "surgical_head_aggregate", "rebuild_local_head",
+           "client_class_order", "warm_up_head", "calibrate_batchnorm", "paper_method"]

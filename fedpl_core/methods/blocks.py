@@ -1,0 +1,617 @@
+"""The building blocks every method is composed from, in one place.
+
+A method (:class:`~fedpl_core.methods.base.Method`) holds a few *slots* that its keyword
+options fill with a block (see ``Method.__init__``); a paper's file says which blocks it
+uses and adds only its own step.  No method file builds on another paper's file: what two
+methods share lives here.
+
+Slots (options accepted by every method unless a class fixes them):
+
+* ``loss`` - the supervised term (:meth:`Method.supervised_loss`): ``"bce"`` (BCE, CE for a
+  single-label task, over the annotated entries with ``partial`` or over every entry with
+  missing labels as negatives) or ``"wbce"`` (the same with the positive term of class c
+  weighted by the client's ``N_neg / N_pos``, FedPSL Sec. VII-D-3; ``pos_weight=False``
+  turns the weighting off).  :class:`SupervisedLoss`.
+* ``head`` - how the server averages the head (the default ``Method.aggregate``):
+  ``"plain"`` (FedAvg: every shared array by the client weights), or row-wise by per-class
+  counts through :func:`~fedpl_core.aggregation.rowwise_average`: ``"tdma"`` (labelled
+  counts n_k^c, FedPSL Eq. 9), ``"positive"`` (positive counts), ``"awpa"`` (the
+  ``class_counts`` a client declares, FedLSM Eq. 7).  :class:`HeadAggregation`.
+* ``warmup_epochs`` / ``warmup_lr`` - Surgical Aggregation's head warm-up at a client's
+  first round (encoder frozen), after the method's own ``before_training``.  :class:`HeadWarmup`.
+* ``clients`` - ``"own"`` (federated), ``"pooled"`` (every client's data on one machine with
+  its partial labels), ``"pooled_true_labels"`` (pooled, every true label: the Oracle) or
+  ``"true_labels"`` (the same clients, every true label).  :func:`prepare_clients`.
+
+Terms a method adds to its loss: :class:`Proximal` (FedProx), :func:`moon_contrastive`
+(MOON).  Client-side helpers shared by the semi-supervised baselines: an EMA teacher
+(:func:`init_teacher`, :func:`ema_update`), un-augmented batches (:func:`clean_batches`,
+:func:`clean_local_train`), pseudo-label bookkeeping (:func:`record_pseudo_labels`) and
+the sigmoid ramp (:func:`sigmoid_rampup`).  BatchNorm: :func:`calibrate_batchnorm`
+(FedBN+ with a randomly initialised model).  Federated SimSiam pre-training
+(:class:`SimSiamPretraining`, FedSSP and FedMatch+) is the one block mixed in as a class.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..aggregation import aggregate_with_head_weights, weighted_average
+from ..checkpoint import atomic_torch_save
+from ..federation import Batch, ClientData, ClientUpdate, derive_seed
+from ..losses import class_pos_weight, masked_bce, masked_ce
+from ..models import HEAD_KEYS
+from ..preprocess import Preprocess
+from ..views import strong_view
+
+
+def bn_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
+    return [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+
+
+# ============================================================================ losses
+@dataclass(frozen=True)
+class SupervisedLoss:
+    """The supervised term on the annotated labels: BCE (CE for a single-label task), over
+    the annotated entries when the method is ``partial``, else over every entry (missing =
+    negative).  ``weighted``: the positive term of class c weighted by the client's ``N_neg
+    / N_pos`` of c (FedPSL, Sec. VII-D-3, used for every method of that paper).
+
+    The weights are computed once per client from its training labels (over its known
+    entries with the partial loss, over all entries when missing labels are negatives)
+    and kept in ``ctx.state["pos_weight"]``.
+    """
+
+    weighted: bool = False
+
+    def class_pos_weight(self, method, ctx) -> torch.Tensor:
+        pw = ctx.state.get("pos_weight")
+        if pw is None:
+            d = ctx.data
+            pw = class_pos_weight(d.labels, d.mask if method.partial else None)
+            ctx.state["pos_weight"] = pw
+        return pw
+
+    def init_client(self, method, ctx) -> None:
+        if self.weighted and ctx.info.task != "multiclass":
+            self.class_pos_weight(method, ctx)
+
+    def __call__(self, method, ctx, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
+        mask = batch.mask if method.partial else None
+        if ctx.info.task == "multiclass":
+            return masked_ce(logits, batch.y, mask)
+        if not self.weighted:
+            return masked_bce(logits, batch.y, mask)
+        scratch = getattr(ctx, "scratch", {})
+        pw = scratch.get("pos_weight")
+        if pw is None or pw.device != logits.device or pw.dtype != logits.dtype:
+            pw = scratch["pos_weight"] = self.class_pos_weight(method, ctx).to(device=logits.device, dtype=logits.dtype)
+        return masked_bce(logits, batch.y, mask, pos_weight=pw)
+
+
+LOSSES = ("bce", "wbce")
+
+
+def make_loss(loss: str | SupervisedLoss, pos_weight: bool | None = None) -> SupervisedLoss:
+    """The block of the ``loss`` option; ``pos_weight`` (when not None) switches the class
+    weighting on or off whatever ``loss`` says (the older spelling of ``"wbce"``)."""
+    if isinstance(loss, SupervisedLoss):
+        return loss
+    if loss not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r}; use one of {LOSSES}")
+    return SupervisedLoss(weighted=loss == "wbce" if pos_weight is None else bool(pos_weight))
+
+
+@dataclass(frozen=True)
+class Proximal:
+    """FedProx's term (Li et al. 2020): ``mu/2 ||w - w_global||^2`` over all trainable
+    parameters, ``w_global`` taken by :meth:`anchor` before local training."""
+
+    mu: float = 0.0
+
+    def anchor(self, ctx) -> None:
+        ctx.scratch["anchor"] = [p.detach().clone() for p in ctx.model.parameters() if p.requires_grad]
+
+    def __call__(self, ctx) -> torch.Tensor:
+        params = [p for p in ctx.model.parameters() if p.requires_grad]
+        prox = sum(((p - a) ** 2).sum() for p, a in zip(params, ctx.scratch["anchor"]))
+        return 0.5 * self.mu * prox
+
+
+def moon_contrastive(z: torch.Tensor, z_glob: torch.Tensor, z_prev: torch.Tensor,
+                     temperature: float = 0.5) -> torch.Tensor:
+    """MOON's model-contrastive loss (Eq. 3), mean over the batch; ``[B, d]`` inputs."""
+    z, z_glob, z_prev = z.flatten(1), z_glob.flatten(1), z_prev.flatten(1)
+    pos = F.cosine_similarity(z, z_glob, dim=1) / temperature
+    neg = F.cosine_similarity(z, z_prev, dim=1) / temperature
+    logits = torch.stack([pos, neg], dim=1)
+    return F.cross_entropy(logits, torch.zeros(len(z), dtype=torch.long, device=z.device))
+
+
+def sigmoid_rampup(current: float, begin: float, end: float) -> float:
+    """``exp(-5 (1 - clip((current - begin) / (end - begin), 0, 1))^2)`` (Laine & Aila 2017);
+    a step from exp(-5) to 1 at ``begin`` when ``end <= begin`` (a run shorter than ``begin``)."""
+    if end <= begin:
+        return 1.0 if current >= begin else float(math.exp(-5.0))
+    phase = 1.0 - (min(max(current, begin), end) - begin) / (end - begin)
+    return float(math.exp(-5.0 * phase * phase))
+
+
+# ============================================================================ heads
+def rowwise_head_aggregate(server, updates, encoder_weights, key: str = "label_counts") -> None:
+    """Row-wise head aggregation on the server: encoder arrays by ``encoder_weights``; head
+    row c and its bias by each client's count of c in its metadata ``key`` (``label_counts``
+    = n_k^c, FedPSL's TDMA, Eq. 9; ``positive_counts``; ``class_counts``, FedLSM's AWPA,
+    Eq. 7), through :func:`~fedpl_core.aggregation.rowwise_average`.  A class with zero
+    total weight keeps its previous global row."""
+    states = [u.state for u in updates]
+    head = [k for k in HEAD_KEYS if k in states[0]]
+    w = torch.stack([torch.as_tensor(u.metadata[key], dtype=torch.float64).flatten() for u in updates])
+    server.global_state.update(aggregate_with_head_weights(states, encoder_weights, w, head_keys=head,
+                                                           previous=server.global_state))
+
+
+#: head option -> the metadata key of the per-class counts (None: FedAvg)
+HEADS = {"plain": None, "tdma": "label_counts", "positive": "positive_counts", "awpa": "class_counts"}
+
+
+@dataclass(frozen=True)
+class HeadAggregation:
+    """The server's aggregation: ``counts=None`` is FedAvg (every shared array by the
+    method's client weights); otherwise the encoder by the client weights and head row c
+    by each client's ``counts`` metadata of c (:func:`rowwise_head_aggregate`)."""
+
+    counts: str | None = None
+
+    def __call__(self, method, server, updates) -> None:
+        if self.counts is None:
+            server.global_state.update(weighted_average([u.state for u in updates], method.client_weights(updates)))
+        else:
+            rowwise_head_aggregate(server, updates, method.client_weights(updates), self.counts)
+
+
+def make_head(head: str | HeadAggregation) -> HeadAggregation:
+    if isinstance(head, HeadAggregation):
+        return head
+    if head not in HEADS:
+        raise ValueError(f"unknown head {head!r}; use one of {sorted(HEADS)}")
+    return HeadAggregation(HEADS[head])
+
+
+# ============================================================================ warm-up
+@dataclass(frozen=True)
+class HeadWarmup:
+    """Surgical Aggregation's head warm-up (Sec. 2.4) for any method: at a client's first
+    participation, after the method's own ``before_training``, :func:`warm_up_head` for
+    ``epochs`` epochs at ``lr`` (0 epochs: off)."""
+
+    epochs: float = 0.0
+    lr: float = 5e-3
+
+    def __post_init__(self):
+        if self.epochs < 0 or self.lr <= 0:
+            raise ValueError(f"warmup_epochs must be >= 0 and warmup_lr > 0, got {self.epochs}, {self.lr}")
+
+    def __call__(self, method, ctx) -> None:
+        if self.epochs > 0 and not ctx.state.get("warmed_up"):
+            warm_up_head(method, ctx, self.epochs, self.lr)
+            ctx.state["warmed_up"] = True
+
+
+def warm_up_head(method, ctx, epochs: float, lr: float) -> float:
+    """Train the head alone (encoder frozen, in inference mode) for ``epochs`` epochs of
+    the client's data with its own Adam; returns the mean loss.  Leaves every encoder
+    array (parameters and BatchNorm buffers) untouched."""
+    model, data, cfg = ctx.model, ctx.data, ctx.cfg
+    head, enc = model.head, model.encoder
+    was_training = model.training
+    model.train(True)
+    enc.eval()
+    gen = torch.Generator().manual_seed(derive_seed(cfg.seed, ctx.client_id, 48611))
+    n = data.n
+    bs = min(cfg.batch_size, n)
+    per_epoch = max(1, n // bs)
+    steps = max(1, int(math.ceil(per_epoch * epochs)))
+    cached = None
+    if cfg.augment == "none":
+        with torch.no_grad(), ctx.autocast():
+            cached = torch.cat([enc(b.x).float() for b in ctx.iterate_all()])
+    opt = torch.optim.Adam([head.weight, head.bias], lr=lr)
+    total, done = 0.0, 0
+    try:
+        while done < steps:
+            perm = torch.randperm(n, generator=gen)
+            for s in range(0, n - bs + 1, bs):
+                pos = perm[s:s + bs]
+                batch = Batch(None, data.labels[pos].to(ctx.device), data.mask[pos].to(ctx.device), pos,
+                              data.indices[pos])
+                if cached is not None:
+                    feats = cached[pos.to(cached.device)]
+                else:
+                    batch.x = ctx.make_batch(pos, train=True, generator=gen).x
+                    with torch.no_grad(), ctx.autocast():
+                        feats = enc(batch.x).float()
+                opt.zero_grad(set_to_none=True)
+                loss = method.loss(ctx, head(feats).float(), feats, batch)
+                loss.backward()
+                opt.step()
+                total += float(loss.detach())
+                done += 1
+                if done == steps:
+                    break
+    finally:
+        head.weight.grad = head.bias.grad = None
+        model.train(was_training)
+    return total / max(done, 1)
+
+
+@torch.no_grad()
+def calibrate_batchnorm(model: torch.nn.Module, images, normalize: str = "fixed", batch_size: int = 256,
+                        device: str | torch.device | None = None) -> torch.nn.Module:
+    """Set every BatchNorm layer's running statistics to those of ``images`` under the
+    current weights (cumulative average over the batches); nothing else changes.
+
+    A stand-in for *pre-trained* BatchNorm statistics when no pre-trained weights are
+    available: FedBN+ freezes BatchNorm at the initial model, which for a randomly
+    initialised network means no normalisation at all.  Calibrating once on a public
+    set of images that belongs to no client (and giving every method the same
+    calibrated initial model) keeps FedBN+ meaningful.  ``images``: uint8 ``[N, C, H, W]``.
+    """
+    bns = bn_modules(model)
+    if not bns or len(images) == 0:
+        return model
+    dev = device if device is not None else next(model.parameters()).device
+    pre = Preprocess(normalize)
+    was, moms = model.training, [m.momentum for m in bns]
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None
+    model.train()
+    try:
+        for s in range(0, len(images), batch_size):
+            model(pre(torch.as_tensor(images[s:s + batch_size]).to(dev)))
+    finally:
+        for m, mom in zip(bns, moms):
+            m.momentum = mom
+        model.train(was)
+    return model
+
+
+# ============================================================================ clients
+CLIENTS = ("own", "pooled", "pooled_true_labels", "true_labels")
+
+
+def pool_clients(clients: list, labels=None, mask=None, name="pooled") -> list:
+    """All clients' data as one client, each sample keeping its client's partial labels."""
+    idx = torch.cat([c.indices for c in clients])
+    vals = [c.val for c in clients if c.val is not None]
+    return [ClientData(idx,
+                       torch.cat([c.labels for c in clients]) if labels is None else labels,
+                       torch.cat([c.mask for c in clients]) if mask is None else mask,
+                       torch.stack([c.class_mask for c in clients]).any(0), name,
+                       val=pool_clients(vals, name=f"{name}-val")[0] if vals else None)]
+
+
+def with_true_labels(c, dataset):
+    """A copy of client data carrying every true label (and its val split too)."""
+
+    idx = c.indices.numpy()
+    return ClientData(c.indices, torch.from_numpy(dataset.labels[idx]).float(), torch.from_numpy(dataset.known[idx]),
+                      torch.ones_like(c.class_mask), c.name,
+                      val=None if c.val is None else with_true_labels(c.val, dataset))
+
+
+def prepare_clients(clients: list, dataset, how: str = "own") -> list:
+    """The clients a method trains on (the ``clients`` option, see the module docstring)."""
+    if how == "own":
+        return clients
+    if how == "pooled":
+        return pool_clients(clients)
+    if how == "pooled_true_labels":
+        return [with_true_labels(c, dataset) for c in pool_clients(clients, name="oracle")]
+    if how == "true_labels":
+        return [with_true_labels(c, dataset) for c in clients]
+    raise ValueError(f"unknown clients {how!r}; use one of {CLIENTS}")
+
+
+def require_single_label(method, info) -> None:
+    if info.task != "multiclass":
+        raise ValueError(f"{method.name} is defined for single-label (softmax) tasks only; this federation's task is "
+                         f"{info.task!r} (multi-label: one sigmoid per class, no softmax over classes to restrict)")
+
+
+# ============================================================================ teachers, views
+def clean_batches(ctx) -> Iterator[Batch]:
+    """The round's batches without the engine's augmentation (methods make their own views)."""
+    for pos in ctx.batch_positions():
+        yield ctx.make_batch(pos, train=False)
+
+
+def clean_local_train(method, ctx) -> float:
+    """``method.train_step`` over :func:`clean_batches`; the mean loss."""
+    total, steps = 0.0, 0
+    for batch in clean_batches(ctx):
+        total += float(method.train_step(ctx, batch))
+        steps += 1
+    return total / max(steps, 1)
+
+
+def init_teacher(ctx) -> None:
+    """The EMA teacher starts as the model a client holds the first time it trains."""
+    if "teacher" not in ctx.state:
+        ctx.state["teacher"] = ctx.extract_state()
+        ctx.state["ema_step"] = 0
+
+
+def record_pseudo_labels(ctx, pos: torch.Tensor, mask: torch.Tensor, target: torch.Tensor) -> None:
+    """Rows ``pos`` of ``ctx.state["pseudo_labels"]``: ``mask`` where an entry now has a
+    pseudo-label, ``target`` in [0, 1] (0 elsewhere)."""
+    pl = ctx.state.get("pseudo_labels")
+    if pl is None:
+        n, c = ctx.data.n, ctx.info.num_classes
+        pl = ctx.state["pseudo_labels"] = {"mask": torch.zeros(n, c, dtype=torch.bool), "target": torch.zeros(n, c)}
+    m = mask.detach().bool().cpu()
+    pl["mask"][pos.cpu()] = m
+    pl["target"][pos.cpu()] = torch.where(m, target.detach().float().cpu(), torch.zeros(()))
+
+
+def ema_update(teacher: dict[str, torch.Tensor], model: torch.nn.Module, decay: float, step: int) -> None:
+    """Mean-teacher EMA: ``t = a t + (1 - a) s`` with ``a = min(1 - 1/(step+1), decay)``
+    for every floating array; integer buffers are copied."""
+    a = min(1.0 - 1.0 / (step + 1), decay)
+    with torch.no_grad():
+        for k, v in model.state_dict().items():
+            t = teacher[k]
+            if t.is_floating_point():
+                t.mul_(a).add_(v.to(t.dtype), alpha=1.0 - a)
+            else:
+                t.copy_(v)
+
+
+# ============================================================================ SimSiam pre-training
+SSP = "ssp/"  # prefix of the method-owned arrays in a client update
+
+
+# ------------------------------------------------------------------- SimSiam parts
+def simsiam_loss(p1: torch.Tensor, p2: torch.Tensor, z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
+    """SimSiam's symmetrised loss ``D(p1, sg(z2)) / 2 + D(p2, sg(z1)) / 2``, with
+    ``D(p, z) = -mean_i cos(p_i, z_i)`` (Chen & He 2021, Eqs. 1-2, stop-gradient on z)."""
+    d = lambda p, z: -F.cosine_similarity(p, z.detach(), dim=1).mean()
+    return 0.5 * d(p1, z2) + 0.5 * d(p2, z1)
+
+
+def _linear(o: int, i: int, g: torch.Generator) -> torch.Tensor:
+    b = 1.0 / math.sqrt(i)  # torch.nn.Linear's default range (kaiming_uniform with a = sqrt 5)
+    return (torch.rand(o, i, generator=g) * 2 - 1) * b
+
+
+def init_projector(d: int, proj_dim: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+    return {"l0.w": _linear(d, d, g), "bn0.w": torch.ones(d), "bn0.b": torch.zeros(d),
+            "l1.w": _linear(d, d, g), "bn1.w": torch.ones(d), "bn1.b": torch.zeros(d),
+            "l2.w": _linear(proj_dim, d, g)}
+
+
+def init_predictor(proj_dim: int, pred_dim: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+    return {"l0.w": _linear(pred_dim, proj_dim, g), "bn0.w": torch.ones(pred_dim), "bn0.b": torch.zeros(pred_dim),
+            "l1.w": _linear(proj_dim, pred_dim, g), "l1.b": (torch.rand(proj_dim, generator=g) * 2 - 1) / math.sqrt(pred_dim)}
+
+
+def _bn(x, w=None, b=None):
+    return F.batch_norm(x, None, None, w, b, training=True)
+
+
+def projector(q: dict[str, torch.Tensor], f: torch.Tensor) -> torch.Tensor:
+    h = F.relu(_bn(f @ q["l0.w"].T, q["bn0.w"], q["bn0.b"]))
+    h = F.relu(_bn(h @ q["l1.w"].T, q["bn1.w"], q["bn1.b"]))
+    return _bn(h @ q["l2.w"].T)
+
+
+def predictor(q: dict[str, torch.Tensor], z: torch.Tensor) -> torch.Tensor:
+    return F.relu(_bn(z @ q["l0.w"].T, q["bn0.w"], q["bn0.b"])) @ q["l1.w"].T + q["l1.b"]
+
+
+def state_digest(state: dict[str, torch.Tensor]) -> str:
+    h = hashlib.sha256()
+    for k in sorted(state):
+        h.update(k.encode())
+        h.update(state[k].detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def cache_key(settings: dict[str, Any]) -> str:
+    """A short hash of JSON-serialisable ``settings`` (key order does not matter)."""
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+
+
+
+# ------------------------------------------------------------------- the mixin
+class SimSiamPretraining:
+    """Federated SimSiam pre-training for the first ``pretrain_rounds`` rounds, then the
+    method it is mixed into (FedAVG for FedSSP, FedMatch for FedMatch+): the one block that
+    is a mixin, since it takes over every hook during pre-training.  See
+    :mod:`fedpl_core.methods.fedssp` for the procedure and the cache."""
+
+    SSP_METADATA = ("ssp_key", "ssp_cached")
+    option_ranges = {"pretrain_rounds": "int>=0", "proj_dim": "int>=1", "pred_dim": "int>=1", "ssp_lr": ">0",
+                     "ssp_momentum": "[0,1]", "ssp_weight_decay": ">=0"}
+
+    def __init__(self, pretrain_rounds: int = 5, proj_dim: int = 2048, pred_dim: int = 512, ssp_lr: float = 0.05,
+                 ssp_momentum: float = 0.9, ssp_weight_decay: float = 1e-4, fix_pred_lr: bool = True,
+                 share_predictor: bool = False, cache_dir: str | None = None, **kw: Any):
+        super().__init__(**kw)
+        if int(pretrain_rounds) < 0:
+            raise ValueError(f"pretrain_rounds must be >= 0, got {pretrain_rounds}")
+        self.pretrain_rounds = int(pretrain_rounds)
+        self.proj_dim, self.pred_dim = int(proj_dim), int(pred_dim)
+        self.ssp_lr, self.ssp_momentum, self.ssp_weight_decay = float(ssp_lr), float(ssp_momentum), float(ssp_weight_decay)
+        self.fix_pred_lr, self.share_predictor = bool(fix_pred_lr), bool(share_predictor)
+        self.cache_dir = None if cache_dir is None else Path(cache_dir)
+        self._data_digest: dict[str, Any] = {}
+
+    def ssp_settings(self) -> dict[str, Any]:
+        return {"pretrain_rounds": self.pretrain_rounds, "proj_dim": self.proj_dim, "pred_dim": self.pred_dim,
+                "lr": self.ssp_lr, "momentum": self.ssp_momentum, "wd": self.ssp_weight_decay,
+                "fix_pred_lr": self.fix_pred_lr, "share_predictor": self.share_predictor, "version": 1}
+
+    # ---------------------------------------------------------------- harness
+    def prepare_clients(self, clients, dataset):
+        clients = super().prepare_clients(clients, dataset)
+        h = hashlib.sha256()
+        for c in clients:
+            h.update(c.indices.cpu().numpy().astype(np.int64).tobytes())
+        imgs = np.asarray(dataset.images)
+        step = max(1, len(imgs) // 64)
+        self._data_digest = {"sizes": [c.n for c in clients], "indices": h.hexdigest(),
+                             "dataset": [getattr(dataset, "name", ""), list(imgs.shape),
+                                         hashlib.sha256(np.ascontiguousarray(imgs[::step]).tobytes()).hexdigest()]}
+        return clients
+
+    def setup(self, model, info) -> None:
+        super().setup(model, info)
+        self._feature_dim = int(model.feature_dim)
+
+    # ---------------------------------------------------------------- server
+    def init_server(self, server) -> None:
+        super().init_server(server)
+        digest = state_digest(server.global_state)
+        g = torch.Generator().manual_seed(int(digest[:8], 16))
+        server.state.update(ssp_round=0, ssp_init=digest,
+                            ssp_projector=init_projector(self._feature_dim, self.proj_dim, g),
+                            ssp_predictor=init_predictor(self.proj_dim, self.pred_dim, g))
+
+    def payload(self, server, client_id):
+        if server.state["ssp_round"] >= self.pretrain_rounds:
+            return super().payload(server, client_id)
+        return {"state": server.global_state, "ssp_projector": server.state["ssp_projector"],
+                "ssp_predictor": server.state["ssp_predictor"], "ssp_init": server.state["ssp_init"]}
+
+    def aggregate(self, server, updates) -> None:
+        r = server.state["ssp_round"]
+        if r >= self.pretrain_rounds:
+            return super().aggregate(server, updates)
+        server.state["ssp_round"] = r + 1
+        if all(u.metadata.get("ssp_cached") for u in updates):
+            server.global_state.update({k: v.clone() for k, v in updates[0].state.items() if not k.startswith(SSP)})
+            return
+        w = self.client_weights(updates)
+        model = [ClientUpdate(u.client_id, {k: v for k, v in u.state.items() if not k.startswith(SSP)},
+                              u.num_samples, u.metadata) for u in updates]
+        server.global_state.update(weighted_average([u.state for u in model], w))
+        for part in ("projector", "predictor") if self.share_predictor else ("projector",):
+            pre = f"{SSP}{part}/"
+            avg = weighted_average([{k[len(pre):]: v for k, v in u.state.items() if k.startswith(pre)}
+                                    for u in updates], w)
+            server.state[f"ssp_{part}"] = avg
+        key = updates[0].metadata.get("ssp_key")
+        if self.cache_dir is not None and key and r + 1 == self.pretrain_rounds:
+            atomic_torch_save({k: v.detach().cpu() for k, v in server.global_state.items()},
+                        self.cache_dir / f"simsiam-{key}.pt")
+
+    # ---------------------------------------------------------------- client
+    def _pretraining(self, ctx) -> bool:
+        return ctx.round < self.pretrain_rounds
+
+    def ssp_key(self, ctx, init_digest: str) -> str:
+        cfg = ctx.cfg
+        eng = {k: getattr(cfg, k, None) for k in ("seed", "batch_size", "local_epochs", "local_iters",
+                                                     "client_fraction", "normalize", "channels_last")}
+        shapes = {k: list(v.shape) for k, v in ctx.extract_state().items()}
+        return cache_key({"ssp": self.ssp_settings(), "engine": eng, "shapes": shapes, "init": init_digest,
+                          "data": self._data_digest, "torch": torch.__version__})
+
+    def receive(self, ctx, payload) -> None:
+        if not self._pretraining(ctx):
+            return super().receive(ctx, payload)
+        ctx.load_state(payload["state"])
+        key = self.ssp_key(ctx, payload["ssp_init"])
+        ctx.scratch["ssp_key"] = key
+        path = None if self.cache_dir is None else self.cache_dir / f"simsiam-{key}.pt"
+        if path is not None and path.exists():
+            ctx.load_state(torch.load(path, map_location="cpu", weights_only=True))
+            ctx.scratch["ssp_cached"] = True
+            return
+        dev = ctx.device
+        ctx.scratch["ssp_projector"] = {k: v.detach().clone().to(dev) for k, v in payload["ssp_projector"].items()}
+        pred = payload["ssp_predictor"] if self.share_predictor else ctx.state.get("ssp_predictor", payload["ssp_predictor"])
+        ctx.scratch["ssp_predictor"] = {k: v.detach().clone().to(dev) for k, v in pred.items()}
+
+    def before_training(self, ctx) -> None:
+        if not self._pretraining(ctx):
+            super().before_training(ctx)
+
+    def after_training(self, ctx) -> None:
+        if not self._pretraining(ctx):
+            super().after_training(ctx)
+
+    def local_train(self, ctx) -> float:
+        if not self._pretraining(ctx):
+            return super().local_train(ctx)
+        if ctx.scratch.get("ssp_cached"):
+            ctx.log(ssp_cache_hit=1.0)
+            return 0.0
+        proj = {k: v.requires_grad_(True) for k, v in ctx.scratch["ssp_projector"].items()}
+        pred = {k: v.requires_grad_(True) for k, v in ctx.scratch["ssp_predictor"].items()}
+        enc = [p for p in ctx.model.encoder.parameters() if p.requires_grad]
+        bs = min(ctx.cfg.batch_size, ctx.data.n)
+        lr = self.ssp_lr * bs / 256 * 0.5 * (1 + math.cos(math.pi * ctx.round / max(self.pretrain_rounds, 1)))
+        pred_lr = self.ssp_lr * bs / 256 if self.fix_pred_lr else lr
+        opt = torch.optim.SGD([{"params": enc + list(proj.values()), "lr": lr},
+                               {"params": list(pred.values()), "lr": pred_lr}],
+                              lr=lr, momentum=self.ssp_momentum, weight_decay=self.ssp_weight_decay)
+        total, steps = 0.0, 0
+        for pos in ctx.batch_positions():
+            if len(pos) < 2:
+                continue  # BatchNorm needs two samples
+            x = ctx.make_batch(pos, train=False).x
+            x1, x2 = strong_view(x, ctx.generator), strong_view(x, ctx.generator)
+            opt.zero_grad(set_to_none=True)
+            with ctx.autocast():
+                f = ctx.model.encoder(torch.cat([x1, x2])).float()
+            z = projector(proj, f)
+            p = predictor(pred, z)
+            n = len(pos)
+            loss = simsiam_loss(p[:n], p[n:], z[:n], z[n:])
+            loss.backward()
+            opt.step()
+            total, steps = total + float(loss.detach()), steps + 1
+        ctx.state["ssp_predictor"] = {k: v.detach().cpu() for k, v in pred.items()}
+        ctx.log(ssp_loss=total / max(steps, 1), ssp_cache_hit=0.0)
+        return total / max(steps, 1)
+
+    def update_metadata(self, ctx):
+        meta = super().update_metadata(ctx)
+        if self._pretraining(ctx):
+            meta.update(ssp_key=ctx.scratch["ssp_key"], ssp_cached=bool(ctx.scratch.get("ssp_cached", False)))
+        return meta
+
+    def make_update(self, ctx):
+        if not self._pretraining(ctx):
+            return super().make_update(ctx)
+        meta = self.update_metadata(ctx)
+        state = ctx.extract_state()
+        if self.local_keys:
+            ctx.state["local"] = {k: state.pop(k) for k in self.local_keys}
+        if not ctx.scratch.get("ssp_cached"):
+            parts = {"projector": ctx.scratch["ssp_projector"]}
+            if self.share_predictor:
+                parts["predictor"] = ctx.scratch["ssp_predictor"]
+            for part, arrays in parts.items():
+                state.update({f"{SSP}{part}/{k}": v.detach().clone() for k, v in arrays.items()})
+        return ClientUpdate(ctx.client_id, state, ctx.data.n, meta)
+
+
+__all__ = ["SupervisedLoss", "LOSSES", "make_loss", "Proximal", "moon_contrastive", "sigmoid_rampup",
+           "rowwise_head_aggregate", "HEADS", "HeadAggregation", "make_head", "HeadWarmup", "warm_up_head",
+           "calibrate_batchnorm", "CLIENTS", "pool_clients", "with_true_labels", "prepare_clients",
+           "require_single_label", "clean_batches", "clean_local_train", "init_teacher", "record_pseudo_labels",
+           "ema_update", "bn_modules", "class_pos_weight", "SimSiamPretraining", "simsiam_loss", "SSP"]
