@@ -157,3 +157,26 @@ def test_one_seed_shows_the_mean_without_a_spread():
     assert s.loc[("s", "a"), "auroc_mean"] == "80.00" and s.loc[("s", "a"), "n"] == 1
     assert s.loc[("s", "b"), "auroc_mean"] == "71.00 ± 1.41"  # sample sd of 70, 72
     assert fmt_mean_std(0.5, float("nan"), 3) == "0.500"
+
+
+def test_the_runner_layers_import_only_downward():
+    """fedpl_core/runs: config < build < results < runner < grid < study (issue 26). Each
+    module imports only the ones before it, at module level or inside a function, and
+    nothing that imports the runner (experiments, studies, cli, the package root);
+    experiments.py is a short facade of re-exports."""
+    import ast
+    from pathlib import Path
+
+    root = Path(E.__file__).parent
+    order = ["config", "build", "results", "runner", "grid", "study"]
+    assert sorted(p.stem for p in (root / "runs").glob("*.py")) == sorted(order + ["__init__"])
+    for i, name in enumerate(order):
+        nodes = list(ast.walk(ast.parse((root / "runs" / f"{name}.py").read_text())))
+        here = {n.module for n in nodes if isinstance(n, ast.ImportFrom) and n.level == 1}
+        assert here <= set(order[:i]), f"runs/{name}.py imports runs/{sorted(here - set(order[:i]))}"
+        above = {n.module or a.name for n in nodes if isinstance(n, ast.ImportFrom) and n.level == 2 for a in n.names}
+        above |= {a.name for n in nodes if isinstance(n, ast.Import) for a in n.names if a.name.startswith("fedpl_core")}
+        assert not {m.split(".")[0] for m in above} & {"experiments", "studies", "cli", "fedpl_core", "__version__"}, \
+            (name, above)
+    assert len((root / "experiments.py").read_text().splitlines()) < 200
+    assert "import" not in (root / "runs" / "__init__.py").read_text().split('"""')[-1]
