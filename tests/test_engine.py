@@ -250,3 +250,26 @@ def test_validation_loss_of_fedprox_is_its_data_term(toy, toy_partition):
     assert np.isfinite(rec["val_loss"])
     sims[1].server.global_state = {k: v.clone() for k, v in sims[0].server.global_state.items()}
     assert sims[1].validation_loss() == pytest.approx(rec["val_loss"], rel=1e-6)
+
+
+def test_a_round_is_sites_training_on_payloads_and_the_server_aggregating(toy, toy_partition):
+    """The round loop by hand, through the public parts (sample_clients, Site.train,
+    Server.payload / aggregate), gives the simulation's global arrays and losses exactly."""
+    from fedpl_core.fl.server import sample_clients
+    from fedpl_core.fl.site import Site
+
+    sim = make_sim(toy, toy_partition, "fedprox", client_fraction=0.5, client_val_fraction=0.2)
+    hand = make_sim(toy, toy_partition, "fedprox", client_fraction=0.5, client_val_fraction=0.2)
+    assert all(isinstance(s, Site) for s in hand.sites) and hand.clients == [s.data for s in hand.sites]
+    assert len({id(s.work) for s in hand.sites}) == 1  # one working model serves every site
+    for r in range(2):
+        rec = sim.step()
+        hand.guard.scale = sim.guard.scale  # the start a diverging loss is measured against
+        clients = sample_clients(len(hand.sites), 0.5, 0, r)
+        assert len(clients) == 2 and clients == sorted(clients)
+        trained = [hand.sites[k].train(hand.server.payload(k), r) for k in clients]
+        assert all(isinstance(u, ClientUpdate) and u.client_id == k for (u, _), k in zip(trained, clients))
+        hand.server.aggregate([u for u, _ in trained])
+        assert states_equal(hand.server.global_state, sim.server.global_state)
+        assert rec["train_loss"] == float(np.mean([logs["train_loss"] for _, logs in trained]))
+        hand.round += 1
