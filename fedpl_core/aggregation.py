@@ -56,22 +56,34 @@ def rowwise_average(rows: Sequence[torch.Tensor], weights: torch.Tensor,
     ``sum_k weights[k, c] rows[k][c] / sum_k weights[k, c]`` (FedPSL Eq. 9, FedLSM Eq. 7,
     Surgical Aggregation Eq. 2 with 0/1 weights).  A class with zero total weight keeps
     ``fallback[c]`` (the previous global row) or, without a fallback, the plain mean.
+    The rows sharing one weight column are one :func:`weighted_average` of the clients
+    with a positive weight (the same arithmetic, so equal weights give FedAvg's bits).
     """
-    stack = torch.stack([r.to(torch.float64) for r in rows])  # [K, C, ...]
+    K = len(rows)
     w = torch.as_tensor(weights, dtype=torch.float64)
-    if w.shape != stack.shape[:2]:
-        raise ValueError(f"weights shape {tuple(w.shape)} != [clients, classes] {tuple(stack.shape[:2])}")
+    if w.shape != (K, rows[0].shape[0]):
+        raise ValueError(f"weights shape {tuple(w.shape)} != [clients, classes] {(K, rows[0].shape[0])}")
     if (w < 0).any():
         raise ValueError("row weights must be >= 0")
     total = w.sum(0)  # [C]
-    safe = torch.where(total > 0, total, torch.ones_like(total))
-    wn = w / safe
-    extra = (1,) * (stack.dim() - 2)
-    out = (wn.view(*w.shape, *extra) * stack).sum(0)
+    out = torch.zeros_like(rows[0], dtype=torch.float64)
+    # one FedAvg per distinct weight column, with weighted_average's very arithmetic on the
+    # full arrays of the clients whose weight is positive (so that equal weights give FedAvg's
+    # bits, whatever the classes)
+    groups: dict[tuple[float, ...], list[int]] = {}
+    for c, col in enumerate(w.t().tolist()):
+        if total[c] > 0:
+            groups.setdefault(tuple(col), []).append(c)
+    for col, classes in groups.items():
+        members = [k for k in range(K) if col[k] > 0]
+        avg = weighted_average([{"a": rows[k]} for k in members], [col[k] for k in members])["a"]
+        idx = torch.tensor(classes, dtype=torch.long, device=out.device)
+        out[idx] = avg[idx].to(torch.float64)
     empty = total <= 0
     if empty.any():
-        fb = stack.mean(0) if fallback is None else fallback.to(torch.float64)
-        out[empty] = fb[empty]
+        fb = torch.stack([r.to(torch.float64) for r in rows]).mean(0) if fallback is None \
+            else fallback.to(out.device, torch.float64)
+        out[empty.to(out.device)] = fb[empty.to(fb.device)].to(out.device)
     return out.to(rows[0].dtype)
 
 

@@ -118,7 +118,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from ..aggregation import weighted_average
+from ..aggregation import rowwise_average, weighted_average
 from ..federation import ClientUpdate, derive_seed
 from ..losses import masked_bce
 from ..models import HEAD_KEYS
@@ -155,10 +155,11 @@ def surgical_head_aggregate(local_heads: Sequence[Head], global_names: Sequence[
             is averaged over the clients that have it, with their weights renormalised.
 
     Returns ``(W [C, d], b [C])``.  A class held by one client gets that client's row
-    (Eq. 3).  The rows of the clients sharing a class are averaged with
-    :func:`~fedpl_core.aggregation.weighted_average` on full-size arrays, the very
-    operation FedAvg applies, so without class heterogeneity the head equals FedAvg's
-    bit for bit.
+    (Eq. 3).  The rows are averaged by :func:`~fedpl_core.aggregation.rowwise_average`
+    with weight ``weights[k]`` where client k has the class and 0 elsewhere; it computes
+    each distinct weight column with :func:`~fedpl_core.aggregation.weighted_average`'s
+    arithmetic on full-size arrays, the very operation FedAvg applies, so without class
+    heterogeneity the head equals FedAvg's bit for bit.
     """
     if not local_heads:
         raise ValueError("surgical_head_aggregate: no client heads")
@@ -194,17 +195,11 @@ def surgical_head_aggregate(local_heads: Sequence[Head], global_names: Sequence[
         if pw.shape != (C, d) or pb.shape != (C,):
             raise ValueError(f"previous head {tuple(pw.shape)}/{tuple(pb.shape)} does not fit [{C}, {d}]")
         out_w, out_b = pw.detach().to(dev).clone(), pb.detach().to(dev).clone()
-    # one weighted average per distinct set of clients sharing a class
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for c in range(C):
-        members = tuple(torch.nonzero(has[:, c]).flatten().tolist())
-        if members:
-            groups.setdefault(members, []).append(c)
-    for members, classes in groups.items():
-        avg = weighted_average([full[k] for k in members], [weights[k] for k in members])
-        rows = torch.tensor(classes, dtype=torch.long, device=dev)
-        out_w[rows] = avg["w"][rows].to(out_w.dtype)
-        out_b[rows] = avg["b"][rows].to(out_b.dtype)
+    # Eq. 2 / 3: row c averaged over the clients that have c (weights renormalised among
+    # them); a class no client has keeps its previous row
+    w = has.to(torch.float64) * torch.as_tensor(weights, dtype=torch.float64).view(-1, 1)
+    out_w = rowwise_average([f["w"] for f in full], w, fallback=out_w).to(out_w.dtype)
+    out_b = rowwise_average([f["b"] for f in full], w, fallback=out_b).to(out_b.dtype)
     return out_w, out_b
 
 
