@@ -1,30 +1,30 @@
 """fedpl: federated learning with partial labels.
 
-Modules, one job each:
+The layers, each importing only from those above it in this list:
 
-* :mod:`fedpl_core.data` - the in-memory data representation, the built-in synthetic
-  chest X-ray / skin-lesion generator (:mod:`~fedpl_core.data.synthetic`) and loaders
-  for the real data sets (:mod:`~fedpl_core.data.registry`);
-* :mod:`fedpl_core.datasets` - named data sources of experiments (train, test, extra
-  evaluation sets);
+* :mod:`fedpl_core.config` - generic validation and :class:`EngineConfig` (no registry);
+  :mod:`fedpl_core.fileio`, :mod:`fedpl_core.locks`, :mod:`fedpl_core.paths` - files;
+* :mod:`fedpl_core.data`, :mod:`fedpl_core.datasets` - the in-memory data representation,
+  the built-in synthetic data, the real data loaders and the named data sources;
 * :mod:`fedpl_core.partitions` - which samples (sample splits) and which classes (label
   sets) each client has;
-* :mod:`fedpl_core.models` - encoder + linear head models;
-* :mod:`fedpl_core.losses`, :mod:`fedpl_core.aggregation` - partial-label losses and
-  server aggregation rules on plain arrays;
-* :mod:`fedpl_core.federation` - the types the engine and the methods share (client
-  data, batches, updates, the client context, the server);
-* :mod:`fedpl_core.methods` - every method as a small class on one interface;
-* :mod:`fedpl_core.engine` - the round loop, with :mod:`~fedpl_core.preprocess`,
-  :mod:`~fedpl_core.evaluation`, :mod:`~fedpl_core.selection` and
-  :mod:`~fedpl_core.checkpoint` beside it, configured by :mod:`~fedpl_core.config`;
-* :mod:`fedpl_core.metrics` - AUROC, mAP, BACC, F1 ...;
-* :mod:`fedpl_core.experiments` - the one runner: configs, runs, grids, saved results;
-  :mod:`fedpl_core.studies` - the papers' experiments as declarative specs;
-* :mod:`fedpl_core.tables`, :mod:`fedpl_core.plotting` - paper-style tables and figures.
+* :mod:`fedpl_core.models`, :mod:`fedpl_core.metrics`, :mod:`fedpl_core.losses`,
+  :mod:`fedpl_core.aggregation`, :mod:`fedpl_core.views` - models, metrics, and the
+  arithmetic of losses, aggregation rules and augmented views on plain tensors;
+* :mod:`fedpl_core.fl` - the federated core: the types methods see (``fl.federation``),
+  a client (``fl.site.Site``), the server, the round loop (``fl.simulation``),
+  evaluation, model selection, checkpoints;
+* :mod:`fedpl_core.methods` - every method, composed from :mod:`fedpl_core.methods.blocks`;
+* :mod:`fedpl_core.runs` - the one runner, split by job: a run's config, building it, its
+  result file, the cache and locks, grid backends, studies (``run_many``);
+  :mod:`fedpl_core.experiments` re-exports its public names;
+* :mod:`fedpl_core.studies`, :mod:`fedpl_core.profiles` - the papers' experiments and the
+  notebooks' profiles; :mod:`fedpl_core.tables`, :mod:`fedpl_core.plotting` - tables and
+  figures; :mod:`fedpl_core.cli`, :mod:`fedpl_core.flower`, :mod:`fedpl_core.site` - the
+  command line, the Flower app, the report site.
 """
 from .config import EngineConfig
-from .engine import Simulation
+from .fl.simulation import Simulation
 from .experiments import ExperimentConfig, Study, run, run_many
 from .methods import available_methods, get_method
 
