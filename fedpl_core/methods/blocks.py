@@ -24,7 +24,8 @@ Slots (options accepted by every method unless a class fixes them):
   ``"true_labels"`` (the same clients, every true label).  :func:`prepare_clients`.
 
 Terms a method adds to its loss: :class:`Proximal` (FedProx), :func:`moon_contrastive`
-(MOON).  Client-side helpers shared by the semi-supervised baselines: an EMA teacher
+(MOON); :func:`logit_adjusted_bce` is the logit-adjusted supervised term (FedMLP's WPC,
+FedNoRo).  Client-side helpers shared by the semi-supervised baselines: an EMA teacher
 (:func:`init_teacher`, :func:`ema_update`), un-augmented batches (:func:`clean_batches`,
 :func:`clean_local_train`), pseudo-label bookkeeping (:func:`record_pseudo_labels`) and
 the sigmoid ramp (:func:`sigmoid_rampup`).  BatchNorm: :func:`calibrate_batchnorm`
@@ -108,6 +109,20 @@ def make_loss(loss: str | SupervisedLoss, pos_weight: bool | None = None) -> Sup
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; use one of {LOSSES}")
     return SupervisedLoss(weighted=loss == "wbce" if pos_weight is None else bool(pos_weight))
+
+
+def logit_adjusted_bce(logits: torch.Tensor, targets: torch.Tensor, known: torch.Tensor | None,
+                       shift: torch.Tensor | None = None, denom: float | None = None) -> torch.Tensor:
+    """BCE on logit-adjusted logits ``logits + shift`` (``shift[c] = tau ln(pi_c1 / pi_c0)``,
+    the class prior's log-odds; FedMLP's WPC, Eq. 3-4, FedNoRo's ``L_LA``) over the
+    ``known`` entries (None: every entry, missing = negative).  ``denom``: the sum is
+    divided by it (FedMLP: B x C); None: the mean over the known entries
+    (:func:`~fedpl_core.losses.masked_bce`)."""
+    z = logits if shift is None else logits + shift.to(logits)
+    if denom is None:
+        return masked_bce(z, targets, known)
+    bce = F.binary_cross_entropy_with_logits(z, targets, reduction="none")
+    return (bce * known.to(bce.dtype)).sum() / max(float(denom), 1.0)
 
 
 @dataclass(frozen=True)
@@ -610,7 +625,7 @@ class SimSiamPretraining:
         return ClientUpdate(ctx.client_id, state, ctx.data.n, meta)
 
 
-__all__ = ["SupervisedLoss", "LOSSES", "make_loss", "Proximal", "moon_contrastive", "sigmoid_rampup",
+__all__ = ["SupervisedLoss", "LOSSES", "make_loss", "logit_adjusted_bce", "Proximal", "moon_contrastive", "sigmoid_rampup",
            "rowwise_head_aggregate", "HEADS", "HeadAggregation", "make_head", "HeadWarmup", "warm_up_head",
            "calibrate_batchnorm", "CLIENTS", "pool_clients", "with_true_labels", "prepare_clients",
            "require_single_label", "clean_batches", "clean_local_train", "init_teacher", "record_pseudo_labels",

@@ -92,6 +92,7 @@ from ..federation import Batch
 from ..losses import masked_bce
 from . import register
 from .base import Method
+from .blocks import logit_adjusted_bce
 from .fedavg import FedAvg
 
 PAPER = dict(logit_adjust=True, wpc_norm="classes", cr_schedule="paper", st=True, degree_clients="active",
@@ -117,10 +118,9 @@ def adjusted_probability(prob: torch.Tensor, pos_rate: torch.Tensor) -> torch.Te
 def wpc_loss(logits: torch.Tensor, targets: torch.Tensor, known: torch.Tensor, shift: torch.Tensor | None,
              denom: float) -> torch.Tensor:
     """Eq. 4 summed over the ``known`` entries on ``logits + shift`` (shift = ln(pi1/pi0)),
-    divided by ``denom`` (paper: B x C)."""
-    z = logits if shift is None else logits + shift.to(logits)
-    bce = F.binary_cross_entropy_with_logits(z, targets, reduction="none")
-    return (bce * known.to(bce.dtype)).sum() / max(float(denom), 1.0)
+    divided by ``denom`` (paper: B x C): the logit-adjusted loss block
+    (:func:`~fedpl_core.methods.blocks.logit_adjusted_bce`)."""
+    return logit_adjusted_bce(logits, targets, known, shift, denom)
 
 
 def cr_denominator(norm: str, batch: int, classes: int, nominal_batch: int, missing: int) -> float:

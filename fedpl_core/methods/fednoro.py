@@ -35,9 +35,8 @@ import torch
 import torch.nn.functional as F
 
 from ..federation import Batch
-from ..losses import masked_bce
 from . import register
-from .blocks import sigmoid_rampup
+from .blocks import logit_adjusted_bce, sigmoid_rampup
 from .fedavg import FedAvg
 
 
@@ -93,7 +92,7 @@ class FedNoRo(FedAvg):
     def loss(self, ctx, logits, features, batch):
         z = logits + ctx.scratch["shift"]
         w = ctx.scratch["w"]
-        sup = masked_bce(z, batch.y, batch.mask if self.partial else None)
+        sup = logit_adjusted_bce(logits, batch.y, batch.mask if self.partial else None, ctx.scratch["shift"])
         q = torch.sigmoid(ctx.scratch["teacher"] / self.temperature)
         kd_mask = (~batch.mask if self.partial else torch.ones_like(batch.mask)).to(z.dtype)
         kd = (bernoulli_kl_logits(q, z) * kd_mask).sum() / kd_mask.sum().clamp_min(1.0)
