@@ -85,3 +85,27 @@ def test_without_its_own_step_it_is_fedavg_star(registered):
     mine = run(registered, mu=0.0, lambda_u=0.0)
     assert numbers(mine.history) == numbers(run("fedavg_star").history)
     assert numbers(run("fedavg", partial=True, loss="wbce", head="tdma").history) == numbers(mine.history)
+
+
+# ----------------------------------------------------------------- the papers' names are parameters
+@pytest.mark.parametrize("alias, name, kw", [
+    ("fedavg_wbce", "fedavg", dict(partial=True, loss="wbce")),
+    ("fedprox_star", "fedprox", dict(mu=0.001, partial=True, loss="wbce", head="tdma")),
+    ("moon_star", "moon", dict(head="tdma")),
+    ("fedavg_fixmatch_star", "fedfixmatch", dict(pos_weight=True, head="tdma")),
+    ("iml_wbce", "fedavg", dict(partial=True, loss="wbce", clients="pooled")),
+    ("oracle_wbce", "fedavg", dict(partial=True, loss="wbce", clients="pooled_true_labels")),
+])
+def test_a_papers_name_is_a_method_with_options(alias, name, kw):
+    assert numbers(run(alias).history) == numbers(run(name, **kw).history)
+
+
+def test_every_method_takes_the_head_warmup():
+    from fedpl_core.config import ConfigError
+    from fedpl_core.methods import available_methods
+
+    for name in available_methods():
+        m = get_method(name, warmup_epochs=2, warmup_lr=1e-3)
+        assert (m.warmup_epochs, m.warmup_lr) == (2.0, 1e-3) and type(m) is METHODS[name]
+        with pytest.raises(ConfigError, match="warmup_epochs"):
+            get_method(name, warmup_epochs=-1)
