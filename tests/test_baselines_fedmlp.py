@@ -16,7 +16,8 @@ from fedpl_core.methods.base import ClientUpdate
 from fedpl_core.methods.cbafed import cbafed_thresholds
 from fedpl_core.methods.fedirm import relation_matrix, symmetric_bernoulli_kl
 from fedpl_core.methods.fedlsr import bernoulli_js
-from fedpl_core.methods.fednoro import logit_shift, sigmoid_rampup
+from fedpl_core.methods.blocks import sigmoid_rampup
+from fedpl_core.methods.fednoro import logit_shift
 from fedpl_core.methods.rscfed import dma_weights, sample_subsets
 from fedpl_core.models import build_model
 from fedpl_core.partitions import ClientSpec, Partition

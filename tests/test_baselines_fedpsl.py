@@ -10,8 +10,8 @@ import torch
 from fedpl_core.aggregation import weighted_average
 from fedpl_core.engine import EngineConfig, Simulation
 from fedpl_core.methods import METHODS, get_method
+from fedpl_core.methods.blocks import simsiam_loss
 from fedpl_core.methods.fedmatch import FedMatch, agreement_labels, select_helpers
-from fedpl_core.methods.fedssp import simsiam_loss
 from fedpl_core.methods.mixup_pme import pme_targets
 from fedpl_core.models import build_model
 from fedpl_core.partitions import ClientSpec, Partition

@@ -9,8 +9,9 @@ from fedpl_core.federation import FederationInfo, Server
 from fedpl_core.losses import masked_bce
 from fedpl_core.methods import get_method
 from fedpl_core.methods.base import ClientUpdate
+from fedpl_core.methods.blocks import warm_up_head
 from fedpl_core.methods.surgical import (SurgicalAggregation, client_class_order, paper_method,
-                                         rebuild_local_head, surgical_head_aggregate, warm_up_head)
+                                         rebuild_local_head, surgical_head_aggregate)
 from fedpl_core.models import build_model
 from fedpl_core.partitions import ClientSpec, Partition, iid
 
