@@ -1,4 +1,9 @@
-"""Registry of methods: ``get_method("fedavg", **hparams)``."""
+"""Registry of methods: ``get_method("fedavg", **hparams)``.
+
+Methods are composed from the blocks of :mod:`fedpl_core.methods.blocks` (loss, head
+aggregation, clients, head warm-up); a paper's name is a registered class with its
+block defaults, so ``get_method("fedprox", loss="wbce", head="tdma")`` is a variant.
+"""
 from __future__ import annotations
 
 from typing import Any

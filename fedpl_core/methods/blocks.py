@@ -31,6 +31,12 @@ FedNoRo).  Client-side helpers shared by the semi-supervised baselines: an EMA t
 the sigmoid ramp (:func:`sigmoid_rampup`).  BatchNorm: :func:`calibrate_batchnorm`
 (FedBN+ with a randomly initialised model).  Federated SimSiam pre-training
 (:class:`SimSiamPretraining`, FedSSP and FedMatch+) is the one block mixed in as a class.
+
+A new method is a :class:`~fedpl_core.methods.base.Method` subclass that names its
+blocks in ``default_loss`` / ``default_head`` / ``default_clients`` and writes only its own
+step (``tests/test_blocks_example.py`` builds one in under 50 lines); a paper's variant
+is a registered subclass that changes those defaults, never a deeper chain (at most two
+levels below ``Method``).
 """
 from __future__ import annotations
 
