@@ -10,16 +10,23 @@ cpu       the default: converged runs with 3 seeds on 2 CPU cores           15 m
 full      the papers' settings (models, image sizes, schedules): a GPU      hours
 ========  ================================================================  ======================
 
-Each study maps a profile to its settings (``studies.fedpsl.settings(profile)``,
-``studies.surgical.make_settings(profile)``, ``studies.benchmark.settings(profile)``; the
-introduction notebook picks its few values with :func:`pick`);
-any single notebook parameter can still be overridden with papermill
-(``papermill nb.ipynb out.ipynb -p profile cpu -p seeds "[0, 1]"``).  Every notebook passes
-its parameters through :func:`notebook_parameters`, which checks them and reads the text
-papermill's ``-p`` gives a list or a mapping (``"[0, 1]"``).
+Profiles are declared one way: each study module has a table ``PROFILES = {"smoke": {...},
+"cpu": {...}, "full": {...}}`` of named fields (its settings: data sizes, model, ``seeds``,
+``rounds``, ``lr``, ...), and :func:`apply_parameters` takes a profile's row and applies a
+notebook's parameters to it (``None``: the profile's value).  Every notebook has the same
+parameters (:data:`NOTEBOOK_PARAMETERS`: ``profile``, ``seeds``, ``rounds``, ``lr``,
+``data_seed``, ``device``, ``workers``, ``results_dir``), then its data folder(s) and its own
+extras; any of them can be set with papermill
+(``papermill nb.ipynb out.ipynb -p profile cpu -p seeds "[0, 1]" -p rounds 4``).  The
+parameters are checked by :func:`notebook_parameters`, which also reads the text papermill's
+``-p`` gives a list or a mapping (``"[0, 1]"``).
 
->>> pick("cpu", smoke=1, cpu=3, full=5)
-3
+>>> TABLE = {"smoke": {"seeds": [0], "rounds": 2, "lr": 1e-3},
+...          "cpu": {"seeds": [0, 1, 2], "rounds": 16, "lr": 3e-3},
+...          "full": {"seeds": [0, 1, 2], "rounds": 100, "lr": 1e-3}}
+>>> row = apply_parameters(TABLE, "cpu", seeds="[0, 1]", rounds=None, lr=1e-2)
+>>> row["seeds"], row["rounds"], row["lr"]
+([0, 1], 16, 0.01)
 >>> check_profile("gpu")
 Traceback (most recent call last):
 ...
@@ -27,11 +34,11 @@ ValueError: unknown profile 'gpu': choose one of smoke, cpu, full
 """
 from __future__ import annotations
 
-from typing import Literal, TypeVar
+import copy
+from typing import Any, Literal, Mapping
 
 PROFILES = ("smoke", "cpu", "full")
 Profile = Literal["smoke", "cpu", "full"]
-T = TypeVar("T")
 
 
 def check_profile(profile: str) -> str:
@@ -39,11 +46,6 @@ def check_profile(profile: str) -> str:
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}: choose one of {', '.join(PROFILES)}")
     return profile
-
-
-def pick(profile: str, *, smoke: T, cpu: T, full: T) -> T:
-    """The value of ``profile`` among three."""
-    return {"smoke": smoke, "cpu": cpu, "full": full}[check_profile(profile)]
 
 
 def engine_options(profile: str) -> dict:
@@ -139,8 +141,8 @@ def _roots(value, name: str):
     value = parse_literal(value, name)
     if isinstance(value, dict):
         return {str(k): (None if v is None else _folder(v, f"{name}[{k!r}]")) for k, v in value.items()}
-    raise ConfigError(f"{name} maps a name to a data folder, e.g. {{\"Task 2\": \"/data/HAM10000\"}}; got "
-                      f"{type(value).__name__} {value!r}")
+    raise ConfigError(f"{name} maps a name to a data folder, e.g. {{\"Task 2\": \"/data/HAM10000\"}} (02) or "
+                      f"{{\"ICH\": \"/data/rsna-ich\"}} (04); got {type(value).__name__} {value!r}")
 
 
 def data_roots_by_key(value, keys: dict[str, str], name: str, what: str, example: str,
@@ -167,6 +169,18 @@ def data_roots_by_key(value, keys: dict[str, str], name: str, what: str, example
         if must_exist and not Path(v).is_dir():
             raise FileNotFoundError(f"{name}[{k!r}]: folder not found: {v}")
     return out
+
+
+def _lr(value, name: str):
+    from .config import ConfigError, _convert
+
+    if value is None:
+        return None
+    v = _convert(value, float, name)
+    if not 0 < v < float("inf"):
+        raise ConfigError(f"{name} must be a positive number such as 1e-3, got {value!r}")
+    return v
+
 
 def _names(value, name: str):
     from .config import ConfigError, parse_literal
@@ -206,6 +220,7 @@ PARAMETERS = {
     "profile": lambda v, n: check_profile(v),
     "seeds": _seeds,
     "rounds": lambda v, n: None if v is None else _int(v, n, 1),
+    "lr": _lr,
     "data_seed": lambda v, n: _int(v, n, 0),
     "device": _device,
     "workers": lambda v, n: None if v is None else _int(v, n, 1),
@@ -224,7 +239,7 @@ def notebook_parameters(**params) -> dict:
     papermill's ``-p name value`` passes a list or a mapping as its text: ``-p seeds
     "[0, 1]"`` gives the string ``"[0, 1]"``, read here as the list ``[0, 1]`` (JSON or a
     Python literal; ``"0, 1"`` works too).  ``None`` keeps "the profile's value" where a
-    parameter has one (``seeds``, ``rounds``, ``workers``, ``first_order``); any other
+    parameter has one (``seeds``, ``rounds``, ``lr``, ``workers``, ``first_order``); any other
     value is checked, so a value that would be ignored or silently replaced is an error:
     ``rounds=0`` (not the profile's rounds), a ``data_root`` folder that does not exist,
     a ``data_roots`` that is not a mapping of names to existing folders.
@@ -240,3 +255,81 @@ def notebook_parameters(**params) -> dict:
     if unknown:
         raise TypeError(f"unknown notebook parameter(s) {unknown}; known: {', '.join(PARAMETERS)}")
     return {k: PARAMETERS[k](v, k) for k, v in params.items()}
+
+
+#: The parameters every notebook's ``parameters`` cell has, in this order (then its data
+#: folder(s), ``data_root`` or ``data_roots``, then its own extras: ``first_order``,
+#: ``pretrained``, ``exclude``).
+NOTEBOOK_PARAMETERS = ("profile", "seeds", "rounds", "lr", "data_seed", "device", "workers", "results_dir")
+#: The fields every row of a study's ``PROFILES`` table has: the values of the parameters
+#: whose ``None`` means "the profile's value".
+ROW_FIELDS = ("seeds", "rounds", "lr")
+
+
+def check_table(table: Mapping[str, Mapping[str, Any]], name: str = "PROFILES") -> Mapping:
+    """``table`` itself if it is a profile table: exactly the keys smoke, cpu and full, each
+    a dict of named fields that has at least :data:`ROW_FIELDS`; else a ``ValueError``.
+
+    >>> check_table({"smoke": {}, "cpu": {}})
+    Traceback (most recent call last):
+    ...
+    ValueError: PROFILES must have exactly the rows smoke, cpu, full; got smoke, cpu
+    """
+    if not isinstance(table, Mapping) or list(table) != list(PROFILES):
+        got = ", ".join(map(str, table)) if isinstance(table, Mapping) else type(table).__name__
+        raise ValueError(f"{name} must have exactly the rows {', '.join(PROFILES)}; got {got}")
+    for profile, row in table.items():
+        if not isinstance(row, Mapping):
+            raise ValueError(f"{name}[{profile!r}] must be a dict of named fields, got {type(row).__name__}")
+        lacking = [k for k in ROW_FIELDS if k not in row]
+        if lacking:
+            raise ValueError(f"{name}[{profile!r}] lacks {', '.join(lacking)}: every row names "
+                             f"{', '.join(ROW_FIELDS)}")
+    return table
+
+
+def apply_parameters(table: Mapping[str, Mapping[str, Any]], profile: str, **parameters: Any) -> dict[str, Any]:
+    """The row ``table[profile]`` of a study's profile table (a copy) with a notebook's
+    ``parameters`` applied: the one way every notebook turns its parameters into settings.
+
+    ``parameters`` are checked and converted by :func:`notebook_parameters` (an unknown
+    name or a bad value is an error naming it).  A parameter the row has (``seeds``,
+    ``rounds``, ``lr``, a study's ``first_order``, ...) replaces the row's value unless it
+    is ``None`` (the profile's value); any other parameter (``data_seed``, ``device``, a data
+    folder, ...) is added to the row as given.  ``workers=None`` becomes the profile's
+    default (:func:`default_workers`).  The result also holds ``profile``.
+
+    >>> row = apply_parameters({"smoke": {"seeds": [0], "rounds": 2, "lr": 1e-3, "n": 60},
+    ...                         "cpu": {"seeds": [0, 1, 2], "rounds": 16, "lr": 3e-3, "n": 200},
+    ...                         "full": {"seeds": [0, 1, 2], "rounds": 10, "lr": 1e-3, "n": 1000}},
+    ...                        "smoke", rounds="4", lr=None, data_seed=1)
+    >>> row
+    {'seeds': [0], 'rounds': 4, 'lr': 0.001, 'n': 60, 'data_seed': 1, 'profile': 'smoke'}
+    >>> apply_parameters({"smoke": {}, "cpu": {}, "full": {}}, "smoke", round=4)
+    Traceback (most recent call last):
+    ...
+    TypeError: unknown notebook parameter(s) ['round']; known: profile, seeds, rounds, lr, ...
+    """
+    checked = notebook_parameters(profile=profile, **parameters)
+    profile = checked.pop("profile")
+    row = copy.deepcopy(dict(check_table(table)[profile]))
+    for k, v in checked.items():
+        if v is not None or k not in row:
+            row[k] = v
+    if "workers" in row and row["workers"] is None:
+        row["workers"] = default_workers(profile, row.get("device", "auto"))
+    row["profile"] = profile
+    return row
+
+
+def fields_of(cls, row: Mapping[str, Any], extra: tuple[str, ...] = ("workers", "results_dir")) -> dict[str, Any]:
+    """The entries of ``row`` that are fields of the dataclass ``cls``, for ``cls(**...)``; an
+    entry that is neither a field nor in ``extra`` (notebook parameters a study's settings
+    do not hold) is an error, so that a misspelt field of a profile table is never ignored."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = [k for k in row if k not in names and k not in extra]
+    if unknown:
+        raise TypeError(f"{cls.__module__}.{cls.__qualname__} has no field(s) {unknown}")
+    return {k: v for k, v in row.items() if k in names}

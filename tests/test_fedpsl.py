@@ -1,6 +1,5 @@
 """FedPSL (IEEE TMI): TDMA by hand, TADL against finite differences, the weighted loss by
 hand, and the ablation switches through the engine."""
-import dataclasses
 import math
 from types import SimpleNamespace
 
@@ -431,7 +430,7 @@ def test_study_sweeps_are_settings_of_the_one_runner(tmp_path, monkeypatch):
 
     s = study.settings("smoke", seeds=[0])
     s.fig4_base, s.fig4_n = 20, [10, 30]
-    s.engine = dataclasses.replace(s.engine, rounds=1, local_epochs=1)
+    s.rounds, s.local_epochs = 1, 1
     base = study.config("II", pool=40, image_size=28, test_pos=10, test_neg=10, n=20, model_kwargs={"width": 8},
                         engine=s.engine)
     settings = study.fig4_settings(s)

@@ -204,9 +204,9 @@ def test_notebook_parameters_that_would_be_ignored_are_errors(params, needle):
 def test_fedmlp_study_refuses_a_bare_data_root():
     from fedpl_core.studies import fedmlp
 
-    with pytest.raises(TypeError, match="data_root maps a table to its data folder"):
-        fedmlp.settings("smoke", data_roots="/nonexistent")  # notebook 04 with -p data_root /nonexistent
-    with pytest.raises(FileNotFoundError, match="data_root\\['ICH'\\]: folder not found"):
+    with pytest.raises(TypeError, match="data_roots maps a table to its data folder"):
+        fedmlp.settings("smoke", data_roots="/nonexistent")  # notebook 04 with -p data_roots /nonexistent
+    with pytest.raises(FileNotFoundError, match="data_roots\\['ICH'\\]: folder not found"):
         fedmlp.settings("smoke", data_roots='{"ICH": "/nonexistent"}')
 
 
@@ -360,9 +360,9 @@ def test_notebook_04_refuses_a_data_root_it_would_ignore(tmp_path, monkeypatch):
 
     monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "figures"))
     nb = _head("04_fedmlp.ipynb", tmp_path)
-    with pytest.raises(pm.PapermillExecutionError, match="data_root maps a table to its data folder"):
+    with pytest.raises(pm.PapermillExecutionError, match="data_roots maps a name to a data folder"):
         pm.execute_notebook(str(nb), str(tmp_path / "o.ipynb"), parameters={"profile": "smoke",
-                            "data_root": "/nonexistent"}, progress_bar=False, kernel_name="python3")
+                            "data_roots": "/nonexistent"}, progress_bar=False, kernel_name="python3")
     with pytest.raises(pm.PapermillExecutionError, match="rounds must be >= 1, got 0"):
         pm.execute_notebook(str(nb), str(tmp_path / "o2.ipynb"), parameters={"profile": "smoke", "rounds": 0},
                             progress_bar=False, kernel_name="python3")

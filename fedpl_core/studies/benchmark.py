@@ -6,7 +6,7 @@ one config per setting (:func:`settings`), the methods straight from the registr
 (:func:`methods`; a newly registered method joins automatically), one ``run_many`` call
 per setting, a leaderboard per setting and a rank plot across settings.
 
-Settings (``profile`` scales data, model and rounds; see :mod:`fedpl_core.profiles`):
+Settings (``profile`` scales data, model and rounds: :data:`PROFILES`, see :mod:`fedpl_core.profiles`):
 
 ============================  ==========================================================
 setting                        federation
@@ -30,7 +30,7 @@ the synthetic chest X-rays.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -38,7 +38,7 @@ from ..config import EngineConfig
 from ..data import synthetic as S
 from ..experiments import ExperimentConfig
 from ..methods import available_methods
-from ..profiles import engine_options, pick
+from ..profiles import apply_parameters, engine_options
 from ..tables import fmt_mean_std
 from . import fedpsl, surgical
 
@@ -49,26 +49,36 @@ SETTINGS = ("missing-m (FedMLP)", "label-set mismatch (FedLSM)", "Table I sets (
 SCORES = {SETTINGS[3]: "external/auroc_mean"}
 
 
-def _engine(profile: str, device: str) -> EngineConfig:
-    rounds = pick(profile, smoke=1, cpu=8, full=50)
-    return EngineConfig(rounds=rounds, local_epochs=1, batch_size=32, lr=pick(profile, smoke=2e-3, cpu=2e-3, full=1e-3),
-                        eval_every=rounds, selection=None, device=device, progress=False, **engine_options(profile))
+#: The notebook's profiles (:mod:`fedpl_core.profiles`): the schedule (one local epoch a
+#: round, batch 32, the last round evaluated), the images and the model of every setting;
+#: ``n_train`` / ``n_test``: the FedMLP and FedLSM settings' images (the union setting takes
+#: half of each per source), ``pool`` / ``test_pos`` / ``test_neg``: the FedPSL setting's.
+PROFILES: dict[str, dict[str, Any]] = {
+    "smoke": dict(seeds=[0], rounds=1, lr=2e-3, image_size=28, model="cnn", model_kwargs={"width": 8},
+                  n_train=320, n_test=200, pool=60, test_pos=30, test_neg=30),
+    "cpu": dict(seeds=[0, 1, 2], rounds=8, lr=2e-3, image_size=28, model="cnn", model_kwargs={"width": 8},
+                n_train=600, n_test=400, pool=150, test_pos=100, test_neg=100),
+    "full": dict(seeds=[0, 1, 2], rounds=50, lr=1e-3, image_size=64, model="resnet18", model_kwargs={},
+                 n_train=20000, n_test=4000, pool=1000, test_pos=300, test_neg=300),
+}
 
 
-def settings(profile: str = "cpu", data_seed: int = 0, device: str = "auto") -> dict[str, ExperimentConfig]:
-    """``{setting: base config}`` of the four settings for ``profile``."""
-    eng = _engine(profile, device)
-    size = pick(profile, smoke=28, cpu=28, full=64)
-    model, model_kwargs = pick(profile, smoke=("cnn", {"width": 8}), cpu=("cnn", {"width": 8}), full=("resnet18", {}))
-    n_train, n_test = pick(profile, smoke=(320, 200), cpu=(600, 400), full=(20000, 4000))
+def settings(profile: str | dict = "cpu", **parameters: Any) -> dict[str, ExperimentConfig]:
+    """``{setting: base config}`` of the four settings: the row of :data:`PROFILES` for
+    ``profile`` with the notebook ``parameters`` applied (``rounds``, ``lr``, ``data_seed``,
+    ``device``; None: the profile's value) by :func:`fedpl_core.profiles.apply_parameters`,
+    or a row it returned."""
+    p = profile if isinstance(profile, dict) else apply_parameters(PROFILES, profile, **parameters)
+    data_seed, device, size = p.get("data_seed", 0), p.get("device", "auto"), p["image_size"]
+    model, model_kwargs, n_train, n_test = p["model"], p["model_kwargs"], p["n_train"], p["n_test"]
+    eng = EngineConfig(rounds=p["rounds"], local_epochs=1, batch_size=32, lr=p["lr"], eval_every=p["rounds"],
+                       selection=None, device=device, progress=False, **engine_options(p["profile"]))
     common = dict(image_size=size, data_seed=data_seed, model=model, model_kwargs=model_kwargs, engine=eng)
     cxr8 = dict(dataset="synthetic-cxr", classes=list(S.FEDMLP_CXR8), n_train=n_train, n_test=n_test, num_clients=8,
                 **common)
-    fed = fedpsl.config("II", pool=pick(profile, smoke=60, cpu=150, full=1000), image_size=size,
-                        test_pos=pick(profile, smoke=30, cpu=100, full=300), test_neg=pick(profile, smoke=30, cpu=100,
-                                                                                          full=300),
+    fed = fedpsl.config("II", pool=p["pool"], image_size=size, test_pos=p["test_pos"], test_neg=p["test_neg"],
                         data_seed=data_seed, model=model, model_kwargs=model_kwargs, engine=eng)
-    st = surgical.make_settings(profile, seed=data_seed, device=device, image_size=size, model=model,
+    st = surgical.make_settings(p["profile"], seed=data_seed, device=device, image_size=size, model=model,
                                 model_kwargs=model_kwargs, n_nih=n_train // 2, n_chexpert=n_train // 2,
                                 n_noniid_test=n_test // 2)
     union = surgical.noniid_config(st, heterogeneous=True).replace(engine=eng, name="benchmark-union")
@@ -96,14 +106,17 @@ def methods(exclude: Sequence[str] = ()) -> list[str]:
     return [m for m in available_methods() if m not in drop and "multilabel" in METHODS[m].tasks]
 
 
-def run(profile: str = "cpu", seeds: Sequence[int] = (0, 1, 2), results_dir: str | None = None,
-        workers: int = 1, exclude: Sequence[str] = (), data_seed: int = 0, device: str = "auto") -> pd.DataFrame:
-    """Every method of :func:`methods` in every setting: one ``run_many`` call per
+def run(profile: str | dict = "cpu", seeds: Sequence[int] | None = None, results_dir: str | None = None,
+        workers: int = 1, exclude: Sequence[str] = (), **parameters: Any) -> pd.DataFrame:
+    """Every method of :func:`methods` in every setting of :func:`settings` (``profile`` and
+    ``parameters``: as there; ``seeds``: None: the profile's): one ``run_many`` call per
     setting; rows get ``setting`` and ``score`` (the setting's metric, :data:`SCORES`)."""
     from ..experiments import run_many
 
+    p = profile if isinstance(profile, dict) else apply_parameters(PROFILES, profile, **parameters)
+    seeds = p["seeds"] if seeds is None else seeds
     frames = []
-    for name, base in settings(profile, data_seed, device).items():
+    for name, base in settings(p).items():
         df = run_many(base, methods(exclude), seeds, results_dir, progress=False, workers=workers)
         df["setting"] = name
         df["score"] = df[SCORES.get(name, "auroc_mean")]

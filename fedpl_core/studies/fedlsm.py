@@ -39,7 +39,7 @@ head aggregation as the paper's * defines.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import pandas as pd
@@ -48,7 +48,7 @@ from ..config import EngineConfig
 from ..data import synthetic as S
 from ..experiments import ExperimentConfig
 from ..methods import available_methods
-from ..profiles import engine_options, pick
+from ..profiles import engine_options
 from ..tables import fmt_mean_std
 
 TASKS = ("Task 1", "Task 2")
@@ -94,9 +94,32 @@ RANKING_METRICS = {"Task 1": {"AUC": "auroc_mean"},
                    "Task 2": {"AUC": "auroc_mean", "Accuracy": "accuracy", "F1": "f1"}}
 
 
+#: The notebook's profiles (:mod:`fedpl_core.profiles`): named fields of :class:`Settings`.
+#:
+#: * ``smoke``: 28 px, a tiny CNN, a few hundred images, 2 rounds of 3 iterations, 1 seed.
+#: * ``cpu``: 28 px, the small CNN (width 16), 1,600 (Task 1) / 1,000 (Task 2) training
+#:   images, 10 rounds of 12 / 10 local iterations, Adam lr 3e-3, 3 seeds (FPSL with
+#:   first-order TADL, as in notebook 01's cpu profile), so the notebook fits its 15 minutes.
+#: * ``full``: DenseNet-121 at 224 px, 50 rounds of 200 / 30 iterations, Adam lr 1e-4 with
+#:   weight decay 5e-4 (Table 4), 3 seeds: the paper's protocol (a GPU; real data by
+#:   ``data_roots``).
+PROFILES: dict[str, dict[str, Any]] = {
+    "smoke": dict(seeds=[0], rounds=2, lr=1e-3, weight_decay=0.0, eval_every=1, local_iters={"Task 1": 3, "Task 2": 3},
+                  image_size=28, model="cnn", model_kwargs={"width": 8}, n_train={"Task 1": 240, "Task 2": 200},
+                  n_test={"Task 1": 160, "Task 2": 160}),
+    "cpu": dict(seeds=[0, 1, 2], rounds=10, lr=3e-3, weight_decay=0.0, eval_every=2,
+                local_iters={"Task 1": 12, "Task 2": 10}, image_size=28, model="cnn", model_kwargs={"width": 16},
+                n_train={"Task 1": 1600, "Task 2": 1000}, n_test={"Task 1": 800, "Task 2": 600}),
+    "full": dict(seeds=[0, 1, 2], rounds=50, lr=1e-4, weight_decay=5e-4, eval_every=1,
+                 local_iters={"Task 1": 200, "Task 2": 30}, image_size=224, model="densenet121", model_kwargs={},
+                 n_train={"Task 1": 20000, "Task 2": 7000}, n_test={"Task 1": 5000, "Task 2": 2000}),
+}
+
+
 @dataclass
 class Settings:
-    """What the notebook varies between profiles."""
+    """What the notebook varies between profiles (a row of :data:`PROFILES` with the
+    notebook's parameters applied, :func:`settings`)."""
 
     profile: str
     seeds: list[int]
@@ -151,33 +174,23 @@ def check_data_roots(data_roots: Any) -> dict[str, str]:
                              "data_roots", "task", "{'Task 2': '/data/HAM10000'}", must_exist=False)
 
 
-def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: str = "auto",
-             data_roots: dict[str, str] | None = None, data_seed: int = 0) -> Settings:
-    """The notebook's settings for a profile (:mod:`fedpl_core.profiles`).
-
-    * ``smoke``: 28 px, a tiny CNN, a few hundred images, 2 rounds of 3 iterations, 1 seed.
-    * ``cpu``: 28 px, the small CNN (width 16), 1,600 (Task 1) / 1,000 (Task 2) training
-      images, 10 rounds of 12 / 10 local iterations, Adam lr 3e-3, 3 seeds (FPSL with
-      first-order TADL, as in notebook 01's cpu profile), so the notebook fits its 15 minutes.
-    * ``full``: DenseNet-121 at 224 px, 50 rounds of 200 / 30 iterations, Adam lr 1e-4 with
-      weight decay 5e-4 (Table 4), 3 seeds: the paper's protocol (a GPU; real data by
-      ``data_roots``).
+def settings(profile: str | dict = "cpu", data_roots: Any = None, **parameters: Any) -> Settings:
+    """The notebook's settings: the row of :data:`PROFILES` for ``profile`` with the notebook
+    ``parameters`` applied (``seeds``, ``rounds``, ``lr``, ``data_seed``, ``device``; None: the
+    profile's value) by :func:`fedpl_core.profiles.apply_parameters`, or a row it returned.
 
     ``data_roots``: ``{"Task 1": NIH ChestX-ray14 folder, "Task 2": HAM10000 folder}``, either
-    or both; a task left out stays on the built-in data (a key other than the two tasks is
-    an error).
+    or both (given here or in the row); a task left out stays on the built-in data (a key
+    other than the two tasks is an error, :func:`check_data_roots`).
     """
-    st = pick(profile,
-              smoke=Settings("smoke", [0], 28, "cnn", {"width": 8}, {"Task 1": 240, "Task 2": 200},
-                             {"Task 1": 160, "Task 2": 160}, 2, {"Task 1": 3, "Task 2": 3}, 1e-3, 0.0, 1),
-              cpu=Settings("cpu", [0, 1, 2], 28, "cnn", {"width": 16}, {"Task 1": 1600, "Task 2": 1000},
-                           {"Task 1": 800, "Task 2": 600}, 10, {"Task 1": 12, "Task 2": 10}, 3e-3, 0.0, 2),
-              full=Settings("full", [0, 1, 2], 224, "densenet121", {}, {"Task 1": 20000, "Task 2": 7000},
-                            {"Task 1": 5000, "Task 2": 2000}, 50, {"Task 1": 200, "Task 2": 30}, 1e-4, 5e-4, 1))
-    st = replace(st, device=device, data_roots=check_data_roots(data_roots), data_seed=data_seed)
-    if seeds is not None:
-        st.seeds = list(seeds)
-    return st
+    from ..profiles import apply_parameters, fields_of
+
+    if isinstance(profile, dict):
+        row = dict(profile)
+        data_roots = row.pop("data_roots", None) if data_roots is None else data_roots
+    else:
+        row = apply_parameters(PROFILES, profile, **parameters)
+    return Settings(**fields_of(Settings, row), data_roots=check_data_roots(data_roots))
 
 
 def methods(task: str, labels: Sequence[str] | None = None, first_order: bool = False) -> list[tuple[str, dict]]:
@@ -384,6 +397,6 @@ def describe_tdma_drift(table: pd.DataFrame, paper_gain: float = 5.0, alpha: flo
 
 
 __all__ = ["TASKS", "PAPER_METHODS", "ABLATION", "TDMA_GRID", "tdma_methods", "tdma_effect", "code_mode_methods", "TABLE2_METRICS", "PAPER_TABLE1", "PAPER_TABLE2", "RANKING",
-           "RANKING_METRICS", "Settings", "check_data_roots", "settings", "methods", "missing_methods",
+           "RANKING_METRICS", "PROFILES", "Settings", "check_data_roots", "settings", "methods", "missing_methods",
            "ablation_methods", "table1", "table2", "best_and_last", "paper_table", "with_paper", "ordering",
            "describe_ordering", "describe_tdma_drift"]

@@ -28,7 +28,7 @@ accumulate round by round, its missing-label detection ratios are ``T0 = 2.5 %``
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import pandas as pd
@@ -37,7 +37,7 @@ from ..config import EngineConfig
 from ..data import synthetic as S
 from ..experiments import ExperimentConfig
 from ..methods import available_methods
-from ..profiles import engine_options, pick
+from ..profiles import engine_options
 from ..tables import fmt_mean_std
 
 TABLES = ("ICH", "CXR")
@@ -54,9 +54,27 @@ ABLATION = [("FedAvg", dict(mld=False, wpc=False, cr=False, st=False)),
 METRICS = {"BACC": "bacc", "AUC": "auroc_mean", "mAP": "map"}
 
 
+#: The notebook's profiles (:mod:`fedpl_core.profiles`, module docstring): named fields of
+#: :class:`Settings`.  ``hot_cool_levels``: ICH m = 2 has classes labelled by 1 to 5 of the 5
+#: clients (data_seed 0), CXR m = 5 by 1 to 4 of 8; the smoke profile reuses its m = 1 runs.
+PROFILES: dict[str, dict[str, Any]] = {
+    "smoke": dict(seeds=[0], rounds=2, lr=1e-3, warmup_rounds=1, t0=0.05, t1=0.1, image_size=32, model="cnn",
+                  model_kwargs={"width": 8}, n_train={"ICH": 200, "CXR": 240}, n_test={"ICH": 150, "CXR": 150},
+                  missing={"ICH": [1, 4], "CXR": [1, 7]}, hot_cool_levels={"ICH": 1}),
+    "cpu": dict(seeds=[0, 1, 2], rounds=16, lr=1e-3, warmup_rounds=4, t0=0.025, t1=0.05, image_size=32, model="cnn",
+                model_kwargs={"width": 16}, n_train={"ICH": 1000, "CXR": 1200}, n_test={"ICH": 600, "CXR": 600},
+                missing={"ICH": [4], "CXR": [7]}, hot_cool_levels={"ICH": 2}),
+    "full": dict(seeds=[0, 1, 2], rounds=100, lr=3e-5, warmup_rounds=10, t0=0.005, t1=0.01, image_size=128,
+                 model="resnet18", model_kwargs={}, n_train={"ICH": 20000, "CXR": 20000},
+                 n_test={"ICH": 4000, "CXR": 4000}, missing={"ICH": [1, 2, 3, 4], "CXR": [1, 3, 5, 7]},
+                 hot_cool_levels={"ICH": 2, "CXR": 5}),
+}
+
+
 @dataclass
 class Settings:
-    """What the notebook varies between profiles."""
+    """What the notebook varies between profiles (a row of :data:`PROFILES` with the
+    notebook's parameters applied, :func:`settings`)."""
 
     profile: str
     seeds: list[int]
@@ -112,29 +130,23 @@ def check_data_roots(data_roots: Any) -> dict[str, str]:
     (:func:`fedpl_core.profiles.data_roots_by_key`)."""
     from ..profiles import data_roots_by_key
 
-    return data_roots_by_key(data_roots, {"ICH": "RSNA ICH", "CXR": "NIH ChestX-ray14"}, "data_root", "table",
+    return data_roots_by_key(data_roots, {"ICH": "RSNA ICH", "CXR": "NIH ChestX-ray14"}, "data_roots", "table",
                              "{'ICH': '/data/rsna-ich', 'CXR': '/data/nih'}")
 
 
-def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: str = "auto",
-             data_roots: dict[str, str] | None = None, data_seed: int = 0) -> Settings:
-    """The notebook's settings for a profile (:mod:`fedpl_core.profiles`, module docstring);
-    ``data_roots``: see :func:`check_data_roots`."""
-    levels = {"ICH": [1, 2, 3, 4], "CXR": [1, 3, 5, 7]}
-    st = pick(profile,
-              smoke=Settings("smoke", [0], 32, "cnn", {"width": 8}, {"ICH": 200, "CXR": 240},
-                             {"ICH": 150, "CXR": 150}, {"ICH": [1, 4], "CXR": [1, 7]}, 2, 1, 1e-3, 0.05, 0.1),
-              cpu=Settings("cpu", [0, 1, 2], 32, "cnn", {"width": 16}, {"ICH": 1000, "CXR": 1200},
-                           {"ICH": 600, "CXR": 600}, {"ICH": [4], "CXR": [7]}, 16, 4, 1e-3, 0.025, 0.05),
-              full=Settings("full", [0, 1, 2], 128, "resnet18", {}, {"ICH": 20000, "CXR": 20000},
-                            {"ICH": 4000, "CXR": 4000}, levels, 100, 10, 3e-5, 0.005, 0.01))
-    # ICH m = 2: classes labelled by 1 to 5 of the 5 clients (data_seed 0); CXR m = 5: 1 to 4 of 8;
-    # the smoke profile reuses its m = 1 runs
-    hot_cool = pick(profile, smoke={"ICH": 1}, cpu={"ICH": 2}, full={"ICH": 2, "CXR": 5})
-    st = replace(st, device=device, data_roots=check_data_roots(data_roots), data_seed=data_seed, hot_cool_levels=hot_cool)
-    if seeds is not None:
-        st.seeds = list(seeds)
-    return st
+def settings(profile: str | dict = "cpu", data_roots: Any = None, **parameters: Any) -> Settings:
+    """The notebook's settings: the row of :data:`PROFILES` for ``profile`` with the notebook
+    ``parameters`` applied (``seeds``, ``rounds``, ``lr``, ``data_seed``, ``device``; None: the
+    profile's value) by :func:`fedpl_core.profiles.apply_parameters`, or a row it returned;
+    ``data_roots`` (given here or in the row): see :func:`check_data_roots`."""
+    from ..profiles import apply_parameters, fields_of
+
+    if isinstance(profile, dict):
+        row = dict(profile)
+        data_roots = row.pop("data_roots", None) if data_roots is None else data_roots
+    else:
+        row = apply_parameters(PROFILES, profile, **parameters)
+    return Settings(**fields_of(Settings, row), data_roots=check_data_roots(data_roots))
 
 
 def methods(st: Settings, labels: Sequence[str] | None = None) -> list[tuple[str, dict]]:
@@ -233,5 +245,6 @@ def hot_cool_gap(df: pd.DataFrame, cfg: ExperimentConfig, setting: str, a: str =
             "hot_clients": (int(n[hot].min()), int(n[hot].max())) if hot else None, "table": hc}
 
 
-__all__ = ["TABLES", "PAPER_METHODS", "ABLATION", "METRICS", "Settings", "settings", "methods", "missing_methods",
+__all__ = ["TABLES", "PAPER_METHODS", "ABLATION", "METRICS", "PROFILES", "Settings", "settings", "methods",
+           "missing_methods",
            "level_settings", "ablation_methods", "one_class_setting", "results_table", "hot_cool", "hot_cool_gap"]

@@ -478,16 +478,57 @@ def plot_sources(cfg: ExperimentConfig, per_client: int = 4):
 
 
 # =========================================================================== settings
+_NO_SIMSIAM = ("FedSSP", "FedMatch", "FedMatch+")
+#: The notebook's profiles (:mod:`fedpl_core.profiles`): named fields of :class:`Settings`.
+#:
+#: * ``smoke``: 32 px, small CNN, 60 images per client, 2 rounds x 1 epoch, 1 seed,
+#:   two points per sweep: every cell runs, the numbers mean nothing.
+#: * ``cpu``: 28 px, small CNN, 200 images per client (the regime of label scarcity TADL
+#:   targets), 16 rounds x 2 local epochs, Adam lr 3e-3, 3 seeds, first-order TADL,
+#:   evaluation every 2 rounds, channels-last layout; sweeps of three points; Table V over
+#:   32 epochs.  Tables II and IV leave out the SimSiam-pre-trained baselines FedSSP,
+#:   FedMatch and FedMatch+ (their runs cost the most: 5 more rounds of pre-training;
+#:   ``notebooks/05_benchmark.ipynb`` runs them on the Table I federation), so that the
+#:   notebook fits 15 minutes on 2 cores.  **[choice]** lr 3e-3 instead of the paper's
+#:   1e-3 (also TADL's outer step beta; its look-ahead alpha stays 1e-3): the small CNN,
+#:   trained from scratch for a few hundred steps, gets further in the same rounds (FedAVG,
+#:   32 px, round 12, 3 seeds: 0.720 against 0.688); 28 px instead of 32 costs about a
+#:   quarter less a round and learns no worse (FedAVG, lr 3e-3, round 20: 0.793 against
+#:   0.792).  ``benchmarks/cpu_schedule.py`` measures both.
+#: * ``full``: ResNet-18 at 64 px on synthetic data (DenseNet-121 at 224 px is the
+#:   paper's; pass ``model="densenet121"`` with real data), 1,000 images per client,
+#:   100 epochs with synchronisation every 10 (10 rounds), 3 seeds, second-order TADL.
+PROFILES: dict[str, dict[str, Any]] = {
+    "smoke": dict(seeds=[0], rounds=2, lr=1e-3, local_epochs=1, eval_every=1, eval_batch_size=400,
+                  n=60, image_size=32, test_pos=40, test_neg=40, model="cnn", model_kwargs={"width": 8},
+                  first_order=True, fig3_n=[30, 60], fig4_base=60, fig4_n=[15, 60], total_epochs=2, table5_e=[1, 2]),
+    "cpu": dict(seeds=[0, 1, 2], rounds=16, lr=3e-3, local_epochs=2, eval_every=2, eval_batch_size=500,
+                n=200, image_size=28, test_pos=150, test_neg=150, model="cnn", model_kwargs={"width": 16},
+                first_order=True, fig3_n=[50, 100, 200], fig4_base=200, fig4_n=[50, 200, 400], total_epochs=32,
+                table5_e=[2, 8, 32], table2_labels=[m for m, _, _ in TABLE_II_METHODS if m not in _NO_SIMSIAM],
+                table4_labels=[m for m in TABLE_IV_LABELS if m not in _NO_SIMSIAM]),
+    "full": dict(seeds=[0, 1, 2], rounds=10, lr=1e-3, local_epochs=10, eval_every=1, eval_batch_size=512,
+                 n=1000, image_size=64, test_pos=300, test_neg=300, model="resnet18", model_kwargs={},
+                 first_order=False, fig3_n=[100, 250, 500, 1000, 2500], fig4_base=1000,
+                 fig4_n=[100, 250, 500, 1000, 2500, 5000, 10000], total_epochs=100, table5_e=[10, 20, 50, 100]),
+}
+
+
 @dataclass
 class Settings:
-    """Everything the notebook varies between profiles (smoke, cpu, full)."""
+    """Everything the notebook varies between profiles (a row of :data:`PROFILES` with the
+    notebook's parameters applied, :func:`settings`)."""
 
     seeds: list[int]
+    rounds: int                  # communication rounds of Tables II / IV and the sweeps of Fig. 3 / 4
+    lr: float                    # Adam's learning rate (and TADL's outer step)
+    local_epochs: float
+    eval_every: int
+    eval_batch_size: int
     n: int                       # images per client (Tables II / IV, Table V)
     image_size: int
     test_pos: int
     test_neg: int
-    engine: EngineConfig
     model: str
     model_kwargs: dict
     first_order: bool            # TADL first-order
@@ -498,6 +539,20 @@ class Settings:
     table5_e: list[int]          # Table V: local epochs between synchronisations
     table2_labels: list[str] | None = None  # Table II's methods (None: all of the paper's)
     table4_labels: list[str] = field(default_factory=lambda: list(TABLE_IV_LABELS))  # Table IV's methods
+    profile: str = "cpu"
+    device: str = "auto"
+    data_seed: int = 0
+
+    @property
+    def engine(self) -> EngineConfig:
+        """The schedule: Adam, instance normalisation, flips and shifts, batch 32, model
+        selection by the best mean test AUROC (the paper's), the profile's engine options."""
+        from ..profiles import engine_options
+
+        return EngineConfig(rounds=self.rounds, local_epochs=self.local_epochs, eval_every=self.eval_every,
+                            eval_batch_size=self.eval_batch_size, optimizer="adam", lr=self.lr,
+                            normalize="instance", augment="flip_shift", batch_size=32, device=self.device,
+                            progress=False, selection="auroc_mean", **engine_options(self.profile))
 
     @property
     def pool(self) -> int:
@@ -505,62 +560,27 @@ class Settings:
         Fig. 4 and Table V take their clients' images from the same pools."""
         return max([self.n, self.fig4_base, *self.fig3_n, *self.fig4_n])
 
-    def config(self, table: str = "II", pool: int | None = None, data_seed: int = 0,
+    def config(self, table: str = "II", pool: int | None = None, data_seed: int | None = None,
                data_root: str | None = None) -> ExperimentConfig:
-        """The base config of the Table I / III federation with clients of size ``n``."""
+        """The base config of the Table I / III federation with clients of size ``n``
+        (``data_seed``: None: the settings' own)."""
+        data_seed = self.data_seed if data_seed is None else data_seed
         return config(table, pool or self.n, self.image_size, self.test_pos, self.test_neg, data_seed, data_root,
                       n=self.n, model=self.model, model_kwargs=self.model_kwargs, engine=self.engine)
 
 
-def settings(profile: str = "cpu", seeds: Sequence[int] | None = None, device: str = "auto") -> Settings:
-    """The notebook's settings for a profile (:mod:`fedpl_core.profiles`).
-
-    * ``smoke``: 32 px, small CNN, 60 images per client, 2 rounds x 1 epoch, 1 seed,
-      two points per sweep: every cell runs, the numbers mean nothing.
-    * ``cpu``: 28 px, small CNN, 200 images per client (the regime of label scarcity TADL
-      targets), 16 rounds x 2 local epochs, Adam lr 3e-3, 3 seeds, first-order TADL,
-      evaluation every 2 rounds, channels-last layout; sweeps of three points; Table V over
-      32 epochs.  Tables II and IV leave out the SimSiam-pre-trained baselines FedSSP,
-      FedMatch and FedMatch+ (their runs cost the most: 5 more rounds of pre-training;
-      ``notebooks/05_benchmark.ipynb`` runs them on the Table I federation), so that the
-      notebook fits 15 minutes on 2 cores.  **[choice]** lr 3e-3 instead of the paper's
-      1e-3 (also TADL's outer step beta; its look-ahead alpha stays 1e-3): the small CNN,
-      trained from scratch for a few hundred steps, gets further in the same rounds (FedAVG,
-      32 px, round 12, 3 seeds: 0.720 against 0.688); 28 px instead of 32 costs about a
-      quarter less a round and learns no worse (FedAVG, lr 3e-3, round 20: 0.793 against
-      0.792).
-      ``benchmarks/cpu_schedule.py`` measures both.
-    * ``full``: ResNet-18 at 64 px on synthetic data (DenseNet-121 at 224 px is the
-      paper's; pass ``model="densenet121"`` with real data), 1,000 images per client,
-      100 epochs with synchronisation every 10 (10 rounds), 3 seeds, second-order TADL.
+def settings(profile: str | dict = "cpu", **parameters: Any) -> Settings:
+    """The notebook's settings: the row of :data:`PROFILES` for ``profile`` with the notebook
+    ``parameters`` applied (``seeds``, ``rounds``, ``lr``, ``first_order``, ``data_seed``,
+    ``device``; None: the profile's value) by :func:`fedpl_core.profiles.apply_parameters`, or
+    a row it returned.
 
     Model selection is the paper's: the evaluated round with the best mean test AUROC
     (optimistic, labelled so; the last round is reported beside it)."""
-    from ..profiles import engine_options, pick
+    from ..profiles import apply_parameters, fields_of
 
-    common = dict(optimizer="adam", lr=1e-3, normalize="instance", augment="flip_shift", batch_size=32,
-                  device=device, progress=False, selection="auroc_mean")
-    smoke = Settings(seeds=[0], n=60, image_size=32, test_pos=40, test_neg=40,
-                     engine=EngineConfig(rounds=2, local_epochs=1, eval_every=1, eval_batch_size=400, **common),
-                     model="cnn", model_kwargs={"width": 8}, first_order=True,
-                     fig3_n=[30, 60], fig4_base=60, fig4_n=[15, 60], total_epochs=2, table5_e=[1, 2])
-    no_simsiam = ("FedSSP", "FedMatch", "FedMatch+")
-    cpu = Settings(seeds=[0, 1, 2], n=200, image_size=28, test_pos=150, test_neg=150,
-                   engine=EngineConfig(rounds=16, local_epochs=2, eval_every=2, eval_batch_size=500,
-                                       **{**common, "lr": 3e-3}, **engine_options("cpu")),
-                   model="cnn", model_kwargs={"width": 16}, first_order=True,
-                   fig3_n=[50, 100, 200], fig4_base=200, fig4_n=[50, 200, 400], total_epochs=32,
-                   table5_e=[2, 8, 32], table2_labels=[m for m, _, _ in TABLE_II_METHODS if m not in no_simsiam],
-                   table4_labels=[m for m in TABLE_IV_LABELS if m not in no_simsiam])
-    full = Settings(seeds=[0, 1, 2], n=1000, image_size=64, test_pos=300, test_neg=300,
-                    engine=EngineConfig(rounds=10, local_epochs=10, eval_every=1, eval_batch_size=512, **common),
-                    model="resnet18", model_kwargs={}, first_order=False,
-                    fig3_n=[100, 250, 500, 1000, 2500], fig4_base=1000, fig4_n=[100, 250, 500, 1000, 2500, 5000, 10000],
-                    total_epochs=100, table5_e=[10, 20, 50, 100])
-    st = pick(profile, smoke=smoke, cpu=cpu, full=full)
-    if seeds is not None:
-        st.seeds = list(seeds)
-    return st
+    row = profile if isinstance(profile, dict) else apply_parameters(PROFILES, profile, **parameters)
+    return Settings(**fields_of(Settings, row, extra=("workers", "results_dir", "data_root")))
 
 
 def table2_settings(s: Settings) -> dict[str, dict]:

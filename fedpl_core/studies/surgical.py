@@ -32,7 +32,7 @@ This module is declarative.  It registers two data sources for the one runner
   set), public;
 
 both synthetic, or read from ``data_root`` (NIH, CheXpert, MIMIC-CXR-JPG:
-:func:`load_real_data`).  :func:`make_settings` gives the smoke / cpu / full :class:`Settings`;
+:func:`load_real_data`).  :func:`settings` gives the smoke / cpu / full :class:`Settings` (:data:`PROFILES`);
 :func:`ablation_config` / :func:`noniid_config` the base configs,
 :func:`ablation_settings` the iterations (``{K or shared classes: overrides}``) and
 :func:`ablation_methods` / :func:`noniid_methods` the rows (``[(label, overrides)]``),
@@ -97,7 +97,8 @@ BN_NAMES = {v: k for k, v in STRATEGIES.items()}
 # =========================================================================== settings
 @dataclass
 class Settings:
-    """Everything that defines the notebook's runs (``make_settings`` fills each profile)."""
+    """Everything that defines the notebook's runs; the defaults are the cpu profile's, a row
+    of :data:`PROFILES` replaces them (:func:`settings`)."""
 
     profile: str = "cpu"
     seeds: list = field(default_factory=lambda: [0, 1, 2])
@@ -159,35 +160,72 @@ class Settings:
                             device=self.device, progress=False, **engine_options(self.profile))
 
 
+#: The notebook's profiles (:mod:`fedpl_core.profiles`): named fields of :class:`Settings`,
+#: replacing its defaults.
+#:
+#: * ``smoke``: 400 images at 28 px, a slim CNN, 2 rounds, 1 seed, two points per
+#:   ablation: every cell runs, the numbers mean nothing.
+#: * ``cpu``: the class defaults: 800 images, 16 rounds, 3 seeds, K in 2, 4, 8.
+#: * ``full``: the paper's schedule (150 rounds, warm-up 15 epochs, early stopping after
+#:   25) with ResNet-18 at 64 px on synthetic data; on real data (``data_root``) and with
+#:   ImageNet weights (``pretrained``) :func:`profiles` adds :data:`FULL_REAL_DATA` and
+#:   :data:`FULL_PRETRAINED` to this row.
+PROFILES: dict[str, dict[str, Any]] = {
+    "smoke": dict(seeds=[0], rounds=2, lr=3e-3, n_train=400, n_test=200, n_external=200, k_values=[2, 4],
+                  shared_values=[0, 14], n_nih=200, n_chexpert=300, n_noniid_test=200, n_public=128),
+    "cpu": dict(seeds=[0, 1, 2], rounds=16, lr=3e-3),
+    "full": dict(seeds=[0, 1, 2], rounds=150, lr=5e-4, model="resnet18", model_kwargs={"pretrained": False},
+                 image_size=64, normalize="fixed", augment="flip_shift", prevalence_floor=None, bn="frozen",
+                 calibrate_bn=True, n_public=1024, batch_size=64, warmup_epochs=15, warmup_lr=5e-3,
+                 client_val_fraction=0.125, patience=25, n_train=20000, n_test=4000, n_external=4000,
+                 k_values=[2, 3, 4, 5, 6, 8, 10], shared_values=[0, 1, 2, 4, 8, 12, 14], n_nih=15000,
+                 n_chexpert=30000, n_noniid_test=4000),
+}
+#: The full profile on real data: DenseNet-121 at 224 px, as the paper.
+FULL_REAL_DATA: dict[str, Any] = dict(model="densenet121", image_size=224)
+#: The full profile with ImageNet weights: ImageNet normalisation, no BatchNorm calibration
+#: (FedBN+ then freezes the pre-trained statistics), lr 5e-5.
+FULL_PRETRAINED: dict[str, Any] = dict(model_kwargs={"pretrained": True}, normalize="imagenet", calibrate_bn=False,
+                                       lr=5e-5)
+
+
+def profiles(data_root: Any = None, pretrained: Any = False) -> dict[str, dict[str, Any]]:
+    """:data:`PROFILES` for the notebook's data (``data_root``: real data) and weights
+    (``pretrained``; text such as ``"true"`` is read as papermill passes it): the full row
+    takes :data:`FULL_REAL_DATA` and / or :data:`FULL_PRETRAINED`."""
+    from ..profiles import notebook_parameters
+
+    checked = notebook_parameters(data_root=data_root, pretrained=pretrained)
+    full = {**PROFILES["full"], **(FULL_REAL_DATA if checked["data_root"] else {}),
+            **(FULL_PRETRAINED if checked["pretrained"] else {})}
+    return {**PROFILES, "full": full}
+
+
+def settings(profile: str | dict = "cpu", **parameters: Any) -> Settings:
+    """The notebook's settings: the row of :func:`profiles` for ``profile`` with the notebook
+    ``parameters`` applied (``seeds``, ``rounds``, ``lr``, ``data_seed``, ``device``,
+    ``data_root``, ``results_dir``, ``pretrained``; None: the profile's value) by
+    :func:`fedpl_core.profiles.apply_parameters`, or a row it returned."""
+    from ..profiles import apply_parameters, fields_of
+
+    if isinstance(profile, dict):
+        row = dict(profile)
+    else:
+        row = apply_parameters(profiles(parameters.get("data_root"), parameters.get("pretrained", False)), profile,
+                               **parameters)
+    if "data_seed" in row:
+        row["seed"] = row.pop("data_seed")
+    if row.get("results_dir") is None:  # None: the class default
+        row.pop("results_dir", None)
+    return Settings(**fields_of(Settings, row, extra=("workers",)))
+
+
 def make_settings(profile: str = "cpu", seed: int = 0, device: str = "auto", data_root: str | None = None,
                   results_dir: str = "results/03_surgical", pretrained: bool = False, **overrides: Any) -> Settings:
-    """The notebook's settings for a profile (:mod:`fedpl_core.profiles`); ``overrides``
-    replace any field.
-
-    * ``smoke``: 400 images at 28 px, a slim CNN, 2 rounds, 1 seed, two points per
-      ablation: every cell runs, the numbers mean nothing.
-    * ``cpu``: the class defaults: 800 images, 16 rounds, 3 seeds, K in 2, 4, 8.
-    * ``full``: the paper's schedule (150 rounds, warm-up 15 epochs, early stopping after
-      25) with ResNet-18 at 64 px on synthetic data or DenseNet-121 at 224 px on real data.
-    """
-    from ..profiles import check_profile
-
-    st = Settings(profile=check_profile(profile), seed=seed, device=device, data_root=data_root,
-                  results_dir=results_dir, pretrained=pretrained)
-    if profile == "smoke":
-        st = dataclasses.replace(st, seeds=[seed], n_train=400, n_test=200, n_external=200, rounds=2,
-                                 k_values=[2, 4], shared_values=[0, 14], n_nih=200, n_chexpert=300,
-                                 n_noniid_test=200, n_public=128)
-    elif profile == "full":
-        real = bool(data_root)
-        st = dataclasses.replace(
-            st, model="densenet121" if real else "resnet18", model_kwargs={"pretrained": pretrained},
-            image_size=224 if real else 64, normalize="imagenet" if pretrained else "fixed",
-            augment="flip_shift", prevalence_floor=None, bn="frozen", calibrate_bn=not pretrained, n_public=1024,
-            rounds=150, batch_size=64, lr=5e-5 if pretrained else 5e-4, warmup_epochs=15, warmup_lr=5e-3,
-            client_val_fraction=0.125, patience=25,
-            n_train=20000, n_test=4000, n_external=4000, k_values=[2, 3, 4, 5, 6, 8, 10],
-            shared_values=[0, 1, 2, 4, 8, 12, 14], n_nih=15000, n_chexpert=30000, n_noniid_test=4000)
+    """:func:`settings` with the data seed ``seed``; ``overrides`` then replace any field
+    (the benchmark's image size, model and data sizes)."""
+    st = settings(profile, data_seed=seed, device=device, data_root=data_root, results_dir=results_dir,
+                  pretrained=pretrained)
     return dataclasses.replace(st, **overrides)
 
 
@@ -667,7 +705,8 @@ def plot_shared_unique(df: pd.DataFrame, which: str = "best", labels: Sequence[s
     return g.figure
 
 
-__all__ = ["Settings", "make_settings", "ablation_source", "noniid_source", "real_data", "load_real_data",
+__all__ = ["PROFILES", "FULL_REAL_DATA", "FULL_PRETRAINED", "Settings", "profiles", "settings", "make_settings",
+           "ablation_source", "noniid_source", "real_data", "load_real_data",
            "ablation_config", "ablation_settings", "ablation_methods", "noniid_config", "noniid_methods",
            "class_orders", "partition", "random_label_sets", "table_columns", "long_form", "ablation_summary",
            "ablation_table", "noniid_table", "gap_by_round", "best_vs_last", "plot_ablation", "plot_shared_unique"]

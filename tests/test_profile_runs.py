@@ -1,0 +1,142 @@
+"""The cpu profile's runs keep their run ids: every config that the six notebooks build in
+the cpu profile (their parameters and setup cells executed as they are, then their
+``run_many`` calls) hashes to the ids pinned in ``fixtures/cpu_run_ids.json``, so the
+results cache of the committed cpu run (``results/``, ``figures/``, ``reports/``) stays
+valid.  A change here means those results no longer belong to the code: re-run the cpu
+profile, or undo the change.  Re-pin with ``python tests/test_profile_runs.py``."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+PINNED = Path(__file__).resolve().parent / "fixtures" / "cpu_run_ids.json"
+
+
+def _setup(nb: str, results_dir: str) -> dict:
+    """The namespace after the notebook's parameters and setup cells (cpu profile)."""
+    cells = [c for c in nbformat.read(ROOT / "notebooks" / f"{nb}.ipynb", as_version=4).cells if c.cell_type == "code"]
+    i = next(i for i, c in enumerate(cells) if "parameters" in c.get("metadata", {}).get("tags", []))
+    ns: dict = {"display": lambda *a, **k: None}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(cells[i].source, ns)
+        ns.update(profile="cpu", results_dir=results_dir)
+        exec(cells[i + 1].source, ns)
+    return ns
+
+
+def _cells(nb: str) -> list[str]:
+    return [c.source for c in nbformat.read(ROOT / "notebooks" / f"{nb}.ipynb", as_version=4).cells
+            if c.cell_type == "code"]
+
+
+def cpu_runs(results_dir: str) -> dict[str, list[str]]:
+    """``{notebook: [run id, ...]}`` of the runs each notebook's ``run_many`` calls make."""
+    from fedpl_core.experiments import Study
+
+    out: dict[str, list[str]] = {}
+
+    def grid(nb, base, methods, seeds, settings=None):
+        out.setdefault(nb, []).extend(cfg.run_id() for _, _, cfg in Study(base, methods, list(seeds), settings).jobs())
+
+    ns = _setup("00_introduction", results_dir)
+    src = next(s for s in _cells("00_introduction") if "\ncfg = ExperimentConfig" in s)
+    exec(src[src.index("cfg = "):src.index("data = load_data")], ns)
+    src = next(s for s in _cells("00_introduction") if s.startswith("settings = {"))
+    exec(src[:src.index("fig, axes")], ns)
+    grid("00", ns["cfg"], ["fedavg", "fedavg_pl", "surgical", "centralized", "oracle"], ns["seeds"], ns["settings"])
+
+    ns = _setup("01_fedpsl", results_dir)
+    S, st, base2 = ns["S"], ns["study"], ns["base2"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        fed2 = st.paper_methods(["FedAVG", "FedPSL"], first_order=S.first_order)
+        grid("01", base2, ns["METHODS"], S.seeds, st.table2_settings(S))
+        grid("01", base2, st.tadl_variants(S.first_order), S.seeds, st.table2_settings(S))
+        grid("01", S.config("IV", data_seed=ns["data_seed"]),
+             st.paper_methods(S.table4_labels, first_order=S.first_order, rounds=S.engine.rounds,
+                              cache_dir=f"{ns['results_dir']}/simsiam"), S.seeds, st.table2_settings(S))
+        grid("01", base2, fed2, S.seeds, st.fig3_settings(S))
+        grid("01", base2, st.paper_methods(["FedAVG", "FedPSL w/ TDMA"]), S.seeds, st.fig4_settings(S))
+        grid("01", base2, fed2, S.seeds, st.table5_settings(S))
+
+    ns = _setup("02_fedlsm", results_dir)
+    st, base, seeds = ns["study"], ns["base"], ns["seeds"]
+    m = {t: st.methods(t, first_order=True) for t in st.TASKS}
+    grid("02", base["Task 1"], m["Task 1"], seeds)
+    grid("02", base["Task 2"], m["Task 2"], seeds)
+    grid("02", base["Task 1"], st.tdma_methods(), seeds)
+    tried = {"Task 1": [("FedLSM, reachable thresholds", {"tau_p": 0.7, "tau_n": 0.05, "tau_lp": 0.6, "tau_ln": 0.1}),
+                        ("FedLSM, both", {"pos_weight": False, "tau_p": 0.7, "tau_n": 0.05, "tau_lp": 0.6,
+                                          "tau_ln": 0.1})],
+             "Task 2": [("FedLSM, reachable thresholds", {"tau": 0.8, "tau_l": 0.7})]}
+    for t in st.TASKS:
+        grid("02", base[t], [x for x in m[t] if x[0] in ("FedAvg", "FedAvg*")] + st.code_mode_methods(), seeds)
+        grid("02", base[t], [x for x in m[t] if x[0] in ("FedAvg", "FedAvg*", "FedLSM")]
+             + [(lab, {"method": "fedlsm", "method_kwargs": kw}) for lab, kw in tried[t]], seeds)
+        grid("02", base[t], st.ablation_methods(), seeds)
+
+    ns = _setup("03_surgical_aggregation", results_dir)
+    st, s, seeds = ns["study"], ns["settings"], ns["seeds"]
+    abl = st.ablation_config(s)
+    for kind in ("clients", "shared"):
+        grid("03", abl, st.ablation_methods(s), seeds, st.ablation_settings(s, kind))
+    for het in (False, True):
+        b = st.noniid_config(s, heterogeneous=het)
+        grid("03", b, st.noniid_methods(s, st.class_orders(b)), seeds)
+
+    ns = _setup("04_fedmlp", results_dir)
+    st, S, base, seeds = ns["study"], ns["S"], ns["base"], ns["seeds"]
+    M = st.methods(S)
+    for t in st.TABLES:
+        grid("04", base[t], M, seeds, st.level_settings(S, t))
+        top = f"m={S.missing[t][-1]}"
+        grid("04", base[t], [x for x in M if x[0] in ("FedAvg", "FedAvg-PL", "FedMLP")]
+             + [("FedMLP, paper T0/T1", {"method": "fedmlp", "method_kwargs": S.fedmlp_kwargs(t0=0.005, t1=0.01)}),
+                ("FedMLP without MLD", {"method": "fedmlp", "method_kwargs": S.fedmlp_kwargs(mld=False)})],
+             seeds, {top: st.level_settings(S, t)[top]})
+        lvl = S.hot_cool_levels.get(t)
+        if lvl is not None and lvl not in S.missing[t]:
+            grid("04", base[t], st.methods(S, ["FedAvg-PL", "FedMLP"]), seeds,
+                 {f"m={lvl}": {"partition_kwargs": {"missing": lvl}}})
+        one = st.one_class_setting(t, len(base[t].classes))
+        grid("04", base[t], st.ablation_methods(S), seeds, one)
+        grid("04", base[t], st.methods(S, ["FedAvg"]), seeds, one)
+
+    ns = _setup("05_benchmark", results_dir)
+    for cfg in ns["configs"].values():
+        grid("05", cfg, ns["methods"], ns["seeds"])
+    return out
+
+
+def digest(runs: dict[str, list[str]]) -> dict[str, dict]:
+    return {nb: {"runs": len(ids), "sha256": hashlib.sha256("\n".join(ids).encode()).hexdigest()}
+            for nb, ids in sorted(runs.items())}
+
+
+def test_the_cpu_profile_builds_the_pinned_runs(tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "figures"))
+    threads = torch.get_num_threads()
+    try:
+        got = digest(cpu_runs(str(tmp_path / "results")))
+    finally:
+        torch.set_num_threads(threads)  # the setup cells' prepare() sets one thread
+    want = json.loads(PINNED.read_text())
+    assert got == want, "the cpu profile's run ids changed (see the module docstring): " + ", ".join(
+        nb for nb in want if got.get(nb) != want[nb])
+
+
+if __name__ == "__main__":  # re-pin
+    import tempfile
+
+    sys.path.insert(0, str(ROOT))
+    with tempfile.TemporaryDirectory() as tmp:
+        PINNED.write_text(json.dumps(digest(cpu_runs(str(Path(tmp) / "results"))), indent=1) + "\n")
+    print(PINNED.read_text())
