@@ -11,12 +11,14 @@ The code fingerprint is a SHA-256 over the source files of the modules a run use
 * :data:`FINGERPRINT_MODULES`, the modules every run goes through (every file of the
   federated core :mod:`fedpl_core.fl`: simulation, sites, server, federation types,
   evaluation, preprocess, checkpoint, selection; views, losses, aggregation, models,
-  metrics, datasets, the ``methods`` registry, :mod:`fedpl_core.runs.build` that
+  metrics, datasets, the ``methods`` registry, its interface and building blocks
+  (:mod:`fedpl_core.methods.base`, :mod:`fedpl_core.methods.blocks`, which every method
+  composes without inheriting them), :mod:`fedpl_core.runs.build` that
   builds a run's data, partition, model and simulation from its config, and every file
   of the ``data`` and ``partitions`` packages);
 * the modules of the run's method class and all its bases (``type(method).__mro__``);
 * the module that registered the run's data source, when it is not one of the above;
-* :mod:`fedpl_core.methods.surgical` when ``calibrate_bn`` is set.
+* (``calibrate_bn``'s BatchNorm calibration is a block: covered above.)
 
 The run id (the results file's name) still hashes the config only, so a file stays
 addressable; a cached result whose fingerprint is not the current code's (or that has
@@ -57,6 +59,8 @@ FINGERPRINT_MODULES: tuple[str, ...] = (
     "fedpl_core.metrics",
     "fedpl_core.datasets",
     "fedpl_core.methods",
+    "fedpl_core.methods.base",
+    "fedpl_core.methods.blocks",
     "fedpl_core.runs.build",
     "fedpl_core.data.*",
     "fedpl_core.partitions.*",
@@ -121,8 +125,6 @@ def run_modules(cfg) -> list[str]:
             names.add(fn.__module__)
     except ImportError:
         pass
-    if getattr(cfg, "calibrate_bn", False):
-        names.add("fedpl_core.methods.surgical")
     return sorted(names)
 
 

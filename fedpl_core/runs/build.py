@@ -16,7 +16,7 @@ from ..data.base import ImageDataset
 from ..datasets import DataBundle, load_bundle
 from ..engine import Simulation
 from ..methods import get_method
-from ..methods.surgical import calibrate_batchnorm
+from ..methods.blocks import calibrate_batchnorm
 from ..models import build_model
 from ..selection import check_selection_key
 from .config import ExperimentConfig
