@@ -366,3 +366,16 @@ def test_notebook_04_refuses_a_data_root_it_would_ignore(tmp_path, monkeypatch):
     with pytest.raises(pm.PapermillExecutionError, match="rounds must be >= 1, got 0"):
         pm.execute_notebook(str(nb), str(tmp_path / "o2.ipynb"), parameters={"profile": "smoke", "rounds": 0},
                             progress_bar=False, kernel_name="python3")
+
+
+@pytest.mark.notebook
+def test_papermill_rounds_and_lr_reach_the_notebooks_settings(tmp_path, monkeypatch):
+    """``-p rounds`` and ``-p lr`` (text, as papermill may pass them) go through the profile
+    table's one function into the settings the notebook prints."""
+    import papermill as pm
+
+    monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "figures"))
+    nb = _head("04_fedmlp.ipynb", tmp_path)
+    pm.execute_notebook(str(nb), str(tmp_path / "o.ipynb"), parameters={"profile": "smoke", "rounds": 3, "lr": "5e-3"},
+                        progress_bar=False, kernel_name="python3")
+    assert "3 rounds (1 warm-up), Adam lr 0.005" in (tmp_path / "o.ipynb").read_text()

@@ -5,7 +5,7 @@ of them); "hot" classes are labelled by many clients, "cool" ones by few.
 
 * **Table 1**: ICH-like head CT slices, the five RSNA hemorrhage subtypes, K = 5, m = 1..4
   (``missing_classes``).  Built-in data: :func:`fedpl_core.data.synthetic.make_ich`
-  (``synthetic-ich``); ``data_root`` reads the RSNA Kaggle layout (``rsna_ich``).
+  (``synthetic-ich``); ``data_roots["ICH"]`` reads the RSNA Kaggle layout (``rsna_ich``).
 * **Table 2**: chest X-rays, the 8 most frequent ChestX-ray14 classes, K = 8, m = 1, 3, 5, 7
   (``synthetic-cxr`` with :data:`~fedpl_core.data.synthetic.FEDMLP_CXR8`, or ``nih``).
 * **Table 3**: the component ablation (MLD, WPC, CR, ST) with one labelled class per client.
