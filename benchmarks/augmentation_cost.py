@@ -12,7 +12,7 @@ training augmentation, at the notebook's 16 rounds and at ``--scale`` times as m
 * ``flip_shift`` now (the same translation, **reflect** padding, FixMatch's weak view);
 * ``flip_affine``, FedMLP's released transform (rotation +-10 degrees, translation +-2 %).
 
-The zero-padded variants are the old :func:`fedpl_core.preprocess.augment_batch`, kept
+The zero-padded variants are the old :func:`fedpl_core.fl.preprocess.augment_batch`, kept
 here (:func:`zero_padded`) only to measure it, run in this process (the grid's worker
 processes, forked once, would not see the patch) and cached in a folder of their own,
 since the run id does not know the padding::

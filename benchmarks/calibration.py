@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 from fedpl_core.data import synthetic as S
-from fedpl_core.engine import EngineConfig
+from fedpl_core.config import EngineConfig
 from fedpl_core.experiments import ExperimentConfig, run
 
 

@@ -65,8 +65,10 @@ import numpy as np
 import torch
 
 from fedpl_core.data.base import ImageDataset
-from fedpl_core.engine import EngineConfig, Simulation, resolve_device
-from fedpl_core.federation import derive_seed
+from fedpl_core.config import EngineConfig
+from fedpl_core.fl.simulation import Simulation
+from fedpl_core.fl.site import resolve_device
+from fedpl_core.fl.federation import derive_seed
 from fedpl_core.losses import masked_bce
 from fedpl_core.methods import get_method
 from fedpl_core.metrics import evaluate as compute_metrics

@@ -30,7 +30,7 @@ import warnings
 
 import torch
 
-from fedpl_core.engine import EngineConfig
+from fedpl_core.config import EngineConfig
 from fedpl_core.experiments import ExperimentConfig, run_many
 
 

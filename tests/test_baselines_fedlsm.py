@@ -9,7 +9,8 @@ import torch.nn.functional as F
 
 from fedpl_core.aggregation import weighted_average
 from fedpl_core.data.synthetic import make_skin
-from fedpl_core.engine import EngineConfig, Simulation
+from fedpl_core.config import EngineConfig
+from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import METHODS, get_method
 from fedpl_core.methods.blocks import moon_contrastive
 from fedpl_core.methods.fedpu import fedpu_risk
@@ -256,7 +257,7 @@ def test_fedavg_star_unknown_as_negative_weights_every_entry_by_hand():
     entry, N_neg / N_pos counted over all of the client's entries."""
     from types import SimpleNamespace
 
-    from fedpl_core.federation import Batch
+    from fedpl_core.fl.federation import Batch
 
     labels = torch.tensor([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
     mask = torch.tensor([[True, False]] * 4)  # class 1 unknown to this client

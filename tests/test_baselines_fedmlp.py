@@ -9,8 +9,10 @@ import pytest
 import torch
 
 from fedpl_core.aggregation import weighted_average
-from fedpl_core.engine import EngineConfig, Simulation
-from fedpl_core.federation import FederationInfo, Server, derive_seed
+from fedpl_core.config import EngineConfig
+from fedpl_core.fl.simulation import Simulation
+from fedpl_core.fl.federation import FederationInfo, derive_seed
+from fedpl_core.fl.server import Server
 from fedpl_core.methods import get_method
 from fedpl_core.methods.base import ClientUpdate
 from fedpl_core.methods.cbafed import cbafed_thresholds

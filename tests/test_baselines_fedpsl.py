@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from fedpl_core.aggregation import weighted_average
-from fedpl_core.engine import EngineConfig, Simulation
+from fedpl_core.config import EngineConfig
+from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import METHODS, get_method
 from fedpl_core.methods.blocks import simsiam_loss
 from fedpl_core.methods.fedmatch import FedMatch, agreement_labels, select_helpers

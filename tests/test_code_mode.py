@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from fedpl_core.federation import Batch, ClientUpdate, FederationInfo, Server
+from fedpl_core.fl.federation import Batch, ClientUpdate, FederationInfo
+from fedpl_core.fl.server import Server
 from fedpl_core.methods import fedlsm, fedmlp
 
 

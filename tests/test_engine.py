@@ -5,8 +5,10 @@ import pytest
 import torch
 
 from fedpl_core.data.base import ImageDataset
-from fedpl_core.engine import EngineConfig, Simulation
-from fedpl_core.federation import ClientData, ClientUpdate, Server
+from fedpl_core.config import EngineConfig
+from fedpl_core.fl.simulation import Simulation
+from fedpl_core.fl.federation import ClientData, ClientUpdate
+from fedpl_core.fl.server import Server
 from fedpl_core.methods import get_method
 from fedpl_core.methods import FedAvg
 from fedpl_core.methods.base import Method

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from fedpl_core import experiments as E
-from fedpl_core.engine import EngineConfig
+from fedpl_core.config import EngineConfig
 from fedpl_core.runs import runner as R
 from fedpl_core.tables import paired_ttest, pivot_mean_std, stars, summarize, to_latex, to_markdown
 

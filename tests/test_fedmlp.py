@@ -8,8 +8,10 @@ import pytest
 import torch
 
 from fedpl_core.data.synthetic import NIH14, make_cxr
-from fedpl_core.engine import EngineConfig, Simulation
-from fedpl_core.federation import Batch, ClientUpdate, FederationInfo, Server
+from fedpl_core.config import EngineConfig
+from fedpl_core.fl.simulation import Simulation
+from fedpl_core.fl.federation import Batch, ClientUpdate, FederationInfo
+from fedpl_core.fl.server import Server
 from fedpl_core.methods import get_method
 from fedpl_core.methods.fedmlp import (FedMLP, adjusted_probability, adjustment, dual_prototypes,
                                        global_learning_degree, global_prototypes, learning_degree, select_tags,
@@ -342,7 +344,7 @@ def test_all_components_off_is_fedavg_to_the_bit_under_the_engine_augmentation(f
 def test_warmup_views_are_extra_engine_batches_and_stage2_has_one(federation, monkeypatch):
     """With WPC, each warm-up step trains on the batch and one more engine-augmented view
     of the same samples; stage 2 and WPC-off train on the batch alone."""
-    from fedpl_core.federation import ClientContext
+    from fedpl_core.fl.federation import ClientContext
 
     calls = []
     orig = ClientContext.make_batch

@@ -9,8 +9,10 @@ import torch
 from torch import nn
 
 from fedpl_core.aggregation import aggregate_with_head_weights, weighted_average
-from fedpl_core.engine import EngineConfig, Simulation
-from fedpl_core.federation import FederationInfo, Server
+from fedpl_core.config import EngineConfig
+from fedpl_core.fl.simulation import Simulation
+from fedpl_core.fl.federation import FederationInfo
+from fedpl_core.fl.server import Server
 from fedpl_core.losses import masked_bce
 from fedpl_core.methods import METHODS, get_method
 from fedpl_core.methods.base import ClientUpdate

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.flower
 from toy import one_class_partition, toy_dataset  # noqa: E402
 
 from fedpl_core.config import EngineConfig  # noqa: E402
-from fedpl_core.engine import Simulation  # noqa: E402
+from fedpl_core.fl.simulation import Simulation  # noqa: E402
 from fedpl_core.flower import (FedplStrategy, FlowerSite, LocalGrid, decode, encode,  # noqa: E402
                                make_client_app)
 from fedpl_core.methods.fedavg import FedAvg  # noqa: E402

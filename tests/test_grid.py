@@ -17,7 +17,7 @@ from fedpl_core import experiments as E
 from fedpl_core.runs import grid as G
 from fedpl_core.runs import runner as R
 from fedpl_core.datasets import load_bundle, register_source
-from fedpl_core.engine import EngineConfig
+from fedpl_core.config import EngineConfig
 
 ray_mark = pytest.mark.ray  # local Ray, 2 CPUs; skipped where the ray extra is not installed
 

@@ -15,9 +15,9 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 
 from fedpl_core import experiments as E
-from fedpl_core.checkpoint import CheckpointError, read_checkpoint
+from fedpl_core.fl.checkpoint import CheckpointError, read_checkpoint
 from fedpl_core.config import ConfigError, EngineConfig
-from fedpl_core.engine import DivergenceError
+from fedpl_core.fl.federation import DivergenceError
 
 TINY = dict(dataset="synthetic-cxr", classes=["Cardiomegaly", "Effusion", "Pneumothorax"], image_size=28,
             n_train=240, n_test=120, num_clients=3, model_kwargs={"width": 8})

@@ -141,7 +141,7 @@ def _umask():
 
 
 def test_atomic_writes_never_write_through_links_at_temporary_or_target_names(tmp_path):
-    from fedpl_core.checkpoint import atomic_torch_save, read_checkpoint
+    from fedpl_core.fl.checkpoint import atomic_torch_save, read_checkpoint
 
     pid = os.getpid()
     links = [tmp_path / "r.json", tmp_path / "c.ckpt", tmp_path / f".r.json.{pid}.tmp", tmp_path / f".c.ckpt.{pid}.tmp"]
@@ -285,7 +285,7 @@ def test_cli_grid_refuses_repeated_entries_in_one_line(tmp_path, extra, needle):
 def test_a_link_at_the_checkpoint_name_is_refused_not_followed(tmp_path):
     """A link planted at ``<run_id>.ckpt`` (to /dev/zero, or to a real checkpoint elsewhere)
     is refused with a CheckpointError, which the runner reports and starts afresh."""
-    from fedpl_core.checkpoint import CheckpointError, atomic_torch_save, read_checkpoint
+    from fedpl_core.fl.checkpoint import CheckpointError, atomic_torch_save, read_checkpoint
 
     real = tmp_path / "elsewhere.ckpt"
     atomic_torch_save({"round": 1}, real)

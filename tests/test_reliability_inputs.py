@@ -273,7 +273,7 @@ def test_selection_key_that_never_matches_is_refused(main, key):
 
 
 def test_selection_keys_of_single_label_data_and_extra_sets():
-    from fedpl_core.selection import check_selection_key, recorded_keys
+    from fedpl_core.fl.selection import check_selection_key, recorded_keys
 
     keys = recorded_keys({"": "multiclass", "external": "multilabel"}, False)
     assert "accuracy" in keys and "map" not in keys and "external/map" in keys

@@ -16,7 +16,7 @@ from test_reliability import FLAGS, cli, one_error_line, tiny  # noqa: E402
 
 from fedpl_core import experiments as E  # noqa: E402
 from fedpl_core.config import EngineConfig  # noqa: E402
-from fedpl_core.engine import DivergenceError  # noqa: E402
+from fedpl_core.fl.federation import DivergenceError  # noqa: E402
 from fedpl_core.methods import METHODS, available_methods  # noqa: E402
 
 NAMES = available_methods()

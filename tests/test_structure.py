@@ -4,8 +4,6 @@ module of the package depends on it; importing a package depends on its ``__init
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fedpl_core"
 

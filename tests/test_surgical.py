@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from fedpl_core.engine import EngineConfig, Simulation
-from fedpl_core.federation import FederationInfo, Server
+from fedpl_core.config import EngineConfig
+from fedpl_core.fl.simulation import Simulation
+from fedpl_core.fl.federation import FederationInfo
+from fedpl_core.fl.server import Server
 from fedpl_core.losses import masked_bce
 from fedpl_core.methods import get_method
 from fedpl_core.methods.base import ClientUpdate

@@ -10,7 +10,8 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score
 
-from fedpl_core.engine import EngineConfig, Simulation
+from fedpl_core.config import EngineConfig
+from fedpl_core.fl.simulation import Simulation
 from fedpl_core.losses import masked_bce
 from fedpl_core.methods import get_method
 from fedpl_core.methods import surgical as surgical_module

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fedpl_core.federation import Batch
+from fedpl_core.fl.federation import Batch
 from fedpl_core.losses import masked_bce
 from fedpl_core.methods.fedpsl import FedPSL, tadl_step
 from fedpl_core.models import FedModel

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from fedpl_core.engine import EngineConfig, Simulation
+from fedpl_core.config import EngineConfig
+from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import FedAvg
 from fedpl_core.models import build_model
 from fedpl_core.views import cutout, mixup, sample_lambda, strong_view, weak_view
@@ -34,7 +35,7 @@ def test_weak_view_only_flips_and_translates():
 
 
 def test_engine_shift_pads_by_reflection_and_keeps_every_value():
-    from fedpl_core.preprocess import augment_batch
+    from fedpl_core.fl.preprocess import augment_batch
 
     x = torch.rand(64, 1, 8, 8) + 0.5  # strictly positive
     y = augment_batch(x.clone(), "shift", torch.Generator().manual_seed(0))
@@ -48,7 +49,7 @@ def test_engine_shift_pads_by_reflection_and_keeps_every_value():
 def test_flip_affine_moves_a_centred_dot_by_at_most_two_percent():
     """FedMLP's transform: rotation about the centre (leaves a centred dot in place) and a
     translation of at most 2 % of the side per axis."""
-    from fedpl_core.preprocess import augment_batch
+    from fedpl_core.fl.preprocess import augment_batch
 
     n, s = 200, 64
     x = torch.zeros(n, 1, s, s)

@@ -9,13 +9,13 @@ Once per run (harness):
     ``init_client(ctx)``         per client, on its training data: constants its losses read
                                  (class weights), so that they exist before its first round.
 
-Server side (sees :class:`~fedpl_core.federation.Server` and ``ClientUpdate`` objects only):
+Server side (sees :class:`~fedpl_core.fl.server.Server` and ``ClientUpdate`` objects only):
     ``init_server(server)``      initialise ``server.state``;
     ``payload(server, k)``       what client k receives (may be personalised);
     ``aggregate(server, updates)``   the new global arrays (default: the ``head`` block,
                                  FedAvg unless ``head`` names a row-wise aggregation).
 
-Client side (sees a :class:`~fedpl_core.federation.ClientContext`: its own data and
+Client side (sees a :class:`~fedpl_core.fl.federation.ClientContext`: its own data and
 batches, the working model, the optimizer, its state; never the engine):
     ``receive(ctx, payload)``    load the payload (and the client's local arrays);
     ``before_training(ctx)``     pseudo-labels, prototypes, difficulty estimates;
@@ -44,7 +44,8 @@ from typing import Any, ClassVar
 import torch
 
 from ..config import ConfigError
-from ..federation import Batch, ClientContext, ClientUpdate, FederationInfo, Server
+from ..fl.federation import Batch, ClientContext, ClientUpdate, FederationInfo
+from ..fl.server import Server
 from ..models import HEAD_KEYS, is_bn_key
 from .blocks import CLIENTS, HeadWarmup, bn_modules, make_head, make_loss, prepare_clients
 

@@ -52,11 +52,11 @@ import torch
 import torch.nn.functional as F
 
 from ..aggregation import aggregate_with_head_weights, weighted_average
-from ..checkpoint import atomic_torch_save
-from ..federation import Batch, ClientData, ClientUpdate, derive_seed
+from ..fl.checkpoint import atomic_torch_save
+from ..fl.federation import Batch, ClientData, ClientUpdate, derive_seed
 from ..losses import class_pos_weight, masked_bce, masked_ce
 from ..models import HEAD_KEYS
-from ..preprocess import Preprocess
+from ..fl.preprocess import Preprocess
 from ..views import strong_view
 
 

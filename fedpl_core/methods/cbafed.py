@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from ..aggregation import weighted_average
-from ..federation import copy_arrays
+from ..fl.federation import copy_arrays
 from ..losses import masked_bce
 from . import register
 from .blocks import record_pseudo_labels

@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from ..federation import Batch
+from ..fl.federation import Batch
 from ..losses import masked_bce
 from ..views import weak_view
 from . import register

@@ -62,7 +62,7 @@ import torch.nn.functional as F
 from torch.func import functional_call
 
 from ..aggregation import weighted_average
-from ..federation import ClientUpdate
+from ..fl.federation import ClientUpdate
 from ..losses import masked_bce
 from ..views import strong_view, weak_view
 from . import register

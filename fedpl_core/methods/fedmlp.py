@@ -88,7 +88,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..federation import Batch
+from ..fl.federation import Batch
 from ..losses import masked_bce
 from . import register
 from .base import Method

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..federation import Batch
+from ..fl.federation import Batch
 from . import register
 from .blocks import logit_adjusted_bce, sigmoid_rampup
 from .fedavg import FedAvg

@@ -36,7 +36,7 @@ projector (and predictor) as extra ``ssp/...`` arrays of the update, which the s
 splits off before aggregating the model.
 
 Cache (``cache_dir``; None = no cache).  After the last pre-training round the server
-writes the global model to ``<cache_dir>/simsiam-<key>.pt`` (:func:`~fedpl_core.checkpoint.atomic_torch_save`,
+writes the global model to ``<cache_dir>/simsiam-<key>.pt`` (:func:`~fedpl_core.fl.checkpoint.atomic_torch_save`,
 so a reader never sees half a file).  The key hashes what the method can see: the
 pre-training hyper-parameters, the engine settings that shape pre-training (seed, batch
 size, local epochs / iterations, client fraction, normalisation), the names and shapes of

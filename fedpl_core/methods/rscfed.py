@@ -48,7 +48,7 @@ import numpy as np
 import torch
 
 from ..aggregation import weighted_average
-from ..federation import Batch, derive_seed
+from ..fl.federation import Batch, derive_seed
 from ..losses import masked_bce
 from ..views import weak_view
 from . import register

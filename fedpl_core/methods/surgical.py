@@ -93,7 +93,7 @@ Protocol audit (paper = "Federated Setup", Sec. 2.4; code = the released
   after 25 evaluations without an improvement of 1e-4 (L249-253, L313-317).  The loss is
   the training loss: BCE over the client's classes for SA and FL + PL, BCE over all
   classes with missing labels as negatives for vanilla FL.  Ours:
-  :func:`~fedpl_core.evaluation.validation_loss` with each method's supervised loss
+  :func:`~fedpl_core.fl.evaluation.validation_loss` with each method's supervised loss
   (here its training loss) on the global model, plain mean over clients; the same,
   except that our early stopping has no 1e-4 margin.
 * **Scores.**  Code: each test set is scored on the classes the global model and the set
@@ -119,7 +119,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from ..aggregation import rowwise_average, weighted_average
-from ..federation import ClientUpdate, derive_seed
+from ..fl.federation import ClientUpdate, derive_seed
 from ..losses import masked_bce
 from ..models import HEAD_KEYS
 from . import register

@@ -3,7 +3,7 @@
 * :mod:`~fedpl_core.runs.config` - :class:`ExperimentConfig`: fields, checks against the
   data, method and model registries, YAML / JSON, the run id (its hash);
 * :mod:`~fedpl_core.runs.build` - a config's data, partition, model, method and
-  :class:`~fedpl_core.engine.Simulation` (part of every result's code fingerprint);
+  :class:`~fedpl_core.fl.simulation.Simulation` (part of every result's code fingerprint);
 * :mod:`~fedpl_core.runs.results` - :class:`RunResult` and its JSON file, written
   atomically and read back checked;
 * :mod:`~fedpl_core.runs.runner` - one run: the results cache, stale results

@@ -1,5 +1,5 @@
 """From a config to a ready simulation: the run's data, its partition, its model and
-method, the :class:`~fedpl_core.engine.Simulation`.
+method, the :class:`~fedpl_core.fl.simulation.Simulation`.
 
 Everything here changes a run's numbers, so this module is part of the code fingerprint
 of every result (:data:`fedpl_core.provenance.FINGERPRINT_MODULES`).
@@ -14,11 +14,11 @@ from .. import partitions as P
 from ..config import ConfigError
 from ..data.base import ImageDataset
 from ..datasets import DataBundle, load_bundle
-from ..engine import Simulation
+from ..fl.simulation import Simulation
 from ..methods import get_method
 from ..methods.blocks import calibrate_batchnorm
 from ..models import build_model
-from ..selection import check_selection_key
+from ..fl.selection import check_selection_key
 from .config import ExperimentConfig
 
 

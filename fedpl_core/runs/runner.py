@@ -36,7 +36,7 @@ import time
 import warnings
 from pathlib import Path
 
-from ..checkpoint import CheckpointError
+from ..fl.checkpoint import CheckpointError
 from ..fileio import check_writable as _check_writable
 from ..fileio import remove_stale_temps
 from ..locks import holder as lock_holder

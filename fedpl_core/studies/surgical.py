@@ -50,7 +50,7 @@ last round.
 
 Models that are not one global model (PFL, the individually trained models ``local``)
 are scored with the package's one policy
-(:func:`fedpl_core.evaluation.predict_personalised`): class c's score is the mean, over
+(:func:`fedpl_core.fl.evaluation.predict_personalised`): class c's score is the mean, over
 the clients that annotate c, of their own model's score.  So each source's own classes
 are scored by its own model, a shared class by the mean of both sources' models, and
 every column has a number (the external set's union of classes included).  Before the
