@@ -24,7 +24,6 @@ from .runs.results import (METRIC_KEYS, ResultFileError, RunResult, StaleResultW
                            finite_or_none, parse_result, read_result, stale_message)
 from .runs.runner import check_writable, clean_stale_files, run
 from .runs.study import SingleLabelWarning, Study, result_rows, run_many, warn_single_label_twins
-from .runs.study import _TWINS_WARNED  # noqa: F401  (a test clears it)
 
 __all__ = ["ExperimentConfig", "Study", "SingleLabelWarning", "warn_single_label_twins", "RunResult", "run", "run_many",
            "result_rows", "load_data", "build_partition", "build_simulation", "atomic_write_json", "finite_or_none",

@@ -4,7 +4,6 @@ import math
 import warnings
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 import torch
 

@@ -16,7 +16,8 @@ from fedpl_core.fl.server import Server
 from fedpl_core.losses import masked_bce
 from fedpl_core.methods import METHODS, get_method
 from fedpl_core.methods.base import ClientUpdate
-from fedpl_core.methods.fedpsl import FedPSL, class_pos_weight, tadl_step
+from fedpl_core.losses import class_pos_weight
+from fedpl_core.methods.fedpsl import FedPSL, tadl_step
 from fedpl_core.models import FedModel, build_model
 from fedpl_core.partitions import ClientSpec, Partition
 

@@ -11,7 +11,7 @@ import torch
 pytest.importorskip("flwr")
 pytestmark = pytest.mark.flower
 
-from toy import one_class_partition, toy_dataset  # noqa: E402
+from toy import toy_dataset  # noqa: E402
 
 from fedpl_core.config import EngineConfig  # noqa: E402
 from fedpl_core.fl.simulation import Simulation  # noqa: E402

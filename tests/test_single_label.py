@@ -5,10 +5,10 @@ import warnings
 import pytest
 import torch
 
-from fedpl_core import experiments
 from fedpl_core.config import EngineConfig
 from fedpl_core.experiments import ExperimentConfig, SingleLabelWarning, Study, build_simulation, run, \
     warn_single_label_twins
+from fedpl_core.runs import study as study_module
 
 ENG = EngineConfig(rounds=1, batch_size=16, progress=False, selection=None)
 
@@ -22,7 +22,7 @@ def skin(**kw):
 def test_fedavg_and_fedavg_pl_are_one_method_on_single_label_data():
     a, b = run(skin(method="fedavg")), run(skin(method="fedavg_pl"))
     assert a.final["accuracy"] == b.final["accuracy"] and a.history[0]["train_loss"] == b.history[0]["train_loss"]
-    experiments._TWINS_WARNED.clear()
+    study_module._TWINS_WARNED.clear()
     with pytest.warns(SingleLabelWarning, match="fedavg and fedavg_pl are the same method"):
         pairs = warn_single_label_twins(Study(skin(), ["fedavg", "fedavg_pl", "fedprox"], [0]).jobs())
     assert pairs == [("fedavg", "fedavg_pl")]  # fedprox (mu > 0) is another method

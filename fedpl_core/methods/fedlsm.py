@@ -134,7 +134,6 @@ import torch
 import torch.nn.functional as F
 
 from .. import views
-from ..models import HEAD_KEYS
 from ..losses import class_pos_weight
 from . import register
 from .base import Method

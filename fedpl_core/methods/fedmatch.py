@@ -58,7 +58,6 @@ import copy
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch.func import functional_call
 
 from ..aggregation import weighted_average

@@ -120,7 +120,6 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call
 
-from ..losses import class_pos_weight  # noqa: F401  (re-exported: the weights of the paper's loss)
 from . import register
 from .base import Method
 from .baselines import FedProx

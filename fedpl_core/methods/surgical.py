@@ -54,7 +54,7 @@ The paper's protocol (shared with the baselines run beside it; the head warm-up 
   BatchNorm layer stays at the initial model (statistics and affine parameters), in
   inference mode on the clients too, and out of aggregation.  With ImageNet weights this
   is the published FedBN+; with a randomly initialised model every BatchNorm layer is
-  (up to ``1/sqrt(1 + eps)``) the identity unless :func:`calibrate_batchnorm` first sets
+  (up to ``1/sqrt(1 + eps)``) the identity unless :func:`~fedpl_core.methods.blocks.calibrate_batchnorm` first sets
   the statistics from public images.
 * **Model selection** by the mean over clients of the local validation BCE
   (``EngineConfig(client_val_fraction=..., selection="val_loss", selection_mode="min",
@@ -124,7 +124,6 @@ from ..losses import masked_bce
 from ..models import HEAD_KEYS
 from . import register
 from .base import Method
-from .blocks import calibrate_batchnorm, warm_up_head  # noqa: F401  (re-exported: the protocol's blocks)
 from .fedavg import FedAvg
 
 W_KEY, B_KEY = HEAD_KEYS
@@ -361,4 +360,4 @@ class SurgicalAggregation(FedAvg):
 
 
 __all__ = ["SurgicalAggregation", "surgical_head_aggregate", "rebuild_local_head",
-           "client_class_order", "warm_up_head", "calibrate_batchnorm", "paper_method"]
+           "client_class_order", "paper_method"]

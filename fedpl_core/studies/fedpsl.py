@@ -36,20 +36,17 @@ round with the best mean test AUROC: optimistic, it looks at the test set);
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-import torch
 
 from .. import partitions as P
 from ..config import EngineConfig
 from ..data.base import DataError, ImageDataset, concat_datasets
 from ..datasets import DataBundle, register_source
-from ..experiments import ExperimentConfig, build_partition, load_data, run_many
+from ..experiments import ExperimentConfig, build_partition, load_data
 from ..methods import available_methods
 from ..tables import fmt_mean_std, per_class_mean_std
 
