@@ -20,7 +20,7 @@ reproduce: $(STAMP)
 
 # the static site of the executed notebooks in reports/ -> outputs/site/index.html
 report: $(STAMP)
-	$(PY) -m fedpl_core.site --notebooks reports --out outputs/site
+	$(PY) -m fedpl_core.report.site --notebooks reports --out outputs/site
 
 # store the smoke output of the notebook cells marked "# NBVAL_CHECK_OUTPUT" (nbval compares it)
 checked-outputs: $(STAMP)

@@ -33,7 +33,7 @@ import fedpl_core.fl.preprocess as PP
 from fedpl_core.experiments import run_many
 from fedpl_core.profiles import prepare
 from fedpl_core.studies import fedmlp
-from fedpl_core.tables import paired_difference
+from fedpl_core.report.tables import paired_difference
 
 _NEW = PP.augment_batch
 

@@ -3,7 +3,7 @@ FedPSL's Table II federation as notebook 01 builds it (200 images per client fro
 notebook's image pools, small CNN, 2 local epochs a round, 3 seeds) for a few (image size,
 learning rate) pairs, run for more rounds than the profile, with each method's gain over
 the last quarter of the rounds
-(:func:`fedpl_core.tables.late_gain`) and the wall time of each grid.  Uses the one runner and
+(:func:`fedpl_core.report.tables.late_gain`) and the wall time of each grid.  Uses the one runner and
 its cache::
 
     python benchmarks/cpu_schedule.py                         # 32/1e-3, 32/3e-3, 28/3e-3; 20 rounds
@@ -27,7 +27,7 @@ import pandas as pd
 from fedpl_core.experiments import run_many
 from fedpl_core.profiles import prepare
 from fedpl_core.studies import fedpsl as study
-from fedpl_core.tables import curve_frame, late_gain
+from fedpl_core.report.tables import curve_frame, late_gain
 
 
 def _literal(kv: str) -> tuple[str, object]:

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fedpl_core.tables import late_gain
+from fedpl_core.report.tables import late_gain
 
 
 def curves(folder: Path) -> pd.DataFrame:
-    """Per-round mean AUROC of every cached run in ``folder``, as :func:`fedpl_core.tables.curve_frame`
+    """Per-round mean AUROC of every cached run in ``folder``, as :func:`fedpl_core.report.tables.curve_frame`
     rows with the notebook as setting, the method as label and the run id in place of the seed
     (one curve per run)."""
     rows = []

@@ -32,7 +32,7 @@ from fedpl_core.data.registry import FEDLSM_FRACTIONS
 from fedpl_core.experiments import load_data, run_many
 from fedpl_core.profiles import default_workers, prepare
 from fedpl_core.studies import fedlsm
-from fedpl_core.tables import curve_frame, describe_late_gain, late_gain
+from fedpl_core.report.tables import curve_frame, describe_late_gain, late_gain
 
 TASK = "Task 2"
 

@@ -41,7 +41,7 @@ import numpy as np
 from fedpl_core.experiments import load_data, run_many
 from fedpl_core.profiles import prepare
 from fedpl_core.studies import fedlsm
-from fedpl_core.tables import paired_difference, save_table
+from fedpl_core.report.tables import paired_difference, save_table
 
 TASK = "Task 2"
 _CE = MB.masked_ce  # what Method.supervised_loss (the loss block) calls for a single-label task

@@ -27,7 +27,7 @@ from fedpl_core.experiments import run_many
 from fedpl_core.methods.fedlsm import paper_strong_view
 from fedpl_core.profiles import prepare
 from fedpl_core.studies import fedlsm
-from fedpl_core.tables import describe_difference, paired_difference
+from fedpl_core.report.tables import describe_difference, paired_difference
 
 _ENGINE = PP.augment_batch
 

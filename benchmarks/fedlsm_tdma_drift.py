@@ -42,7 +42,7 @@ import pandas as pd
 from fedpl_core.experiments import run_many
 from fedpl_core.profiles import prepare
 from fedpl_core.studies import fedlsm
-from fedpl_core.tables import paired_difference, save_table
+from fedpl_core.report.tables import paired_difference, save_table
 
 
 def gains(df: pd.DataFrame, metric: str = "auroc_mean") -> pd.DataFrame:

@@ -31,10 +31,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from fedpl_core.experiments import run_many  # noqa: E402
-from fedpl_core.plotting import method_palette  # noqa: E402
+from fedpl_core.report.plotting import method_palette  # noqa: E402
 from fedpl_core.profiles import prepare  # noqa: E402
 from fedpl_core.studies import fedmlp  # noqa: E402
-from fedpl_core.tables import curve_frame, paired_difference  # noqa: E402
+from fedpl_core.report.tables import curve_frame, paired_difference  # noqa: E402
 
 
 def methods(rounds: int) -> list[tuple[str, dict]]:

@@ -29,7 +29,7 @@ import pandas as pd
 from fedpl_core.experiments import run_many
 from fedpl_core.profiles import prepare
 from fedpl_core.studies import fedlsm, fedpsl
-from fedpl_core.tables import curve_frame, late_gain, paired_difference
+from fedpl_core.report.tables import curve_frame, late_gain, paired_difference
 
 
 def cases() -> dict[str, tuple]:

@@ -24,7 +24,7 @@ import torch
 from fedpl_core.config import EngineConfig
 from fedpl_core.experiments import run_many
 from fedpl_core.studies import fedpsl as study
-from fedpl_core.tables import describe_difference, paired_difference
+from fedpl_core.report.tables import describe_difference, paired_difference
 
 
 def main() -> None:

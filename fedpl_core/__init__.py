@@ -19,8 +19,8 @@ The layers, each importing only from those above it in this list:
   result file, the cache and locks, grid backends, studies (``run_many``);
   :mod:`fedpl_core.experiments` re-exports its public names;
 * :mod:`fedpl_core.studies`, :mod:`fedpl_core.profiles` - the papers' experiments and the
-  notebooks' profiles; :mod:`fedpl_core.tables`, :mod:`fedpl_core.plotting` - tables and
-  figures; :mod:`fedpl_core.cli`, :mod:`fedpl_core.flower`, :mod:`fedpl_core.site` - the
+  notebooks' profiles; :mod:`fedpl_core.report.tables`, :mod:`fedpl_core.report.plotting` - tables and
+  figures; :mod:`fedpl_core.cli`, :mod:`fedpl_core.flower`, :mod:`fedpl_core.report.site` - the
   command line, the Flower app, the report site.
 """
 from .config import EngineConfig

@@ -246,7 +246,7 @@ def cmd_run(a: argparse.Namespace) -> int:
 def cmd_grid(a: argparse.Namespace) -> int:
     from .runs.grid import check_args
     from .runs.study import run_many
-    from .tables import summarize
+    from .report.tables import summarize
 
     backend = check_args(a.backend, a.workers, a.retries)  # before any work
     cfg = config_from_args(a)  # CONFIG with the flags given on top
@@ -275,8 +275,8 @@ UNANNOTATED = "n/a"
 def cmd_report(a: argparse.Namespace) -> int:
     from . import partitions as P
     from .runs.build import build_partition, load_data
-    from .plotting import savefig
-    from .tables import to_markdown
+    from .report.plotting import savefig
+    from .report.tables import to_markdown
 
     cfg = config_from_args(a)
     if Path(a.figure).name in ("", ".", ".."):

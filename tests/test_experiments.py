@@ -8,7 +8,7 @@ import pytest
 from fedpl_core import experiments as E
 from fedpl_core.config import EngineConfig
 from fedpl_core.runs import runner as R
-from fedpl_core.tables import paired_ttest, pivot_mean_std, stars, summarize, to_latex, to_markdown
+from fedpl_core.report.tables import paired_ttest, pivot_mean_std, stars, summarize, to_latex, to_markdown
 
 TINY = dict(dataset="synthetic-cxr", classes=["Cardiomegaly", "Effusion", "Pneumothorax"], image_size=28,
             n_train=240, n_test=120, num_clients=3, model_kwargs={"width": 8})
@@ -148,7 +148,7 @@ def test_cli_bad_input_is_one_line_error(args, needle):
 
 
 def test_one_seed_shows_the_mean_without_a_spread():
-    from fedpl_core.tables import fmt_mean_std
+    from fedpl_core.report.tables import fmt_mean_std
 
     df = pd.DataFrame({"setting": ["s"] * 3, "label": ["a", "b", "b"], "which": ["final"] * 3,
                        "auroc_mean": [0.80, 0.70, 0.72]})

@@ -6,10 +6,10 @@ import importlib
 import pandas as pd
 import pytest
 
-from fedpl_core.tables import describe_difference, paired_difference
+from fedpl_core.report.tables import describe_difference, paired_difference
 
 
-@pytest.mark.parametrize("module", ["fedpl_core.tables", "fedpl_core.profiles", "fedpl_core.plotting"])
+@pytest.mark.parametrize("module", ["fedpl_core.report.tables", "fedpl_core.profiles", "fedpl_core.report.plotting"])
 def test_doctests(module):
     res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert res.attempted > 0 and res.failed == 0
@@ -38,7 +38,7 @@ def test_describe_difference_states_the_verdict_the_numbers_allow():
 
 
 def test_late_gain_averages_seeds_and_skips_short_curves():
-    from fedpl_core.tables import late_gain
+    from fedpl_core.report.tables import late_gain
 
     rows = []
     for seed, end in ((0, 0.80), (1, 0.76)):  # rounds given out of order
@@ -59,7 +59,7 @@ def test_every_registered_method_and_paper_label_has_one_fixed_colour():
     label and its registry name get the same colour, and the methods of one table have
     different colours, so a figure of that table draws them without reassigning any."""
     from fedpl_core.methods import available_methods
-    from fedpl_core.plotting import METHOD_COLORS, _key, method_color, method_palette
+    from fedpl_core.report.plotting import METHOD_COLORS, _key, method_color, method_palette
     from fedpl_core.studies import fedlsm, fedmlp, fedpsl
 
     missing = [m for m in available_methods() if _key(m) not in METHOD_COLORS]
@@ -79,7 +79,7 @@ def test_every_registered_method_and_paper_label_has_one_fixed_colour():
 
 
 def test_committed_table_reads_the_checkout_figures_whatever_the_cwd(tmp_path, monkeypatch):
-    from fedpl_core.tables import committed_table
+    from fedpl_core.report.tables import committed_table
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path))

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fedpl_core import paths, tables
+from fedpl_core import paths
+from fedpl_core.report import tables
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from fedpl_core import plotting as PL  # noqa: E402
+from fedpl_core.report import plotting as PL  # noqa: E402
 
 
 def _curves(metric="auroc_mean"):

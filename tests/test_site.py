@@ -1,4 +1,4 @@
-"""The static report (`make report`, fedpl_core.site): built from executed notebooks,
+"""The static report (`make report`, fedpl_core.report.site): built from executed notebooks,
 every link of the index resolves, and the README's findings sections are in it."""
 import re
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from fedpl_core.site import build_site, readme_sections
+from fedpl_core.report.site import build_site, readme_sections
 
 README = """# fedpl
 ## Quick start

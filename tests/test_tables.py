@@ -1,10 +1,10 @@
-"""fedpl_core.tables: mean ± sd through one groupby-agg, Markdown through tabulate;
+"""fedpl_core.report.tables: mean ± sd through one groupby-agg, Markdown through tabulate;
 every expected string below is computed by hand."""
 import numpy as np
 import pandas as pd
 import pytest
 
-from fedpl_core.tables import per_class_mean_std, pivot_mean_std, summarize, to_latex, to_markdown
+from fedpl_core.report.tables import per_class_mean_std, pivot_mean_std, summarize, to_latex, to_markdown
 
 
 def runs():
@@ -87,7 +87,7 @@ def test_to_latex_through_styler():
 
 
 def test_save_table_shows_two_digit_p_values_and_no_default_index(tmp_path):
-    from fedpl_core.tables import difference_columns, paired_difference, save_table
+    from fedpl_core.report.tables import difference_columns, paired_difference, save_table
 
     df = pd.DataFrame({"label": ["x"] * 3 + ["y"] * 3, "seed": [0, 1, 2] * 2,
                        "auroc_mean": [0.80, 0.82, 0.84, 0.78, 0.79, 0.83]})

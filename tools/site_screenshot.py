@@ -1,4 +1,4 @@
-"""Screenshot the static site (``python -m fedpl_core.site``) in a real headless Chromium.
+"""Screenshot the static site (``python -m fedpl_core.report.site``) in a real headless Chromium.
 
 No browser download is needed: the PyPI wheel ``kaleido==0.2.1`` ships a headless Chromium
 (HeadlessChrome 88) meant for exporting plotly figures.  That binary only runs its own
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     page = Path(args.site) / args.page
     if not page.is_file():
         sys.exit(f"error: {page} not found; build the site first "
-                 "(python -m fedpl_core.site --notebooks reports --out DIR)")
+                 "(python -m fedpl_core.report.site --notebooks reports --out DIR)")
     launcher = find_launcher(args.chromium)
     stats = screenshot(launcher, page, Path(args.out), args.width, args.max_height,
                        args.scale, args.timeout)

@@ -39,7 +39,7 @@ from ..data import synthetic as S
 from ..experiments import ExperimentConfig
 from ..methods import available_methods
 from ..profiles import apply_parameters, engine_options
-from ..tables import fmt_mean_std
+from ..report.tables import fmt_mean_std
 from . import fedpsl, surgical
 
 SETTINGS = ("missing-m (FedMLP)", "label-set mismatch (FedLSM)", "Table I sets (FedPSL)",

@@ -49,7 +49,7 @@ from ..data import synthetic as S
 from ..experiments import ExperimentConfig
 from ..methods import available_methods
 from ..profiles import engine_options
-from ..tables import fmt_mean_std
+from ..report.tables import fmt_mean_std
 
 TASKS = ("Task 1", "Task 2")
 #: (label, registry name, task(s)): the methods of Tables 1 and 2 in the paper's order.
@@ -229,8 +229,8 @@ def tdma_methods() -> list[tuple[str, dict]]:
 
 def tdma_effect(df: pd.DataFrame, metric: str = "auroc_mean") -> pd.DataFrame:
     """Per reading of "FedAvg": FedAvg, FedAvg* (x 100, mean over seeds) and the paired
-    difference FedAvg* - FedAvg with its 95 % CI and p-value (:func:`fedpl_core.tables.paired_difference`)."""
-    from ..tables import difference_columns, paired_difference
+    difference FedAvg* - FedAvg with its 95 % CI and p-value (:func:`fedpl_core.report.tables.paired_difference`)."""
+    from ..report.tables import difference_columns, paired_difference
 
     fin = df[df["which"] == "final"] if "which" in df else df
     mean = fin.groupby("label")[metric].mean() * 100
@@ -262,7 +262,7 @@ def ablation_methods() -> list[tuple[str, dict]]:
 
 def table1(df: pd.DataFrame, which: str = "final", decimals: int = 1) -> pd.DataFrame:
     """Table 1: per-class AUROC (x 100, mean ± std over seeds) and the mean, per method."""
-    from ..tables import per_class_mean_std
+    from ..report.tables import per_class_mean_std
 
     return per_class_mean_std(df, which=which, decimals=decimals)
 
@@ -319,11 +319,11 @@ def ordering(df: pd.DataFrame, task: str, ranking: Sequence[str] = RANKING, whic
     """The paper's ranking (``ranking``, best first: FedLSM > FedAvg* > FedAvg) step by step,
     on the metrics of :data:`RANKING_METRICS`: for each metric and each neighbouring pair
     ``A - B``, the difference in points (x 100) paired on the seed, its sd, the number of
-    pairs, the two-sided paired t-test's p (:func:`fedpl_core.tables.paired_difference`;
+    pairs, the two-sided paired t-test's p (:func:`fedpl_core.report.tables.paired_difference`;
     None with fewer than two pairs), its 95 % confidence interval, Holm's adjustment of p over
-    the whole table (one family of claims: :func:`fedpl_core.tables.holm`) and the paper's
+    the whole table (one family of claims: :func:`fedpl_core.report.tables.holm`) and the paper's
     difference.  A pair with a method not in ``df`` is left out."""
-    from ..tables import holm, paired_difference
+    from ..report.tables import holm, paired_difference
 
     paper = paper_table(task)
     have = set(df["label"])

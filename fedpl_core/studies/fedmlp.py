@@ -38,7 +38,7 @@ from ..data import synthetic as S
 from ..experiments import ExperimentConfig
 from ..methods import available_methods
 from ..profiles import engine_options
-from ..tables import fmt_mean_std
+from ..report.tables import fmt_mean_std
 
 TABLES = ("ICH", "CXR")
 #: (label, registry name): the methods of Tables 1 and 2 in the paper's order.

@@ -30,7 +30,7 @@ This module is declarative: it registers the data source ``"fedpsl"`` (dataset k
 ``table``, ``pool``, ``test_pos``, ``test_neg``, ``strength``, ``nih_root``, ``tb_root``,
 ``covid_root``) and describes each experiment as settings x methods x seeds for the one
 runner, :func:`fedpl_core.experiments.run_many`, whose tidy frame the helpers of
-:mod:`fedpl_core.tables` read.  ``which="best"`` is the paper's model selection (the
+:mod:`fedpl_core.report.tables` read.  ``which="best"`` is the paper's model selection (the
 round with the best mean test AUROC: optimistic, it looks at the test set);
 ``which="final"`` is the last round.
 """
@@ -48,7 +48,7 @@ from ..data.base import DataError, ImageDataset, concat_datasets
 from ..datasets import DataBundle, register_source
 from ..experiments import ExperimentConfig, build_partition, load_data
 from ..methods import available_methods
-from ..tables import fmt_mean_std, per_class_mean_std
+from ..report.tables import fmt_mean_std, per_class_mean_std
 
 CLASSES_II = list(P.FEDPSL_CLASSES_I)
 CLASSES_IV = list(P.FEDPSL_CLASSES_III)
@@ -371,7 +371,7 @@ def sweep_table(df: pd.DataFrame, x: str = "n", which: str = "best", decimals: i
 def sweep_differences(df: pd.DataFrame, x: str, a: str, b: str, which: str = "final") -> pd.DataFrame:
     """``a`` minus ``b`` (AUROC points, paired over seeds) at every value of the sweep
     column ``x``: columns ``x``, ``diff``, ``sd``, ``95 % CI``, ``pairs``, ``p``."""
-    from ..tables import difference_columns, paired_difference
+    from ..report.tables import difference_columns, paired_difference
 
     rows = []
     for v, d in df.groupby(x, sort=True):
@@ -383,7 +383,7 @@ def sweep_differences(df: pd.DataFrame, x: str, a: str, b: str, which: str = "fi
 def sweep_trend(df: pd.DataFrame, x: str, label: str, which: str = "final") -> dict:
     """Mean AUROC of ``label`` at the smallest and the largest ``x``, and their paired
     difference (points, largest minus smallest, paired over seeds; t-test ``p``)."""
-    from ..tables import paired_difference
+    from ..report.tables import paired_difference
 
     d = df[(df["label"] == label) & (df["which"] == which)]
     lo, hi = d[x].min(), d[x].max()
@@ -397,7 +397,7 @@ def plot_sweep(df: pd.DataFrame, x: str = "n", xlabel: str | None = None, title:
     """Mean AUROC (mean ± std over seeds) against ``x``: best round (left) and last round (right)."""
     import matplotlib.pyplot as plt
 
-    from ..plotting import method_palette
+    from ..report.plotting import method_palette
 
     colors = method_palette(df["label"])
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)

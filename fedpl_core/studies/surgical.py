@@ -79,7 +79,7 @@ from ..data.base import ImageDataset, concat_datasets
 from ..datasets import DataBundle, register_source
 from ..experiments import ExperimentConfig, build_partition, load_data
 from ..profiles import engine_options
-from ..tables import difference_columns, fmt_mean_std, paired_difference, paired_ttest, paired_values, stars
+from ..report.tables import difference_columns, fmt_mean_std, paired_difference, paired_ttest, paired_values, stars
 
 #: NIH's 14 findings and CheXpert's 13 (CheXpert's column order), synthetic names.
 NIH_CLASSES = list(S.NIH14)
@@ -601,7 +601,7 @@ def noniid_table(df: pd.DataFrame, columns: Sequence[str], which: str = "best",
 def class_difference(df: pd.DataFrame, column: str, a: str, b: str, which: str = "best") -> dict:
     """``a`` minus ``b`` on one table column (e.g. ``"NIH: unique"``), paired across the
     column's classes (each class AUROC the mean over seeds), as the paper tests: the
-    :func:`~fedpl_core.tables.paired_difference` dict (``n`` = classes)."""
+    :func:`~fedpl_core.report.tables.paired_difference` dict (``n`` = classes)."""
     d = long_form(df[df["which"] == which])
     per_class = d[d["column"] == column].groupby(["label", "cls"])["auroc"].mean().reset_index()
     return paired_difference(per_class.rename(columns={"auroc": "auroc_mean"}), a, b, which=None, pair_on=("cls",))
@@ -662,7 +662,7 @@ def plot_ablation(df: pd.DataFrame, xlabel: str, which: str = "best", title: str
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..plotting import method_palette
+    from ..report.plotting import method_palette
 
     s = ablation_summary(df, which)
     cols = list(dict.fromkeys(s["column"]))

@@ -7,8 +7,8 @@ anything: one HTML page per notebook (nbconvert's ``lab`` template, figures embe
 an ``index.html`` with the README's findings sections and a link to every committed figure
 and table::
 
-    python -m fedpl_core.site                         # reports/ -> outputs/site/ (make report)
-    python -m fedpl_core.site --notebooks outputs/notebooks --out /tmp/site
+    python -m fedpl_core.report.site                         # reports/ -> outputs/site/ (make report)
+    python -m fedpl_core.report.site --notebooks outputs/notebooks --out /tmp/site
 
 Open ``outputs/site/index.html`` in a browser.
 """
@@ -20,7 +20,7 @@ import re
 import shutil
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: fedpl_core/report/site.py
 #: README sections (``## ...`` / ``### ...`` headings) the index page shows, in this order
 SECTIONS = ("What the cpu profile shows", "Why the papers' methods fell below their baselines")
 
@@ -96,7 +96,7 @@ def build_site(notebooks: str | Path = ROOT / "reports", out: str | Path = ROOT 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m fedpl_core.site", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m fedpl_core.report.site", description=__doc__.splitlines()[0])
     ap.add_argument("--notebooks", default=str(ROOT / "reports"), help="folder of executed notebooks")
     ap.add_argument("--out", default=str(ROOT / "outputs" / "site"), help="site folder")
     a = ap.parse_args(argv)

@@ -295,7 +295,7 @@ def figures_dir() -> Path:
     i.e. ``$FEDPL_FIGURES`` if set, else ``outputs/smoke/figures`` in the smoke profile (a
     smoke run never overwrites the committed cpu-profile outputs), else the checkout's
     ``figures/`` (whatever the working directory), else ``./figures``."""
-    from . import paths
+    from .. import paths
 
     return paths.figures_dir()
 
@@ -307,7 +307,7 @@ def committed_table(stem: str) -> pd.DataFrame | None:
     results through this, so their sentences come from the committed numbers."""
     from pathlib import Path
 
-    p = Path(__file__).resolve().parent.parent / "figures" / f"{stem}.csv"
+    p = Path(__file__).resolve().parents[2] / "figures" / f"{stem}.csv"
     return pd.read_csv(p) if p.is_file() else None
 
 

@@ -168,7 +168,7 @@ def _rounds_axis(ax) -> None:
 
 def plot_curves(curves: pd.DataFrame, metric: str = "auroc_mean", ax=None, title: str | None = None):
     """Metric per round, one line per method: the mean over seeds with an sd band (where
-    there are several seeds); ``curves`` long rows as :func:`fedpl_core.tables.curve_frame`
+    there are several seeds); ``curves`` long rows as :func:`fedpl_core.report.tables.curve_frame`
     gives them.  Integer rounds, a human y label, the legend outside the data."""
     ax = ax or plt.subplots(figsize=(7, 4))[1]
     sns.lineplot(curves, x="round", y=metric, hue="label", marker="o", ax=ax, errorbar="sd",
@@ -184,7 +184,7 @@ def plot_curves(curves: pd.DataFrame, metric: str = "auroc_mean", ax=None, title
 def plot_curve_grid(curves: pd.DataFrame, metric: str = "auroc_mean", col: str = "setting",
                     labels: Sequence[str] | None = None, title: str | None = None, col_wrap: int | None = None):
     """One panel per ``col`` value (titled ``K = 4``, or the setting's own name), one line per
-    method (mean and sd band over seeds); ``curves`` as :func:`fedpl_core.tables.curve_frame`
+    method (mean and sd band over seeds); ``curves`` as :func:`fedpl_core.report.tables.curve_frame`
     gives it."""
     d = curves if labels is None else curves[curves["label"].isin(labels)]
     g = sns.relplot(d, x="round", y=metric, hue="label", col=col, kind="line", marker="o", errorbar="sd",
@@ -281,7 +281,7 @@ def plot_mask_matrix(mask: np.ndarray, class_names: Sequence[str], client_names:
 
 def savefig(fig, name: str, folder: str | Path | None = None, dpi: int = 150) -> Path:
     """Save ``fig`` as ``folder/name`` (PNG unless the name has a suffix; default folder
-    :func:`fedpl_core.tables.figures_dir`)."""
+    :func:`fedpl_core.report.tables.figures_dir`)."""
     p = Path(figures_dir() if folder is None else folder) / (name if Path(name).suffix else f"{name}.png")
     p.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(p, dpi=dpi, bbox_inches="tight")
