@@ -35,7 +35,7 @@ ValueError: unknown profile 'gpu': choose one of smoke, cpu, full
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 PROFILES = ("smoke", "cpu", "full")
 Profile = Literal["smoke", "cpu", "full"]
@@ -333,3 +333,16 @@ def fields_of(cls, row: Mapping[str, Any], extra: tuple[str, ...] = ("workers", 
     if unknown:
         raise TypeError(f"{cls.__module__}.{cls.__qualname__} has no field(s) {unknown}")
     return {k: v for k, v in row.items() if k in names}
+
+
+def settings_with_data_roots(cls, table: Mapping[str, Mapping[str, Any]], profile: str | Mapping[str, Any],
+                             check_roots: Callable[[Any], Any], data_roots: Any = None, **parameters: Any):
+    """A study's settings ``cls(...)`` for ``profile`` (a row of ``table`` with the notebook
+    ``parameters`` applied by :func:`apply_parameters`, or a row it returned) and its real-data
+    folders ``data_roots`` (given here or in the row), checked by ``check_roots``."""
+    if isinstance(profile, Mapping):
+        row = dict(profile)
+        data_roots = row.pop("data_roots", None) if data_roots is None else data_roots
+    else:
+        row = apply_parameters(table, profile, **parameters)
+    return cls(**fields_of(cls, row), data_roots=check_roots(data_roots))

@@ -183,14 +183,9 @@ def settings(profile: str | dict = "cpu", data_roots: Any = None, **parameters: 
     or both (given here or in the row); a task left out stays on the built-in data (a key
     other than the two tasks is an error, :func:`check_data_roots`).
     """
-    from ..profiles import apply_parameters, fields_of
+    from ..profiles import settings_with_data_roots
 
-    if isinstance(profile, dict):
-        row = dict(profile)
-        data_roots = row.pop("data_roots", None) if data_roots is None else data_roots
-    else:
-        row = apply_parameters(PROFILES, profile, **parameters)
-    return Settings(**fields_of(Settings, row), data_roots=check_data_roots(data_roots))
+    return settings_with_data_roots(Settings, PROFILES, profile, check_data_roots, data_roots, **parameters)
 
 
 def methods(task: str, labels: Sequence[str] | None = None, first_order: bool = False) -> list[tuple[str, dict]]:

@@ -139,14 +139,9 @@ def settings(profile: str | dict = "cpu", data_roots: Any = None, **parameters: 
     ``parameters`` applied (``seeds``, ``rounds``, ``lr``, ``data_seed``, ``device``; None: the
     profile's value) by :func:`fedpl_core.profiles.apply_parameters`, or a row it returned;
     ``data_roots`` (given here or in the row): see :func:`check_data_roots`."""
-    from ..profiles import apply_parameters, fields_of
+    from ..profiles import settings_with_data_roots
 
-    if isinstance(profile, dict):
-        row = dict(profile)
-        data_roots = row.pop("data_roots", None) if data_roots is None else data_roots
-    else:
-        row = apply_parameters(PROFILES, profile, **parameters)
-    return Settings(**fields_of(Settings, row), data_roots=check_data_roots(data_roots))
+    return settings_with_data_roots(Settings, PROFILES, profile, check_data_roots, data_roots, **parameters)
 
 
 def methods(st: Settings, labels: Sequence[str] | None = None) -> list[tuple[str, dict]]:
