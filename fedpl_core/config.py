@@ -22,6 +22,17 @@ from typing import Any, Literal, Union
 
 ConfigError = type("ConfigError", (ValueError,), {"__doc__": "A configuration value is invalid."})
 
+#: The notebooks' profiles (:mod:`fedpl_core.profiles` holds what each one sets).
+PROFILES = ("smoke", "cpu", "full")
+Profile = Literal["smoke", "cpu", "full"]
+
+
+def check_profile(profile: str) -> str:
+    """``profile`` itself, or a ``ValueError`` naming the profiles there are."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}: choose one of {', '.join(PROFILES)}")
+    return profile
+
 _TRUE, _FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
 
 

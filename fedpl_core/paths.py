@@ -42,7 +42,7 @@ def use_profile(profile: str | None) -> None:
     process (None: no profile, as for the library)."""
     global _profile
     if profile is not None:
-        from .profiles import check_profile
+        from .config import check_profile
 
         check_profile(profile)
     _profile = profile

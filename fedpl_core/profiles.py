@@ -35,17 +35,9 @@ ValueError: unknown profile 'gpu': choose one of smoke, cpu, full
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Callable, Mapping
 
-PROFILES = ("smoke", "cpu", "full")
-Profile = Literal["smoke", "cpu", "full"]
-
-
-def check_profile(profile: str) -> str:
-    """``profile`` itself, or a ``ValueError`` naming the profiles there are."""
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}: choose one of {', '.join(PROFILES)}")
-    return profile
+from .config import PROFILES, check_profile  # noqa: F401  (the profile names live with the config)
 
 
 def engine_options(profile: str) -> dict:
