@@ -1,0 +1,154 @@
+"""FedAvg rounds per second: the engine's per-client loop, its batched path, a plain PyTorch
+loop, and Flower's simulation, for K clients, a small CNN and ResNet-18 (issue 27).
+
+All sides train the same clients (equal sizes, ``--per-client`` images of ``--size`` px, a
+GroupNorm model, since the batched path cannot vmap BatchNorm's running statistics) for the
+same local steps with a fresh Adam per client and round, and average with FedAvg; the
+timings cover training and aggregation, not evaluation (one untimed warm-up round first).
+
+* ``loop``: :meth:`Simulation.step` with evaluation off (``Site.train`` per client);
+* ``batched``: :func:`fedpl_core.fl.batched.train_round` (one vmapped step for all clients)
+  and the same server aggregation;
+* ``plain``: what a user writes by hand: ``load_state_dict``, ``model(x)``, ``backward``,
+  ``torch.optim.Adam``, the mean of the ``state_dict``s, on the engine's preprocessed batches;
+* ``flower``: **not measured by this script yet** (the column says so); Flower's simulation
+  with fractional GPUs per client is the GPU session's part of issue 27.
+  ``benchmarks/flower_overhead.py`` measures Flower against the engine on the CPU.
+
+Prints rounds per second, the ratios batched/loop and loop/plain, and peak memory (CUDA:
+``torch.cuda.max_memory_allocated``; CPU: the process's peak resident set), and writes
+``figures/bench_gpu_throughput_<device>.{csv,md}``.  On a CPU the loop is the engine's
+default (vmap does not speed up compute-bound convolutions there); the GPU targets are
+batched >= 4x loop at K = 32 for the small CNN and the engine >= 10x Flower at K = 32:
+
+    python benchmarks/gpu_throughput.py                                   # CPU-sized defaults
+    python benchmarks/gpu_throughput.py --clients 8 32 128 --models cnn resnet18 --device cuda
+"""
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+import pandas as pd
+import torch
+
+from fedpl_core.config import EngineConfig
+from fedpl_core.experiments import ExperimentConfig, build_simulation
+from fedpl_core.fl import batched as B
+from fedpl_core.fl.server import sample_clients
+from fedpl_core.report.tables import save_table
+
+
+def config(model: str, k: int, a) -> ExperimentConfig:
+    kwargs = {"width": 16, "norm": "gn"} if model == "cnn" else {"norm": "gn"}
+    return ExperimentConfig(dataset="synthetic-cxr", image_size=a.size, n_train=k * a.per_client, n_test=16,
+                            partition="iid", num_clients=k, model=model, model_kwargs=kwargs, method="fedavg_pl",
+                            engine=EngineConfig(rounds=10_000, batch_size=a.batch, local_iters=a.steps, lr=1e-3,
+                                                device=a.device, progress=False, selection=None, eval_every=10_000))
+
+
+def peak_memory(device: str) -> float:
+    """MiB: the CUDA allocator's peak, or the process's peak resident set."""
+    if device.startswith("cuda"):
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def time_rounds(fn, rounds: int, device: str) -> float:
+    fn(0)  # warm-up, untimed
+    sync(device)
+    t0 = time.perf_counter()
+    for r in range(1, rounds + 1):
+        fn(r)
+    sync(device)
+    return rounds / (time.perf_counter() - t0)
+
+
+def loop_side(cfg):
+    sim = build_simulation(cfg)
+    return lambda r: sim.step()
+
+
+def batched_side(cfg):
+    sim = build_simulation(cfg)
+
+    def one(r):
+        clients = sample_clients(len(sim.sites), 1.0, cfg.engine.seed, r)
+        updates, _ = B.train_round(sim, clients, r)
+        sim.server.aggregate(updates)
+    return one
+
+
+def plain_side(cfg):
+    """A hand-written FedAvg on the engine's batches (made once, outside the timing)."""
+    sim = build_simulation(cfg)
+    model = sim.work.model
+    batches = [[(b.x, b.y, b.mask) for b in s.context(0).batches()] for s in sim.sites]
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+
+    def one(r):
+        nonlocal state
+        outs = []
+        for client in batches:
+            model.load_state_dict(state)
+            opt = torch.optim.Adam(model.parameters(), lr=cfg.engine.lr)
+            for x, y, m in client:
+                opt.zero_grad(set_to_none=True)
+                loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x), y, reduction="none")
+                (loss * m).sum().div(m.sum().clamp(min=1)).backward()
+                opt.step()
+            outs.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+        state = {k: torch.stack([o[k].float() for o in outs]).mean(0).to(outs[0][k].dtype) for k in outs[0]}
+    return one
+
+
+def flower_installed() -> bool:
+    try:
+        import flwr  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--clients", type=int, nargs="+", default=[8, 32], help="K values (default 8 32; GPU: 8 32 128)")
+    ap.add_argument("--models", nargs="+", default=["cnn"], choices=["cnn", "resnet18"])
+    ap.add_argument("--per-client", type=int, default=32, help="images per client (default 32)")
+    ap.add_argument("--size", type=int, default=28, help="image side in px (default 28)")
+    ap.add_argument("--batch", type=int, default=16, help="batch size (default 16)")
+    ap.add_argument("--steps", type=int, default=2, help="local steps a round (default 2)")
+    ap.add_argument("--rounds", type=int, default=3, help="timed rounds (default 3)")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    a = ap.parse_args(argv)
+    rows = []
+    for model in a.models:
+        for k in a.clients:
+            cfg = config(model, k, a)
+            row = {"model": model, "K": k, "device": a.device}
+            for name, make in (("loop", loop_side), ("batched", batched_side), ("plain", plain_side)):
+                if a.device.startswith("cuda"):
+                    torch.cuda.reset_peak_memory_stats()
+                row[f"{name} rounds/s"] = round(time_rounds(make(cfg), a.rounds, a.device), 3)
+                row[f"{name} peak MiB"] = round(peak_memory(a.device), 1)
+            # not measured by this script yet: the GPU session's task (issue 27)
+            row["flower"] = "not measured: flwr not installed" if not flower_installed() else "not measured yet"
+            row["batched / loop"] = round(row["batched rounds/s"] / row["loop rounds/s"], 2)
+            row["loop / plain"] = round(row["loop rounds/s"] / row["plain rounds/s"], 2)
+            print(row, flush=True)
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    paths = save_table(df, f"bench_gpu_throughput_{a.device.split(':')[0]}")
+    print(df.to_string(index=False))
+    print(f"-> {paths['md']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

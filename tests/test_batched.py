@@ -1,0 +1,71 @@
+"""The batched client path (fedpl_core/fl/batched.py, issue 27) gives the per-client loop's
+numbers to float tolerance, and says why when a round cannot be batched."""
+import pytest
+import torch
+
+from fedpl_core.config import EngineConfig
+from fedpl_core.experiments import ExperimentConfig, build_simulation
+from fedpl_core.fl import batched as B
+from fedpl_core.fl.server import sample_clients
+
+
+def config(method="fedavg_pl", norm="gn", n_train=240, **engine):
+    eng = {"rounds": 2, "batch_size": 20, "progress": False, "selection": None, **engine}
+    return ExperimentConfig(dataset="synthetic-cxr", classes=["Effusion", "Pneumothorax", "Nodule"], image_size=28,
+                            n_train=n_train, n_test=60, partition="missing_classes", num_clients=4,
+                            partition_kwargs={"missing": 1}, model="cnn", model_kwargs={"width": 8, "norm": norm},
+                            method=method, engine=EngineConfig(**eng))
+
+
+def loop_and_batched(cfg, rounds=2):
+    """Two simulations of ``cfg``: one trained by the loop, one by the batched path (same
+    sampling, same server); their global arrays and training losses after ``rounds``."""
+    a, b = build_simulation(cfg), build_simulation(cfg)
+    losses_b = []
+    for r in range(rounds):
+        a.step()
+        clients = sample_clients(len(b.sites), cfg.engine.client_fraction, cfg.engine.seed, r)
+        updates, losses = B.train_round(b, clients, r)
+        b.server.aggregate(updates)
+        losses_b.append(sum(losses) / len(losses))
+    return a, b, [h["train_loss"] for h in a.history], losses_b
+
+
+@pytest.mark.parametrize("method,engine,rounds", [
+    ("fedavg_pl", {}, 1),                                                    # Adam, partial loss
+    ("fedavg", {"optimizer": "sgd", "lr": 0.05}, 2),                        # SGD with momentum, missing = negative
+    ("fedavg_pl", {"augment": "flip_shift", "weight_decay": 1e-4}, 1),       # the round's own augmentations
+    ("fedavg_pl", {"client_fraction": 0.5, "local_iters": 4}, 1),           # sampled clients, fixed iterations
+    ("fedavg", {"optimizer": "sgd", "lr": 0.05, "augment": "flip_shift", "client_fraction": 0.5}, 2),
+])
+def test_batched_rounds_give_the_loops_numbers(method, engine, rounds):
+    """Float tolerance, not bits: vmap sums in another order.  Adam's normalised steps
+    amplify those last-bit differences in later rounds (about 2e-5 after the second round of
+    the augmented case), so its cases compare one round; SGD's compare two."""
+    cfg = config(method, **engine)
+    a, b, loss_a, loss_b = loop_and_batched(cfg, rounds)
+    assert set(a.server.global_state) == set(b.server.global_state)
+    for k, v in a.server.global_state.items():
+        torch.testing.assert_close(b.server.global_state[k], v, rtol=1e-4, atol=1e-5, msg=k)
+    assert loss_b == pytest.approx(loss_a, rel=1e-5)
+    init = build_simulation(cfg).server.global_state  # the training moved the model
+    assert max(float((init[k] - a.server.global_state[k]).abs().max()) for k in init) > 1e-3
+
+
+@pytest.mark.parametrize("cfg,reason", [
+    (config(norm="bn"), "BatchNorm"),
+    (config(method="fedlsm"), "per-client steps"),
+    (config(method="fedbn"), "per-client steps"),
+])
+def test_a_round_that_cannot_be_batched_says_why(cfg, reason):
+    sim = build_simulation(cfg)
+    assert reason in B.why_not_batched(sim, [0, 1])
+    with pytest.raises(ValueError, match=reason):
+        B.train_round(sim, [0, 1], 0)
+
+
+def test_clients_with_different_numbers_of_steps_are_not_batched():
+    sim = build_simulation(config(n_train=250, batch_size=21))
+    assert sorted(s.data.n for s in sim.sites) == [62, 62, 63, 63]  # 2 and 3 full batches of 21
+    with pytest.raises(ValueError, match="differ in steps or batch sizes"):
+        B.train_round(sim, list(range(4)), 0)
