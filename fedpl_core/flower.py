@@ -16,8 +16,9 @@ passes between the two sides of a :class:`~fedpl_core.methods.base.Method`:
   :class:`~fedpl_core.fl.site.Site` with its own images and labels (a
   :class:`~fedpl_core.fl.federation.ClientData`) and its own working model and
   optimizer.  A ``train`` message runs the simulation's own client round on it
-  (:meth:`Site.train <fedpl_core.fl.site.Site.train>`: ``receive``, optimizer reset /
-  keep, ``before_training``, ``local_train``, ``after_training``, ``make_update``).
+  (:meth:`Site.train <fedpl_core.fl.site.Site.train>`: optimizer reset / keep,
+  ``receive``, ``local_train``, ``make_update``; the hooks of
+  :mod:`fedpl_core.methods.base`).
   The per-client state (``ctx.state``: local arrays, teachers,
   Surgical Aggregation's class order, optimizer state) lives in Flower's
   ``context.state`` between rounds, so it survives a restarted ClientApp process.

@@ -35,7 +35,8 @@ class TeacherProx(Method):
         super().__init__(**kw)  # partial, loss, head, clients, warmup_epochs, ... as any method
         self.prox, self.tau, self.lambda_u = Proximal(float(mu)), float(tau), float(lambda_u)
 
-    def before_training(self, ctx) -> None:
+    def receive(self, ctx, payload) -> None:
+        super().receive(ctx, payload)  # the received global model, then the round's preparation
         self.prox.anchor(ctx)  # w_global of the proximal term
         ctx.scratch["teacher"] = ctx.extract_state()  # the received global model
 

@@ -106,7 +106,7 @@ def test_fedmlp3_code_consistency_term_over_nominal_batch_times_missing_classes(
                           cfg=SimpleNamespace(batch_size=2), device=torch.device("cpu"), log=lambda **kv: None)
     # the global model's logits of a view; each view's x is filled with the view's number
     ctx.forward_with = lambda state, x: (views[int(x[0, 0, 0, 0])][1].float(), None)
-    m.before_training(ctx)
+    m.prepare(ctx)
     total = 0.0
     for v, (z, _) in enumerate(views):
         x = torch.full((2, 1, 2, 2), float(v))

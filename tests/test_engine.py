@@ -84,8 +84,10 @@ def test_server_sees_only_model_arrays_and_declared_metadata(toy, toy_partition)
     class Leaky(FedAvg):
         name = "leaky"
 
-        def update_metadata(self, ctx):
-            return {"images": ctx.data.indices}
+        def make_update(self, ctx):
+            upd = super().make_update(ctx)
+            upd.metadata["images"] = ctx.data.indices
+            return upd
 
     with pytest.raises(ValueError, match="not declared"):
         make_sim(toy, toy_partition, Leaky(), rounds=1).run()
@@ -173,9 +175,9 @@ def test_client_fraction_and_local_iterations(toy, toy_partition):
     class Count(FedAvg):
         name = "count"
 
-        def train_step(self, ctx, batch):
+        def loss(self, ctx, logits, features, batch):  # once per local step
             calls.append((ctx.round, ctx.client_id, len(batch.pos)))
-            return super().train_step(ctx, batch)
+            return super().loss(ctx, logits, features, batch)
 
     make_sim(toy, toy_partition, Count(), rounds=2, client_fraction=0.5, local_iters=3).run()
     per_round = {}

@@ -196,7 +196,7 @@ def test_class_counts_metadata_by_hand():
     pl = {"mask": torch.tensor([[False, True, True], [False, True, False], [False, False, False]]),
           "target": torch.tensor([[0.0, 1.0, 0.0], [0.0, 1.0, 1.0], [0.0, 1.0, 1.0]])}
     ctx = SimpleNamespace(data=data, state={"pseudo_labels": pl})
-    q = FedLSM().update_metadata(ctx)["class_counts"]
+    q = FedLSM().class_counts(ctx)
     # class 0 known: 2 positive labels; class 1: two positive pseudo-labels; class 2: the only positive
     # target (row 1) carries no pseudo-label (mask False), row 0's is negative
     assert q.tolist() == [2.0, 2.0, 0.0]
@@ -261,8 +261,7 @@ def test_end_to_end_multilabel(cxr):
         seen = pl["mask"].any(1)
         assert seen.any() and pl["mask"][seen][:, ~c.class_mask].all()
         assert set(pl["target"][pl["mask"]].unique().tolist()) <= {0.0, 1.0}
-        meta = sim.method.update_metadata(SimpleNamespace(data=c, state=st))
-        q = meta["class_counts"]
+        q = sim.method.class_counts(SimpleNamespace(data=c, state=st))
         assert torch.equal(q[c.class_mask], (c.labels * c.mask).sum(0)[c.class_mask])
         assert torch.equal(q[~c.class_mask], (pl["mask"] & (pl["target"] > 0.5)).sum(0)[~c.class_mask].float())
     assert all(math.isfinite(v) for k, v in rec2.items() if k in ("train_loss", "auroc_mean"))
@@ -286,7 +285,7 @@ def test_uncertainty_pass_train_mode_moves_batchnorm_eval_mode_does_not(cxr):
         ctx = sim.client_context(0, 0)
         sim.method.receive(ctx, sim.server.payload(0))
         before = ctx.extract_state()
-        sim.method.before_training(ctx)
+        sim.method.prepare(ctx)
         after = ctx.extract_state()
         moved = any(not torch.equal(before[k], after[k]) for k in before if "running_mean" in k)
         assert moved == train_mode

@@ -58,7 +58,7 @@ def loss_of(method, rnd, tag=False, teacher_logit=math.log(3)):
     ctx = fake_ctx(rnd, teacher=torch.full((1, 3), teacher_logit))
     ctx.scratch["payload"] = {"pos_rate": torch.tensor([0.9, 0.9, 0.2])}
     ctx.scratch["teacher"] = {}
-    method.before_training(ctx)  # the shift: the client's rates, pooled rate for the missing class
+    method.prepare(ctx)  # the shift: the client's rates, pooled rate for the missing class
     if tag:
         pl = method.pseudo_labels(ctx)
         pl["mask"][1, 2], pl["target"][1, 2] = True, 1.0
@@ -111,7 +111,7 @@ def test_all_components_off_is_fedavg_bce():
     logits = torch.tensor([[0.3, -1.0, 2.0], [1.5, 0.2, -0.7]])
     ctx = fake_ctx(3)
     ctx.scratch["payload"] = {}
-    m.before_training(ctx)
+    m.prepare(ctx)
     want = torch.nn.functional.binary_cross_entropy_with_logits(logits, batch01().y)  # missing = negative, Eq. 1
     assert torch.isclose(m.loss(ctx, logits, None, batch01()), want)
     # and FedAvg's loss to the bit, gradient included (a different reduction changes the last bit of the

@@ -151,8 +151,7 @@ def test_fedprox_wbce_is_weighted_partial_bce_plus_the_paper_proximal_term(toy, 
     sim = Simulation(get_method("fedprox_wbce"), build_model("cnn", 4, 1, 16, width=4), train, toy_partition, test,
                      EngineConfig(rounds=1, batch_size=16, progress=False))
     ctx = sim.client_context(0, 0)
-    sim.method.receive(ctx, sim.server.payload(0))
-    sim.method.before_training(ctx)
+    sim.method.receive(ctx, sim.server.payload(0))  # and the anchor w_global
     batch = next(ctx.batches(train=False))
     delta = 0.5
     with torch.no_grad():

@@ -195,15 +195,15 @@ def test_warmup_trains_the_head_and_leaves_the_encoder_untouched(toy):
         assert not torch.equal(before["head.weight"][:2], after["head.weight"][:2])  # own classes trained
         assert torch.equal(after["head.weight"][2:], torch.zeros_like(after["head.weight"][2:]))  # others untouched
     # in a run, warm-up happens once per client, at its first participation (after the
-    # method's whole before_training, before local training)
+    # method's whole receive, before local training)
     calls = []
 
     class Spy(SurgicalAggregation):
         name = "surgical_spy"
 
-        def before_training(self, ctx):
+        def receive(self, ctx, payload):
             ctx.scratch["had"] = bool(ctx.state.get("warmed_up"))
-            super().before_training(ctx)
+            super().receive(ctx, payload)
 
         def local_train(self, ctx):
             calls.append((ctx.round, ctx.client_id, ctx.scratch["had"], bool(ctx.state.get("warmed_up"))))

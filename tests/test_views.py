@@ -93,7 +93,8 @@ class _Probe(FedAvg):
     name = "probe"
     partial = True
 
-    def before_training(self, ctx):
+    def receive(self, ctx, payload):
+        super().receive(ctx, payload)
         x = ctx.make_batch(torch.arange(4), train=False).x
         ctx.model.train()
         before = {k: v.clone() for k, v in ctx.model.state_dict().items()}

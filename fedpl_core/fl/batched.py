@@ -34,6 +34,7 @@ from torch.func import functional_call, grad_and_value, stack_module_state, vmap
 
 from ..losses import masked_bce
 from .federation import ClientUpdate
+from .site import check_metadata
 
 #: Registry names whose client round the batched path reproduces.
 BATCHABLE = ("fedavg", "fedavg_pl")
@@ -86,7 +87,7 @@ def train_round(sim: Any, clients: list[int], round_idx: int) -> tuple[list[Clie
     method, cfg, work = sim.method, sim.cfg, sim.work
     model = work.model
     work.load_state(sim.server.payload(clients[0])["state"])  # FedAvg's payload: the global arrays
-    method.configure_model(model, train=True)
+    method.batchnorm.set_mode(model, train=True)  # the method's BatchNorm block (configuration)
     K = len(clients)
     trainable = {n: p for n, p in model.named_parameters() if p.requires_grad}
     frozen = {n: p.detach() for n, p in model.named_parameters() if not p.requires_grad}
@@ -127,7 +128,9 @@ def train_round(sim: Any, clients: list[int], round_idx: int) -> tuple[list[Clie
             for n, p in trainable.items():
                 p.copy_(params[n][i])
         ctx = sim.sites[k].context(round_idx)
-        updates.append(method.make_update(ctx))
+        update = method.make_update(ctx)
+        check_metadata(method, update)
+        updates.append(update)
     return updates, out_losses
 
 

@@ -66,7 +66,7 @@ def predict(work: "WorkingModel", method: Any, info: FederationInfo, dataset: Im
     over the model's classes (sigmoid, or softmax for a multiclass task).  ``round_idx``:
     the rounds done, for the error a non-finite output raises."""
     work.load_state(state)
-    method.configure_model(work.model, train=False)
+    work.model.eval()
     imgs = torch.from_numpy(np.ascontiguousarray(dataset.images))
     out, bs = [], work.cfg.eval_batch_size
     for s in range(0, len(imgs), bs):
@@ -97,7 +97,7 @@ def _predict_heads(work: "WorkingModel", method: Any, info: FederationInfo, data
     runs once per batch, each client's head on its features (the same operations, on the
     same batches, as K calls of :func:`predict`)."""
     work.load_state(models.global_state)
-    method.configure_model(work.model, train=False)
+    work.model.eval()
     heads = []
     for k in range(len(models.local)):
         st = models.client(k)
@@ -154,7 +154,7 @@ def evaluate(work: "WorkingModel", method: Any, info: FederationInfo, dataset: I
 
 @torch.no_grad()  # not inference mode: nothing made here may become an inference tensor in training
 def validation_loss(method: Any, sites: Sequence["Site"], models: Models, round_idx: int) -> float | None:
-    """Mean over the sites of the method's ``validation_loss`` on their validation split,
+    """Mean over the sites of the method's ``supervised_loss`` on their validation split,
     scored with the global model (each client's own model for personalised methods), run
     in each site's working model.
 
@@ -168,14 +168,14 @@ def validation_loss(method: Any, sites: Sequence["Site"], models: Models, round_
             continue
         work = site.work
         work.load_state(models.client(k) if personal else models.global_state)
-        method.configure_model(work.model, train=False)
+        work.model.eval()
         ctx = site.context(round_idx, data=val)
         ctx.state = dict(ctx.state)
         tot, n = 0.0, 0
         for b in ctx.iterate_all():
             with work.autocast():
-                logits, feats = work.model.forward_features(b.x)
-            tot += float(method.validation_loss(ctx, logits.float(), feats, b)) * len(b.pos)
+                logits, _ = work.model.forward_features(b.x)
+            tot += float(method.supervised_loss(ctx, logits.float(), b)) * len(b.pos)
             n += len(b.pos)
         losses.append(tot / max(n, 1))
     return float(np.mean(losses)) if losses else None

@@ -94,6 +94,11 @@ class ClientUpdate:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """A TypeError for a state entry that is not a tensor or metadata of a type that
+        cannot travel (on construction, and again on what a client finally sends)."""
         for k, v in self.state.items():
             if not isinstance(v, torch.Tensor):
                 raise TypeError(f"update state {k!r} is {type(v).__name__}, expected a tensor")

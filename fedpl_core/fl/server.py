@@ -3,7 +3,8 @@
 
 The server holds no data set and receives nothing but
 :class:`~fedpl_core.fl.federation.ClientUpdate` objects.  It knows a method only through
-the three server hooks (:class:`ServerHooks`), so this module imports no method.
+its three server hooks (:class:`ServerHooks`: ``init_server`` when the server is
+built, then each round ``payload`` and ``aggregate``), so this module imports no method.
 """
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ class Simulation:
         if cfg.client_val_fraction > 0:
             clients = [split_validation(c, cfg.client_val_fraction, derive_seed(cfg.seed, k, 104729))
                        for k, c in enumerate(clients)]
-        clients = method.prepare_clients(clients, train)
+        clients = method.clients_block(clients, train)  # configuration: pooled baselines reshape the clients
         self.info = FederationInfo(len(clients), list(train.class_names), train.task, [c.name for c in clients])
         method.setup(self.model, self.info)
         self.work = WorkingModel(self.model, cfg, self.device)
@@ -92,7 +92,7 @@ class Simulation:
     # ------------------------------------------------------------- the parts
     @property
     def clients(self) -> list[ClientData]:
-        """Each site's data (after ``Method.prepare_clients``)."""
+        """Each site's data (after the method's ``clients_block``)."""
         return [s.data for s in self.sites]
 
     @property

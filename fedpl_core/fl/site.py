@@ -8,11 +8,13 @@ one working model serves every site in turn (a site's round loads the payload in
 place, trains, and extracts its arrays; nothing is deep-copied per client per round); a
 Flower site (:class:`fedpl_core.flower.FlowerSite`) has its own.
 
-A site's round calls the method's client hooks in this order, and no others:
-``receive``, (optimizer state reset, or restored from ``state["optimizer"]`` with
-``optimizer_state="keep"``), ``before_training``, ``configure_model(train=True)``,
-``local_train``, the divergence check (:class:`DivergenceCheck`), ``after_training``,
-(optimizer state kept), ``make_update``.
+A site's round calls the method's client hooks in this order, and no others (see
+:mod:`fedpl_core.methods.base`): (optimizer state reset, or restored from
+``state["optimizer"]`` with ``optimizer_state="keep"``), ``receive``, (the model's
+training modes: the method's ``batchnorm`` block), ``local_train``, the divergence check
+(:class:`DivergenceCheck`), (optimizer state kept), ``make_update`` (its metadata checked
+against the method's ``metadata_keys``).  :meth:`Site.init` calls ``init_client``;
+:meth:`Site.reference_loss` calls ``supervised_loss``.
 """
 from __future__ import annotations
 
@@ -162,21 +164,20 @@ class Site:
         its hooks logged (:meth:`ClientContext.log`)."""
         ctx = self.context(round_idx)
         m, opt = self.method, self.work.optimizer
-        m.receive(ctx, payload)
         keep = self.cfg.optimizer_state == "keep"
         opt.state.clear()
         if keep and ctx.state.get("optimizer"):
             sd = opt.state_dict()
             sd["state"] = _clone(ctx.state["optimizer"])
             opt.load_state_dict(sd)
-        m.before_training(ctx)
-        m.configure_model(self.work.model, train=True)
+        m.receive(ctx, payload)
+        m.batchnorm.set_mode(self.work.model, train=True)
         loss = m.local_train(ctx)
         self.guard(loss, f"round {round_idx + 1}, client {self.name}: the training loss")
-        m.after_training(ctx)
         if keep:
             ctx.state["optimizer"] = _clone(opt.state_dict()["state"])
         update = m.make_update(ctx)
+        check_metadata(m, update)
         return update, {"train_loss": loss, **{f"log/{k}": v for k, v in ctx.logs.items()}}
 
     @torch.no_grad()
@@ -189,11 +190,20 @@ class Site:
         ctx.state = dict(ctx.state)
         w = self.work
         w.load_state(state)
-        self.method.configure_model(w.model, train=False)
+        w.model.eval()
         b = ctx.make_batch(torch.arange(min(self.cfg.batch_size, ctx.data.n)), train=False)
         with w.autocast():
             logits, _ = w.model.forward_features(b.x)
         return float(self.method.supervised_loss(ctx, logits.float(), b))
+
+
+def check_metadata(method: Any, update: ClientUpdate) -> None:
+    """A ValueError when an update's metadata holds a key the method did not declare in
+    its ``metadata_keys`` (a TypeError for what cannot travel, :meth:`ClientUpdate.check`)."""
+    update.check()
+    undeclared = set(update.metadata) - set(method.metadata_keys)
+    if undeclared:
+        raise ValueError(f"{method.name}: metadata {sorted(undeclared)} not declared in metadata_keys")
 
 
 def _clone(obj: Any) -> Any:
@@ -207,4 +217,4 @@ def _clone(obj: Any) -> Any:
 
 
 __all__ = ["Site", "WorkingModel", "DivergenceCheck", "EXPLOSION", "resolve_device", "make_optimizer",
-           "make_client_data", "split_validation", "place_model"]
+           "make_client_data", "split_validation", "place_model", "check_metadata"]

@@ -1,37 +1,61 @@
 """The method interface: what a federated partial-label method may change.
 
-A method is a small class with hooks on two sides that never share objects.  Every hook
-is listed here, in the order the engine calls it; a method overrides the few it needs.
+A method is a small class with hooks on two sides that never share objects.  These are
+all of its hooks, in the order the harness calls them (:class:`~fedpl_core.fl.simulation.Simulation`,
+:meth:`Site.train <fedpl_core.fl.site.Site.train>`, :mod:`fedpl_core.fl.evaluation`,
+:mod:`fedpl_core.flower`); a method overrides the few it needs, calling ``super()``.
 
-Once per run (harness):
-    ``setup(model, info)``       the working model's structure and the :class:`FederationInfo`;
-    ``prepare_clients(clients, dataset)``   pooled baselines reshape the clients (Centralized, Oracle);
-    ``init_client(ctx)``         per client, on its training data: constants its losses read
-                                 (class weights), so that they exist before its first round.
+Once per run:
+    1. ``setup(model, info)``       the working model's structure and the :class:`FederationInfo`
+                                    (on each party: the simulation, every Flower site);
+    2. ``init_server(server)``      [server] initialise ``server.state`` from the initial
+                                    ``server.global_state`` (when the server is built);
+    3. ``init_client(ctx)``         [client] per client, on its training data: constants its
+                                    losses read (class weights), so that they exist before its
+                                    first round (again after a resume: keep it idempotent).
 
-Server side (sees :class:`~fedpl_core.fl.server.Server` and ``ClientUpdate`` objects only):
-    ``init_server(server)``      initialise ``server.state``;
-    ``payload(server, k)``       what client k receives (may be personalised);
-    ``aggregate(server, updates)``   the new global arrays (default: the ``head`` block,
-                                 FedAvg unless ``head`` names a row-wise aggregation).
-
-Client side (sees a :class:`~fedpl_core.fl.federation.ClientContext`: its own data and
+Each round (the server sees :class:`~fedpl_core.fl.server.Server` and ``ClientUpdate`` objects
+only; a client sees a :class:`~fedpl_core.fl.federation.ClientContext`: its own data and
 batches, the working model, the optimizer, its state; never the engine):
-    ``receive(ctx, payload)``    load the payload (and the client's local arrays);
-    ``before_training(ctx)``     pseudo-labels, prototypes, difficulty estimates;
-    ``local_train(ctx)``         the round's local steps, calling ``train_step`` and ``loss``;
-    ``loss(ctx, logits, features, batch)``   **abstract**: the local objective;
-    ``supervised_loss(ctx, logits, batch)``   the loss on the annotated labels alone, with
-    no per-round state (FedAvg's ``loss``; a per-client class weighting may enter);
-    ``validation_loss(ctx, logits, features, batch)``   the score of a client's validation
-    split (default: ``supervised_loss``, so that it never needs a round's state);
-    ``after_training(ctx)``;
-    ``update_metadata(ctx)``     declared metadata (keys listed in ``metadata_keys``);
-    ``make_update(ctx)``         model arrays + metadata -> ``ClientUpdate``.
+    4. ``payload(server, k)``       [server] what sampled client k receives (may be personalised);
+    5. ``receive(ctx, payload)``    [client] load the payload and the client's local arrays (the
+                                    default), then everything the round needs before training:
+                                    an override calls ``super().receive`` first, then prepares
+                                    (teachers, pseudo-labels, prototypes, anchors).  At the end of
+                                    its outermost call the ``warmup`` block runs (a client's
+                                    first round, when ``warmup_epochs`` > 0);
+    6. ``local_train(ctx)``         [client] the round's local steps; returns the mean loss
+                                    (default: :func:`~fedpl_core.methods.blocks.sgd_step` over
+                                    ``ctx.batches()``; a method with a step of its own overrides
+                                    it with :func:`~fedpl_core.methods.blocks.train_batches`);
+    7. ``loss(ctx, logits, features, batch)``   [client] **abstract**: the local objective on
+                                    a batch (called by ``local_train``);
+    8. ``make_update(ctx)``         [client] after training: the shared arrays and the declared
+                                    metadata (default :func:`~fedpl_core.methods.blocks.model_update`);
+                                    an override does its after-training work, calls ``super()``
+                                    and adds its metadata (keys listed in ``metadata_keys``);
+    9. ``aggregate(server, updates)``   [server] the new global arrays (default: the ``head``
+                                    block, FedAvg unless ``head`` names a row-wise aggregation).
+
+Whenever a model is scored (the loss reference of the divergence check, each client's
+validation split), outside local training, with ``ctx.state`` a copy and ``ctx.scratch`` empty:
+    10. ``supervised_loss(ctx, logits, batch)``   [client] the loss on the annotated labels
+                                    alone, with no per-round state (FedAvg's ``loss``; a
+                                    per-client class weighting from ``init_client`` may enter).
+
+Configuration, not hooks (the blocks a method holds, :mod:`fedpl_core.methods.blocks`; the
+harness reads them, no method overrides them): ``clients_block`` (pooled baselines reshape the
+clients before ``setup``), ``batchnorm`` (FedBN / FedBN+: which BatchNorm arrays stay local, the
+model's modes while training; the harness sets them after ``receive``), ``local_keys`` (from
+``batchnorm`` and the class attribute ``local_arrays``: PFL's head, Local's everything),
+``weights`` (``weighting``: n_k or uniform), ``loss_block``, ``head_block``, ``warmup``; and the
+class attributes ``metadata_keys`` (the harness refuses an update with any other key),
+``evaluation``, ``federated``, ``tasks``.  ``check_options`` validates the options.
 
 Per-client state that must survive between rounds (local heads, BatchNorm layers kept
 local, teachers, pseudo-label tags, optimizer state) lives in ``ctx.state``, a dict the
-engine keeps for each client and checkpoints (tensors and plain containers only).
+engine keeps for each client and checkpoints (tensors and plain containers only); what a
+round passes between its hooks lives in ``ctx.scratch`` (fresh each round).
 FedAvg (:class:`~fedpl_core.methods.fedavg.FedAvg`) is the smallest complete method.
 """
 from __future__ import annotations
@@ -46,14 +70,14 @@ import torch
 from ..config import ConfigError
 from ..fl.federation import Batch, ClientContext, ClientUpdate, FederationInfo
 from ..fl.server import Server
-from ..models import HEAD_KEYS, is_bn_key
-from .blocks import CLIENTS, HeadWarmup, bn_modules, make_head, make_loss, prepare_clients
+from ..models import HEAD_KEYS
+from .blocks import (BN_POLICIES, BatchNormPolicy, Clients, ClientWeighting, HeadWarmup, local_keys, make_head,
+                     make_loss, model_update, sgd_step, train_batches)
 
-BN_POLICIES = ("aggregate", "local", "frozen")
+#: the hooks, in call order (the module docstring); tests/test_method_interface.py holds every method to them
+HOOKS = ("setup", "init_server", "init_client", "payload", "receive", "local_train", "loss", "make_update",
+         "aggregate", "supervised_loss")
 HEAD = HEAD_KEYS
-
-
-_bn_modules = bn_modules
 
 
 def _in_range(x: float, rule: str) -> bool:
@@ -66,23 +90,23 @@ def _in_range(x: float, rule: str) -> bool:
     return x > float(rule[1:])
 
 
-def _then_warm_up(before_training):
-    """``before_training`` followed, at its outermost call, by the method's head warm-up
+def _then_warm_up(receive):
+    """``receive`` followed, at its outermost call, by the method's head warm-up
     (:class:`~fedpl_core.methods.blocks.HeadWarmup`), so that the warm-up sees whatever the
-    method's own ``before_training`` prepared (and a method need not call it)."""
-    if getattr(before_training, "_then_warm_up", False):
-        return before_training
+    method's own ``receive`` prepared (and a method need not call it)."""
+    if getattr(receive, "_then_warm_up", False):
+        return receive
 
-    @functools.wraps(before_training)
-    def wrapped(self, ctx):
-        depth = ctx.scratch.get("_before_training_depth", 0)
-        ctx.scratch["_before_training_depth"] = depth + 1
+    @functools.wraps(receive)
+    def wrapped(self, ctx, payload):
+        depth = ctx.scratch.get("_receive_depth", 0)
+        ctx.scratch["_receive_depth"] = depth + 1
         try:
-            before_training(self, ctx)
+            receive(self, ctx, payload)
         finally:
-            ctx.scratch["_before_training_depth"] = depth
+            ctx.scratch["_receive_depth"] = depth
         if depth == 0:
-            del ctx.scratch["_before_training_depth"]
+            del ctx.scratch["_receive_depth"]
             self.warmup(self, ctx)
 
     wrapped._then_warm_up = True
@@ -108,6 +132,8 @@ class Method(metaclass=_CheckedOptions):
             client's own model; class c's score is the mean over the clients that
             annotate c, over all clients when none does).
         federated: False for pooled baselines (Centralized, Oracle) and Local.
+        local_arrays: the arrays that never leave a client besides the BatchNorm policy's:
+            ``"batchnorm"`` (none), ``"head"`` (PFL) or ``"all"`` (Local).
         tasks: the tasks the method is defined for (``"multilabel"``, ``"multiclass"``);
             :meth:`setup` refuses any other with a clear error (FedRS and FedPU are
             single-label methods).
@@ -119,8 +145,8 @@ class Method(metaclass=_CheckedOptions):
     model: inference-mode statistics, affine parameters not trained, not aggregated.
     With a randomly initialised model that means BatchNorm is the identity unless its
     statistics are first calibrated, see
-    :func:`fedpl_core.methods.blocks.calibrate_batchnorm`); ``weighting`` ``size``
-    (n_k / n) or ``uniform``.  The blocks (:mod:`fedpl_core.methods.blocks`): ``partial``
+    :func:`fedpl_core.methods.blocks.calibrate_batchnorm`; the ``batchnorm`` block); ``weighting`` ``size``
+    (n_k / n) or ``uniform`` (the ``weights`` block).  The blocks (:mod:`fedpl_core.methods.blocks`): ``partial``
     (None: the class's choice), ``loss`` (``bce`` / ``wbce``; ``pos_weight`` switches the
     class weighting on or off), ``head`` (``plain`` / ``tdma`` / ``positive`` / ``awpa``),
     ``clients`` (``own`` / ``pooled`` / ``pooled_true_labels`` / ``true_labels``),
@@ -143,6 +169,7 @@ class Method(metaclass=_CheckedOptions):
     default_loss: ClassVar[str] = "bce"
     default_head: ClassVar[str] = "plain"
     default_clients: ClassVar[str] = "own"
+    local_arrays: ClassVar[str] = "batchnorm"
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
@@ -180,16 +207,17 @@ class Method(metaclass=_CheckedOptions):
         self.weighting = weighting
         if partial is not None:
             self.partial = bool(partial)
-        # the blocks (methods/blocks.py): supervised loss, head aggregation, clients, warm-up
+        # the blocks (methods/blocks.py): supervised loss, head aggregation, clients, warm-up, BatchNorm, weights
         self.loss_block = make_loss(self.default_loss if loss is None else loss, pos_weight)
         self.pos_weight = self.loss_block.weighted
         self.head_block = make_head(self.default_head if head is None else head)
         self.clients = self.default_clients if clients is None else clients
-        if self.clients not in CLIENTS:
-            raise ValueError(f"unknown clients {self.clients!r}; use one of {CLIENTS}")
+        self.clients_block = Clients(self.clients)
         if self.clients in ("pooled", "pooled_true_labels"):
             self.federated = False
         self.warmup = HeadWarmup(float(warmup_epochs), float(warmup_lr))
+        self.batchnorm = BatchNormPolicy(bn_policy)
+        self.weights = ClientWeighting(weighting)
         if bn_policy == "local" and self.evaluation == "global":
             self.evaluation = "personalised"
 
@@ -203,34 +231,26 @@ class Method(metaclass=_CheckedOptions):
 
     def __init_subclass__(cls, **kw: Any):
         super().__init_subclass__(**kw)
-        if not getattr(cls.before_training, "_then_warm_up", False):  # defined here or by a mixin
-            cls.before_training = _then_warm_up(cls.before_training)
+        if not getattr(cls.receive, "_then_warm_up", False):  # defined here or by a mixin
+            cls.receive = _then_warm_up(cls.receive)
 
-    # ------------------------------------------------------------------ setup
+    @property
+    def local_keys(self) -> set[str]:
+        """The arrays that never leave a client (``batchnorm`` and ``local_arrays``)."""
+        return self._local_keys
+
+    # ------------------------------------------------------------ once per run
     def setup(self, model: torch.nn.Module, info: FederationInfo) -> None:
         """Called once with the working model (structure only) and the federation info."""
         if info.task not in self.tasks:
             raise ValueError(f"method {self.name!r} is defined for {' / '.join(self.tasks)} tasks only, "
                              f"not for this {info.task} data set")
         self.info = info
-        self._local_keys = {k for k in model.state_dict() if self.is_local_key(k, model)}
-        if self.bn_policy == "frozen":  # FedBN+: BatchNorm affine parameters never train
-            for m in _bn_modules(model):
-                for p in m.parameters(recurse=False):
-                    p.requires_grad_(False)
+        self._local_keys = local_keys(model, self.local_arrays, self.batchnorm)
+        self.batchnorm.freeze(model)
 
-    def is_local_key(self, key: str, model: torch.nn.Module) -> bool:
-        """Arrays that never leave a client (FedBN's BatchNorm, PFL's head)."""
-        return self.bn_policy in ("local", "frozen") and is_bn_key(key, model)
-
-    @property
-    def local_keys(self) -> set[str]:
-        return self._local_keys
-
-    def prepare_clients(self, clients: list, dataset) -> list:
-        """Harness hook for pooled baselines (Centralized, Oracle): reshape the clients
-        (the ``clients`` block, :func:`~fedpl_core.methods.blocks.prepare_clients`)."""
-        return prepare_clients(clients, dataset, self.clients)
+    def init_server(self, server: Server) -> None:
+        """Initialise ``server.state`` (method-specific server memory)."""
 
     def init_client(self, ctx: ClientContext) -> None:
         """Runs once per client (again after a resume; keep it idempotent) on its training
@@ -239,49 +259,39 @@ class Method(metaclass=_CheckedOptions):
         split can be scored before the client is first sampled."""
         self.loss_block.init_client(self, ctx)
 
-    def configure_model(self, model: torch.nn.Module, train: bool) -> None:
-        """Set train/eval modes of the working model before local training or evaluation
-        (FedBN+: BatchNorm layers stay in inference mode while training)."""
-        model.train(train)
-        if train and self.bn_policy == "frozen":
-            for m in _bn_modules(model):
-                m.eval()
-
     # ------------------------------------------------------------ server side
-    def init_server(self, server: Server) -> None:
-        """Initialise ``server.state`` (method-specific server memory)."""
-
     def payload(self, server: Server, client_id: int) -> dict[str, Any]:
         """What the server sends to client ``client_id`` (default: every global array;
         a client overlays its local arrays, so they only act before its first round)."""
         return {"state": server.global_state}
 
-    def client_weights(self, updates: list[ClientUpdate]) -> list[float]:
-        """Aggregation weight of each update: ``n_k`` (``size``) or 1 (``uniform``)."""
-        if self.weighting == "uniform":
-            return [1.0] * len(updates)
-        return [float(u.num_samples) for u in updates]
-
     def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
         """Update ``server.global_state`` (and ``server.state``) from the round's updates:
-        the ``head`` block (default FedAvg, :class:`~fedpl_core.methods.blocks.HeadAggregation`)."""
+        the ``head`` block (default FedAvg by ``weights``, :class:`~fedpl_core.methods.blocks.HeadAggregation`)."""
         self.head_block(self, server, updates)
 
     # ------------------------------------------------------------ client side
     def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
-        """Load the payload into the working model, then the client's own local arrays."""
+        """Load the payload into the working model, then the client's own local arrays.
+        An override calls this first, then prepares the round; at the end of the outermost
+        call the head warm-up runs (when ``warmup_epochs`` > 0, at a client's first round)."""
         ctx.load_state(payload["state"])
         local = ctx.state.get("local")
         if local:
             ctx.load_state(local)
 
-    def before_training(self, ctx: ClientContext) -> None:
-        """Runs on the client after ``receive``, before local training (then, at a
-        client's first round, the head warm-up when ``warmup_epochs`` > 0)."""
+    def local_train(self, ctx: ClientContext) -> float:
+        """The local epochs / iterations of one round; returns the mean loss."""
+        return train_batches(ctx, lambda batch: sgd_step(self, ctx, batch))
 
     @abstractmethod
     def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         """The local objective on one batch (a scalar tensor)."""
+
+    def make_update(self, ctx: ClientContext) -> ClientUpdate:
+        """The client's shared arrays (its local ones stay in ``ctx.state["local"]``) and
+        its declared metadata: annotated classes, labelled and positive counts per class."""
+        return model_update(self, ctx)
 
     def supervised_loss(self, ctx: ClientContext, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
         """The loss on the batch's annotated labels alone: BCE (CE for a single-label task)
@@ -289,62 +299,13 @@ class Method(metaclass=_CheckedOptions):
         It reads no per-round state (no teacher, anchor, pseudo-label or ``ctx.scratch``),
         only what :meth:`init_client` put in ``ctx.state``; a method whose supervised term
         is weighted (FedPSL's class weights) takes ``loss="wbce"``
-        (:class:`~fedpl_core.methods.blocks.SupervisedLoss`)."""
+        (:class:`~fedpl_core.methods.blocks.SupervisedLoss`).  It scores a client's
+        validation split for model selection (on any client, sampled or not) and the
+        loss reference of the divergence check: comparable from round to round."""
         return self.loss_block(self, ctx, logits, batch)
 
-    def validation_loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor,
-                        batch: Batch) -> torch.Tensor:
-        """The loss that scores a client's validation split for model selection (called
-        by the harness, outside local training, on any client, sampled or not: ``ctx.scratch``
-        is empty and ``ctx.state`` is a copy, so nothing written there is kept).  Default:
-        :meth:`supervised_loss`, comparable from round to round (no ramped weights, no
-        teacher, no pseudo-labels, whose rows index the training split)."""
-        return self.supervised_loss(ctx, logits, batch)
 
-    def train_step(self, ctx: ClientContext, batch: Batch) -> torch.Tensor:
-        """One optimisation step; returns the detached loss."""
-        ctx.optimizer.zero_grad(set_to_none=True)
-        with ctx.autocast():
-            logits, features = ctx.model.forward_features(batch.x)
-            loss = self.loss(ctx, logits.float(), features, batch)
-        loss.backward()
-        ctx.optimizer.step()
-        return loss.detach()
-
-    def local_train(self, ctx: ClientContext) -> float:
-        """The local epochs / iterations of one round; returns the mean loss."""
-        total, steps = torch.zeros((), device=ctx.device), 0
-        for batch in ctx.batches():
-            total += self.train_step(ctx, batch)
-            steps += 1
-        return float(total) / max(steps, 1)
-
-    def after_training(self, ctx: ClientContext) -> None:
-        """Runs on the client after local training, before ``make_update``."""
-
-    def update_metadata(self, ctx: ClientContext) -> dict[str, Any]:
-        """Declared metadata: annotated classes and labelled / positive counts per class."""
-        d = ctx.data
-        return {
-            "class_mask": d.class_mask.cpu(),
-            "label_counts": d.mask.sum(0).cpu(),
-            "positive_counts": (d.labels * d.mask).sum(0).cpu(),
-        }
-
-    def make_update(self, ctx: ClientContext) -> ClientUpdate:
-        """The client's shared arrays (its local ones stay in ``ctx.state["local"]``) and
-        its declared metadata."""
-        state = ctx.extract_state()
-        if self.local_keys:
-            ctx.state["local"] = {k: state.pop(k) for k in self.local_keys}
-        meta = self.update_metadata(ctx)
-        undeclared = set(meta) - set(self.metadata_keys)
-        if undeclared:
-            raise ValueError(f"{self.name}: metadata {sorted(undeclared)} not declared in metadata_keys")
-        return ClientUpdate(ctx.client_id, state, ctx.data.n, meta)
+Method.receive = _then_warm_up(Method.receive)
 
 
-Method.before_training = _then_warm_up(Method.before_training)
-
-
-__all__ = ["Method", "ClientUpdate", "BN_POLICIES", "HEAD"]
+__all__ = ["Method", "HOOKS", "ClientUpdate", "BN_POLICIES", "HEAD"]

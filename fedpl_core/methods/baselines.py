@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import HEAD, Method
+from .base import Method
 from .blocks import Proximal
 from .fedavg import FedAvg
 
@@ -39,7 +39,8 @@ class FedProx(Method):
     def mu(self) -> float:
         return self.prox.mu
 
-    def before_training(self, ctx) -> None:
+    def receive(self, ctx, payload) -> None:
+        super().receive(ctx, payload)
         self.prox.anchor(ctx)
 
     def loss(self, ctx, logits, features, batch):
@@ -98,8 +99,7 @@ class Local(FedAvg):
     def __init__(self, partial: bool = True, **kw: Any):
         super().__init__(partial=partial, **kw)
 
-    def is_local_key(self, key, model) -> bool:
-        return True
+    local_arrays = "all"
 
     def aggregate(self, server, updates) -> None:
         """Nothing is shared."""
@@ -112,6 +112,4 @@ class PFL(FedAvg):
     name = "pfl"
     evaluation = "personalised"
     partial = True
-
-    def is_local_key(self, key, model) -> bool:
-        return key in HEAD or super().is_local_key(key, model)
+    local_arrays = "head"  # and the BatchNorm policy's arrays

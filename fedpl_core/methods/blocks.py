@@ -18,10 +18,25 @@ Slots (options accepted by every method unless a class fixes them):
   counts n_k^c, FedPSL Eq. 9), ``"positive"`` (positive counts), ``"awpa"`` (the
   ``class_counts`` a client declares, FedLSM Eq. 7).  :class:`HeadAggregation`.
 * ``warmup_epochs`` / ``warmup_lr`` - Surgical Aggregation's head warm-up at a client's
-  first round (encoder frozen), after the method's own ``before_training``.  :class:`HeadWarmup`.
+  first round (encoder frozen), at the end of ``receive`` (after the method's own
+  preparation).  :class:`HeadWarmup`.
 * ``clients`` - ``"own"`` (federated), ``"pooled"`` (every client's data on one machine with
   its partial labels), ``"pooled_true_labels"`` (pooled, every true label: the Oracle) or
-  ``"true_labels"`` (the same clients, every true label).  :func:`prepare_clients`.
+  ``"true_labels"`` (the same clients, every true label).  :class:`Clients`, which the
+  harness applies before ``setup`` (``method.clients_block``).
+* ``bn_policy`` - ``"aggregate"``, ``"local"`` (FedBN) or ``"frozen"`` (FedBN+): which
+  BatchNorm arrays stay on a client, whether they train, and the model's modes while
+  training (``method.batchnorm``, :class:`BatchNormPolicy`); with the class attribute
+  ``local_arrays`` (``"batchnorm"``, ``"head"``: PFL, ``"all"``: Local) it gives
+  ``method.local_keys`` (:func:`local_keys`).
+* ``weighting`` - ``"size"`` (n_k) or ``"uniform"``: each update's aggregation weight
+  (``method.weights``, :class:`ClientWeighting`).
+
+Local training helpers: :func:`sgd_step` (one step of ``method.loss``: Method's default
+step) and :func:`train_batches` (a step function over the round's batches, Method's
+default ``local_train``); :func:`model_update` is Method's default ``make_update``
+(the shared arrays, the local ones kept in ``ctx.state["local"]``, and
+:func:`default_metadata`).
 
 Terms a method adds to its loss: :class:`Proximal` (FedProx), :func:`moon_contrastive`
 (MOON); :func:`logit_adjusted_bce` is the logit-adjusted supervised term (FedMLP's WPC,
@@ -55,13 +70,120 @@ from ..aggregation import aggregate_with_head_weights, weighted_average
 from ..fl.checkpoint import atomic_torch_save
 from ..fl.federation import Batch, ClientData, ClientUpdate, derive_seed
 from ..losses import class_pos_weight, masked_bce, masked_ce
-from ..models import HEAD_KEYS
+from ..models import HEAD_KEYS, is_bn_key
 from ..fl.preprocess import Preprocess
 from ..views import strong_view
 
 
 def bn_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
     return [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+
+
+# ============================================================================ configuration
+BN_POLICIES = ("aggregate", "local", "frozen")
+
+
+@dataclass(frozen=True)
+class BatchNormPolicy:
+    """The ``bn_policy`` option: ``aggregate`` (FedAvg), ``local`` (FedBN: BatchNorm
+    arrays never leave the client) or ``frozen`` (FedBN+: every BatchNorm layer stays at
+    the initial model, in inference mode while training, affine parameters not trained)."""
+
+    policy: str = "aggregate"
+
+    def __post_init__(self):
+        if self.policy not in BN_POLICIES:
+            raise ValueError(f"unknown bn_policy {self.policy!r}; choose one of {BN_POLICIES}")
+
+    def is_local(self, key: str, model: torch.nn.Module) -> bool:
+        """Whether the array ``key`` stays on the client (``local`` and ``frozen``)."""
+        return self.policy in ("local", "frozen") and is_bn_key(key, model)
+
+    def freeze(self, model: torch.nn.Module) -> None:
+        """FedBN+: BatchNorm affine parameters never train (called by ``Method.setup``)."""
+        if self.policy == "frozen":
+            for m in bn_modules(model):
+                for p in m.parameters(recurse=False):
+                    p.requires_grad_(False)
+
+    def set_mode(self, model: torch.nn.Module, train: bool) -> None:
+        """The model's train / eval modes for local training (``train``) or scoring; FedBN+
+        keeps BatchNorm layers in inference mode while training."""
+        model.train(train)
+        if train and self.policy == "frozen":
+            for m in bn_modules(model):
+                m.eval()
+
+
+LOCAL_ARRAYS = ("batchnorm", "head", "all")
+
+
+def local_keys(model: torch.nn.Module, local_arrays: str, batchnorm: BatchNormPolicy) -> set[str]:
+    """The arrays that never leave a client: the BatchNorm policy's (``batchnorm``), those
+    and the head (``head``: PFL), or every array (``all``: Local)."""
+    if local_arrays not in LOCAL_ARRAYS:
+        raise ValueError(f"unknown local_arrays {local_arrays!r}; use one of {LOCAL_ARRAYS}")
+    return {k for k in model.state_dict()
+            if local_arrays == "all" or (local_arrays == "head" and k in HEAD_KEYS) or batchnorm.is_local(k, model)}
+
+
+@dataclass(frozen=True)
+class ClientWeighting:
+    """The ``weighting`` option: each update's aggregation weight, ``n_k`` (``size``) or 1
+    (``uniform``)."""
+
+    mode: str = "size"
+
+    def __post_init__(self):
+        if self.mode not in ("size", "uniform"):
+            raise ValueError(f"unknown weighting {self.mode!r}; use 'size' or 'uniform'")
+
+    def __call__(self, updates: list[ClientUpdate]) -> list[float]:
+        if self.mode == "uniform":
+            return [1.0] * len(updates)
+        return [float(u.num_samples) for u in updates]
+
+
+# ============================================================================ local training, updates
+def sgd_step(method, ctx, batch: Batch) -> torch.Tensor:
+    """One optimisation step of ``method.loss`` on ``batch``; returns the detached loss."""
+    ctx.optimizer.zero_grad(set_to_none=True)
+    with ctx.autocast():
+        logits, features = ctx.model.forward_features(batch.x)
+        loss = method.loss(ctx, logits.float(), features, batch)
+    loss.backward()
+    ctx.optimizer.step()
+    return loss.detach()
+
+
+def train_batches(ctx, step, batches=None) -> float:
+    """``step(batch)`` over the round's batches (``ctx.batches()`` unless ``batches``);
+    the mean of the losses it returns."""
+    total, steps = torch.zeros((), device=ctx.device), 0
+    for batch in ctx.batches() if batches is None else batches:
+        total += step(batch)
+        steps += 1
+    return float(total) / max(steps, 1)
+
+
+def default_metadata(ctx) -> dict[str, Any]:
+    """What every client declares: its annotated classes and its labelled / positive
+    counts per class."""
+    d = ctx.data
+    return {
+        "class_mask": d.class_mask.cpu(),
+        "label_counts": d.mask.sum(0).cpu(),
+        "positive_counts": (d.labels * d.mask).sum(0).cpu(),
+    }
+
+
+def model_update(method, ctx) -> ClientUpdate:
+    """The client's shared arrays (its local ones, ``method.local_keys``, go to
+    ``ctx.state["local"]``) and :func:`default_metadata`."""
+    state = ctx.extract_state()
+    if method.local_keys:
+        ctx.state["local"] = {k: state.pop(k) for k in method.local_keys}
+    return ClientUpdate(ctx.client_id, state, ctx.data.n, default_metadata(ctx))
 
 
 # ============================================================================ losses
@@ -194,9 +316,9 @@ class HeadAggregation:
 
     def __call__(self, method, server, updates) -> None:
         if self.counts is None:
-            server.global_state.update(weighted_average([u.state for u in updates], method.client_weights(updates)))
+            server.global_state.update(weighted_average([u.state for u in updates], method.weights(updates)))
         else:
-            rowwise_head_aggregate(server, updates, method.client_weights(updates), self.counts)
+            rowwise_head_aggregate(server, updates, method.weights(updates), self.counts)
 
 
 def make_head(head: str | HeadAggregation) -> HeadAggregation:
@@ -211,7 +333,7 @@ def make_head(head: str | HeadAggregation) -> HeadAggregation:
 @dataclass(frozen=True)
 class HeadWarmup:
     """Surgical Aggregation's head warm-up (Sec. 2.4) for any method: at a client's first
-    participation, after the method's own ``before_training``, :func:`warm_up_head` for
+    participation, at the end of the method's ``receive``, :func:`warm_up_head` for
     ``epochs`` epochs at ``lr`` (0 epochs: off)."""
 
     epochs: float = 0.0
@@ -330,6 +452,21 @@ def with_true_labels(c, dataset):
                       val=None if c.val is None else with_true_labels(c.val, dataset))
 
 
+@dataclass(frozen=True)
+class Clients:
+    """The ``clients`` option: the harness reshapes the federation's clients with it
+    (``method.clients_block(clients, dataset)``) before ``Method.setup``."""
+
+    how: str = "own"
+
+    def __post_init__(self):
+        if self.how not in CLIENTS:
+            raise ValueError(f"unknown clients {self.how!r}; use one of {CLIENTS}")
+
+    def __call__(self, clients: list, dataset) -> list:
+        return prepare_clients(clients, dataset, self.how)
+
+
 def prepare_clients(clients: list, dataset, how: str = "own") -> list:
     """The clients a method trains on (the ``clients`` option, see the module docstring)."""
     if how == "own":
@@ -356,11 +493,11 @@ def clean_batches(ctx) -> Iterator[Batch]:
         yield ctx.make_batch(pos, train=False)
 
 
-def clean_local_train(method, ctx) -> float:
-    """``method.train_step`` over :func:`clean_batches`; the mean loss."""
+def clean_local_train(ctx, step) -> float:
+    """``step(batch)`` over :func:`clean_batches`; the mean loss."""
     total, steps = 0.0, 0
     for batch in clean_batches(ctx):
-        total += float(method.train_step(ctx, batch))
+        total += float(step(batch))
         steps += 1
     return total / max(steps, 1)
 
@@ -459,7 +596,8 @@ def cache_key(settings: dict[str, Any]) -> str:
 class SimSiamPretraining:
     """Federated SimSiam pre-training for the first ``pretrain_rounds`` rounds, then the
     method it is mixed into (FedAVG for FedSSP, FedMatch for FedMatch+): the one block that
-    is a mixin, since it takes over every hook during pre-training.  See
+    is a mixin, since it takes over the round's hooks (``payload``, ``aggregate``, ``receive``,
+    ``local_train``, ``make_update``) during pre-training.  See
     :mod:`fedpl_core.methods.fedssp` for the procedure and the cache."""
 
     SSP_METADATA = ("ssp_key", "ssp_cached")
@@ -477,29 +615,37 @@ class SimSiamPretraining:
         self.ssp_lr, self.ssp_momentum, self.ssp_weight_decay = float(ssp_lr), float(ssp_momentum), float(ssp_weight_decay)
         self.fix_pred_lr, self.share_predictor = bool(fix_pred_lr), bool(share_predictor)
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
-        self._data_digest: dict[str, Any] = {}
+        self._client_digest: dict[int, tuple[int, str]] = {}
 
     def ssp_settings(self) -> dict[str, Any]:
         return {"pretrain_rounds": self.pretrain_rounds, "proj_dim": self.proj_dim, "pred_dim": self.pred_dim,
                 "lr": self.ssp_lr, "momentum": self.ssp_momentum, "wd": self.ssp_weight_decay,
                 "fix_pred_lr": self.fix_pred_lr, "share_predictor": self.share_predictor, "version": 1}
 
-    # ---------------------------------------------------------------- harness
-    def prepare_clients(self, clients, dataset):
-        clients = super().prepare_clients(clients, dataset)
-        h = hashlib.sha256()
-        for c in clients:
-            h.update(c.indices.cpu().numpy().astype(np.int64).tobytes())
-        imgs = np.asarray(dataset.images)
-        step = max(1, len(imgs) // 64)
-        self._data_digest = {"sizes": [c.n for c in clients], "indices": h.hexdigest(),
-                             "dataset": [getattr(dataset, "name", ""), list(imgs.shape),
-                                         hashlib.sha256(np.ascontiguousarray(imgs[::step]).tobytes()).hexdigest()]}
-        return clients
-
+    # ---------------------------------------------------------------- once per run
     def setup(self, model, info) -> None:
         super().setup(model, info)
         self._feature_dim = int(model.feature_dim)
+
+    def init_client(self, ctx) -> None:
+        """Also the client's part of the data digest in the cache key (every client is
+        initialised before the first round): its size, indices, labels and known-label
+        mask, and its first images as the engine preprocesses them."""
+        super().init_client(ctx)
+        d = ctx.data
+        h = hashlib.sha256()
+        for t in (d.indices.to(torch.int64), d.labels.float(), d.mask.bool()):
+            h.update(np.ascontiguousarray(t.cpu().numpy()).tobytes())
+        if d.n:
+            x = ctx.make_batch(torch.arange(min(4, d.n)), train=False).x.float().cpu()
+            h.update(str(list(x.shape)).encode())
+            h.update(np.ascontiguousarray(x.numpy()).tobytes())
+        self._client_digest[ctx.client_id] = (d.n, h.hexdigest())
+
+    def data_digest(self) -> dict[str, Any]:
+        """What the initialised clients train on (:meth:`init_client`), in client order."""
+        ks = sorted(self._client_digest)
+        return {"sizes": [self._client_digest[k][0] for k in ks], "clients": [self._client_digest[k][1] for k in ks]}
 
     # ---------------------------------------------------------------- server
     def init_server(self, server) -> None:
@@ -524,7 +670,7 @@ class SimSiamPretraining:
         if all(u.metadata.get("ssp_cached") for u in updates):
             server.global_state.update({k: v.clone() for k, v in updates[0].state.items() if not k.startswith(SSP)})
             return
-        w = self.client_weights(updates)
+        w = self.weights(updates)
         model = [ClientUpdate(u.client_id, {k: v for k, v in u.state.items() if not k.startswith(SSP)},
                               u.num_samples, u.metadata) for u in updates]
         server.global_state.update(weighted_average([u.state for u in model], w))
@@ -548,7 +694,7 @@ class SimSiamPretraining:
                                                      "client_fraction", "normalize", "channels_last")}
         shapes = {k: list(v.shape) for k, v in ctx.extract_state().items()}
         return cache_key({"ssp": self.ssp_settings(), "engine": eng, "shapes": shapes, "init": init_digest,
-                          "data": self._data_digest, "torch": torch.__version__})
+                          "data": self.data_digest(), "torch": torch.__version__})
 
     def receive(self, ctx, payload) -> None:
         if not self._pretraining(ctx):
@@ -565,14 +711,6 @@ class SimSiamPretraining:
         ctx.scratch["ssp_projector"] = {k: v.detach().clone().to(dev) for k, v in payload["ssp_projector"].items()}
         pred = payload["ssp_predictor"] if self.share_predictor else ctx.state.get("ssp_predictor", payload["ssp_predictor"])
         ctx.scratch["ssp_predictor"] = {k: v.detach().clone().to(dev) for k, v in pred.items()}
-
-    def before_training(self, ctx) -> None:
-        if not self._pretraining(ctx):
-            super().before_training(ctx)
-
-    def after_training(self, ctx) -> None:
-        if not self._pretraining(ctx):
-            super().after_training(ctx)
 
     def local_train(self, ctx) -> float:
         if not self._pretraining(ctx):
@@ -609,29 +747,25 @@ class SimSiamPretraining:
         ctx.log(ssp_loss=total / max(steps, 1), ssp_cache_hit=0.0)
         return total / max(steps, 1)
 
-    def update_metadata(self, ctx):
-        meta = super().update_metadata(ctx)
-        if self._pretraining(ctx):
-            meta.update(ssp_key=ctx.scratch["ssp_key"], ssp_cached=bool(ctx.scratch.get("ssp_cached", False)))
-        return meta
-
     def make_update(self, ctx):
+        """Fine-tuning: the method's update.  Pre-training: the model's arrays
+        (:func:`model_update`), the projector's (and the shared predictor's) under ``ssp/``,
+        and the cache key and hit in the metadata."""
         if not self._pretraining(ctx):
             return super().make_update(ctx)
-        meta = self.update_metadata(ctx)
-        state = ctx.extract_state()
-        if self.local_keys:
-            ctx.state["local"] = {k: state.pop(k) for k in self.local_keys}
+        upd = model_update(self, ctx)
+        upd.metadata.update(ssp_key=ctx.scratch["ssp_key"], ssp_cached=bool(ctx.scratch.get("ssp_cached", False)))
         if not ctx.scratch.get("ssp_cached"):
             parts = {"projector": ctx.scratch["ssp_projector"]}
             if self.share_predictor:
                 parts["predictor"] = ctx.scratch["ssp_predictor"]
             for part, arrays in parts.items():
-                state.update({f"{SSP}{part}/{k}": v.detach().clone() for k, v in arrays.items()})
-        return ClientUpdate(ctx.client_id, state, ctx.data.n, meta)
+                upd.state.update({f"{SSP}{part}/{k}": v.detach().clone() for k, v in arrays.items()})
+        return upd
 
 
-__all__ = ["SupervisedLoss", "LOSSES", "make_loss", "logit_adjusted_bce", "Proximal", "moon_contrastive", "sigmoid_rampup",
+__all__ = ["BN_POLICIES", "BatchNormPolicy", "LOCAL_ARRAYS", "local_keys", "ClientWeighting", "Clients", "sgd_step",
+           "train_batches", "default_metadata", "model_update", "SupervisedLoss", "LOSSES", "make_loss", "logit_adjusted_bce", "Proximal", "moon_contrastive", "sigmoid_rampup",
            "rowwise_head_aggregate", "HEADS", "HeadAggregation", "make_head", "HeadWarmup", "warm_up_head",
            "calibrate_batchnorm", "CLIENTS", "pool_clients", "with_true_labels", "prepare_clients",
            "require_single_label", "clean_batches", "clean_local_train", "init_teacher", "record_pseudo_labels",

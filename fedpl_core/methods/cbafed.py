@@ -101,9 +101,7 @@ class CBAFed(FedAvg):
     def receive(self, ctx, payload) -> None:
         super().receive(ctx, payload)
         ctx.scratch["tau"] = payload["tau"].to(ctx.device)
-
-    def before_training(self, ctx) -> None:
-        """Pseudo-label every unannotated entry the received model is confident about."""
+        # pseudo-label every unannotated entry the received model is confident about
         tau = ctx.scratch["tau"]
         probs = torch.cat([torch.sigmoid(ctx.forward_with({}, b.x)[0]) for b in ctx.iterate_all()])
         miss = ~ctx.data.mask.to(ctx.device)
@@ -118,12 +116,13 @@ class CBAFed(FedAvg):
         y = torch.where(batch.mask, batch.y, ctx.scratch["pl_target"][batch.pos.to(ctx.device)])
         return masked_bce(logits, y, batch.mask | m)
 
-    def update_metadata(self, ctx):
-        meta = super().update_metadata(ctx)
+    def make_update(self, ctx):
+        upd = super().make_update(ctx)
+        meta = upd.metadata
         m, t = ctx.scratch["pl_mask"].cpu(), ctx.scratch["pl_target"].cpu()
         meta["pl_positive_counts"] = meta["positive_counts"] + (t * m).sum(0)
         meta["labelled_entries"] = int(ctx.data.mask.sum()) + int(m.sum())
-        return meta
+        return upd
 
 
 __all__ = ["CBAFed", "cbafed_thresholds"]

@@ -38,7 +38,7 @@ from ..fl.federation import Batch
 from ..losses import masked_bce
 from ..views import weak_view
 from . import register
-from .blocks import clean_local_train, ema_update, init_teacher, record_pseudo_labels, sigmoid_rampup
+from .blocks import clean_local_train, ema_update, sgd_step, init_teacher, record_pseudo_labels, sigmoid_rampup
 from .fedavg import FedAvg
 
 
@@ -99,20 +99,18 @@ class FedIRM(FedAvg):
         rel, known = payload.get("relation"), payload.get("relation_known")
         ctx.scratch["relation"] = None if rel is None else rel.to(ctx.device, torch.float32)
         ctx.scratch["relation_known"] = None if known is None else known.to(ctx.device)
-
-    def before_training(self, ctx) -> None:
         c = ctx.info.num_classes
         ctx.scratch["sum_logits"] = torch.zeros(c, c, device=ctx.device)
         ctx.scratch["sum_counts"] = torch.zeros(c, device=ctx.device)
         ctx.scratch["weight"] = self.consistency * sigmoid_rampup(ctx.round, 0, self.rampup)
 
     def local_train(self, ctx) -> float:
-        return clean_local_train(self, ctx)
+        return clean_local_train(ctx, lambda batch: self.train_step(ctx, batch))
 
     def train_step(self, ctx, batch) -> torch.Tensor:
         x_s, x_t = weak_view(batch.x, ctx.generator), weak_view(batch.x, ctx.generator)
         ctx.scratch["teacher"], _ = ctx.forward_with(ctx.state["teacher"], x_t)
-        loss = super().train_step(ctx, Batch(x_s, batch.y, batch.mask, batch.pos, batch.index))
+        loss = sgd_step(self, ctx, Batch(x_s, batch.y, batch.mask, batch.pos, batch.index))
         ema_update(ctx.state["teacher"], ctx.model, self.ema_decay, int(ctx.state["ema_step"]))
         ctx.state["ema_step"] = int(ctx.state["ema_step"]) + 1
         p = ctx.scratch.pop("probs")
@@ -139,13 +137,13 @@ class FedIRM(FedAvg):
                 irm = symmetric_bernoulli_kl(local[rows], glob[rows]).sum(1).mean()
         return sup + ctx.scratch["weight"] * (mse + irm)
 
-    def update_metadata(self, ctx):
-        meta = super().update_metadata(ctx)
+    def make_update(self, ctx):
+        upd = super().make_update(ctx)
         cnt = ctx.scratch["sum_counts"]
         rel = torch.sigmoid(ctx.scratch["sum_logits"] / cnt.clamp_min(1.0)[:, None] / self.temperature)
-        meta["relation"] = torch.where((cnt > 0)[:, None], rel, torch.full_like(rel, 0.5)).cpu()
-        meta["relation_counts"] = cnt.cpu()
-        return meta
+        upd.metadata["relation"] = torch.where((cnt > 0)[:, None], rel, torch.full_like(rel, 0.5)).cpu()
+        upd.metadata["relation_counts"] = cnt.cpu()
+        return upd
 
 
 __all__ = ["FedIRM", "relation_matrix", "symmetric_bernoulli_kl"]

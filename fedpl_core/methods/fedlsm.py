@@ -3,7 +3,7 @@ Medical Image Classification" (``shared/papers/001``).  Sec. 2.3-2.4, Eqs. 3-7, 
 
 Each client k identifies a class set I_k (its labels) and not U_k.  Per round:
 
-* **UE** (uncertainty estimation, Sec. 2.3, Eq. 3), in ``before_training`` with the received
+* **UE** (uncertainty estimation, Sec. 2.3, Eq. 3), in ``receive`` with the received
   global model in eval mode over every local sample: multi-label, the binary entropy of
   each class of U_k divided by ln 2 (in [0, 1]), averaged over U_k; single-label, the
   softmax entropy (Eq. 3) divided by ln C.  The n_l lowest form D_l, the n_h highest D_h,
@@ -137,6 +137,7 @@ from .. import views
 from ..losses import class_pos_weight
 from . import register
 from .base import Method
+from .blocks import sgd_step
 
 PAPER_ENGINE = dict(optimizer="adam", lr=1e-4, weight_decay=5e-4, batch_size=64)
 LOCAL_ITERS = {"multilabel": 200, "multiclass": 30}
@@ -418,18 +419,24 @@ class FedLSM(Method):
             raise ValueError(f"ema_decay must be in [0, 1], got {ema_decay}")
 
     # ---------------------------------------------------------------- server (AWPA: the head block)
-    def update_metadata(self, ctx) -> dict[str, Any]:
-        meta = super().update_metadata(ctx)
-        known = ctx.data.class_mask.to(torch.bool)
-        q = meta["positive_counts"].to(torch.float32).clone()
+    def make_update(self, ctx):
+        upd = super().make_update(ctx)
+        upd.metadata["class_counts"] = self.class_counts(ctx)
+        return upd
+
+    def class_counts(self, ctx) -> torch.Tensor:
+        """q_k^c: the labelled positives of a class the client annotates, its positive
+        pseudo-labels of any other class."""
+        d = ctx.data
+        known = d.class_mask.to(torch.bool)
+        q = (d.labels * d.mask).sum(0).cpu().to(torch.float32).clone()
         pl = ctx.state.get("pseudo_labels")
         if pl is not None:
             pseudo_pos = (pl["mask"] & (pl["target"] > 0.5)).sum(0).to(torch.float32).cpu()
             q = torch.where(known, q, pseudo_pos)
         else:
             q[~known] = 0.0
-        meta["class_counts"] = q
-        return meta
+        return q
 
     # ---------------------------------------------------------------- client
     def _multilabel(self, ctx) -> bool:
@@ -451,7 +458,12 @@ class FedLSM(Method):
                 m.training = t
         return uncertainty(logits, ctx.data.class_mask, ctx.info.task, self.code_entropy)
 
-    def before_training(self, ctx) -> None:
+    def receive(self, ctx, payload) -> None:
+        super().receive(ctx, payload)
+        self.prepare(ctx)
+
+    def prepare(self, ctx) -> None:
+        """The round's preparation on the received model: Adam's betas, the UE split, the teacher."""
         if self.adam_betas is not None and ctx.optimizer is not None:
             for g in ctx.optimizer.param_groups:
                 if "betas" in g:
@@ -515,7 +527,7 @@ class FedLSM(Method):
         if self._warmup(ctx):
             total, steps = 0.0, 0
             for batch in ctx.batches():
-                total += float(self.train_step(ctx, batch))
+                total += float(sgd_step(self, ctx, batch))
                 self._ema(ctx)
                 steps += 1
             return total / max(steps, 1)

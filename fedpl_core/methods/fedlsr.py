@@ -76,12 +76,13 @@ class FedLSR(FedAvg):
         t_w = self.t_w if self.t_w >= 1 else self.t_w * ctx.cfg.rounds
         return self.gamma if t_w <= 0 else self.gamma * min(1.0, ctx.round / t_w)
 
-    def before_training(self, ctx) -> None:
+    def receive(self, ctx, payload) -> None:
+        super().receive(ctx, payload)
         ctx.scratch["beta"] = self.beta(ctx)
         ctx.log(beta=ctx.scratch["beta"])
 
     def local_train(self, ctx) -> float:
-        return clean_local_train(self, ctx)
+        return clean_local_train(ctx, lambda batch: self.train_step(ctx, batch))
 
     def train_step(self, ctx, batch) -> torch.Tensor:
         x = torch.cat([weak_view(batch.x, ctx.generator), weak_view(batch.x, ctx.generator)])

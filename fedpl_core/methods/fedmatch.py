@@ -151,7 +151,7 @@ class FedMatch(Method):
             return torch.sigmoid(functional_call(self._probe_model, state, (x.to(dev),))).flatten().cpu()
 
     def aggregate(self, server, updates) -> None:
-        w = self.client_weights(updates)
+        w = self.weights(updates)
         model = [ClientUpdate(u.client_id, {k: v for k, v in u.state.items() if not k.startswith(PSI)},
                               u.num_samples, u.metadata) for u in updates]
         psis = [{k[len(PSI):]: v for k, v in u.state.items() if k.startswith(PSI)} for u in updates]
@@ -173,9 +173,6 @@ class FedMatch(Method):
         ctx.scratch["psi"] = psi
         ctx.scratch["helpers"] = [{**theta, **{k: sigma[k] + h[k].to(ctx.device) for k in sigma}}
                                   for h in payload["helpers"]]
-
-    def before_training(self, ctx) -> None:
-        super().before_training(ctx)
         n, c = ctx.data.n, ctx.info.num_classes
         ctx.state["pseudo_labels"] = {"mask": torch.zeros(n, c, dtype=torch.bool), "target": torch.zeros(n, c)}
 
@@ -230,13 +227,9 @@ class FedMatch(Method):
         ctx.log(confident_share=n_conf / max(n_unl, 1), helpers=float(len(helpers)))
         return total / max(steps, 1)
 
-    def update_metadata(self, ctx):
-        meta = super().update_metadata(ctx)
-        meta["input_shape"] = list(ctx.scratch.get("input_shape", []))
-        return meta
-
     def make_update(self, ctx):
         u = super().make_update(ctx)
+        u.metadata["input_shape"] = list(ctx.scratch.get("input_shape", []))
         u.state.update({f"{PSI}{k}": v.detach().clone() for k, v in ctx.scratch["psi"].items()})
         return u
 

@@ -32,7 +32,7 @@ clients that annotate class c.
   averages the prototypes over S_c (Eq. 6: plain mean; a client of S_c without a negative /
   positive of c is left out of P_0 / P_1 **[choice]**) and the degrees (Eq. 10: size-weighted
   over S_c) and sends both back in the payload.  At the start of the next round
-  (``before_training``) missing-label detection (MLD, Eq. 7-9) runs on the features of the
+  (``receive``) missing-label detection (MLD, Eq. 7-9) runs on the features of the
   *received* model **[choice: the paper does not say which model's features; the released code
   does the same: prototypes from the trained local model at the end of a round, L971-996, MLD
   features from the received model at the start of the next, L1020-1047]**: for each
@@ -305,10 +305,11 @@ class FedMLP(FedAvg):
         super().receive(ctx, payload)
         ctx.scratch["teacher"] = payload["state"]
         ctx.scratch["payload"] = payload
+        self.prepare(ctx)
 
     def _forward_all(self, ctx):
         """Logits and features of every local sample (unaugmented, eval mode)."""
-        self.configure_model(ctx.model, train=False)
+        ctx.model.eval()
         lg, ft = [], []
         with torch.no_grad(), ctx.autocast():
             for b in ctx.iterate_all():
@@ -325,7 +326,9 @@ class FedMLP(FedAvg):
                                                "target": torch.zeros(n, C)}
         return pl
 
-    def before_training(self, ctx) -> None:
+    def prepare(self, ctx) -> None:
+        """The round's logit shift (the client's positive rates, the pooled rate of a missing
+        class) and, in stage 2, MLD on the received model's features."""
         d, pay = ctx.data, ctx.scratch.get("payload", {})
         rate = (d.labels * d.mask).sum(0) / d.mask.sum(0).clamp_min(1)
         pooled = pay.get("pos_rate", torch.full_like(rate, 0.5)).to(rate)
@@ -408,15 +411,16 @@ class FedMLP(FedAvg):
                     torch.sigmoid(logits), torch.sigmoid(teacher.float().detach()), sel, denom)
         return total
 
-    def after_training(self, ctx) -> None:
-        """Local prototypes (Eq. 5) and learning degrees (Eq. 10) of the trained model."""
-        if ctx.round < self.warmup_rounds - 1 or not (self.mld or self.st):
-            return
-        logits, feats = self._forward_all(ctx)
-        d = ctx.data
-        P, counts = dual_prototypes(feats, d.labels.to(feats.device), d.mask.to(feats.device).bool())
-        ctx.scratch["meta"] = {"prototypes": P.cpu(), "prototype_counts": counts.cpu(),
-                               "learning_degree": learning_degree(torch.sigmoid(logits), self.lower, self.upper).cpu()}
-
-    def update_metadata(self, ctx) -> dict[str, Any]:
-        return {**super().update_metadata(ctx), **ctx.scratch.get("meta", {})}
+    def make_update(self, ctx):
+        """With, from the warm-up's last round on, the local prototypes (Eq. 5) and learning
+        degrees (Eq. 10) of the trained model."""
+        meta = {}
+        if not (ctx.round < self.warmup_rounds - 1 or not (self.mld or self.st)):
+            logits, feats = self._forward_all(ctx)
+            d = ctx.data
+            P, counts = dual_prototypes(feats, d.labels.to(feats.device), d.mask.to(feats.device).bool())
+            meta = {"prototypes": P.cpu(), "prototype_counts": counts.cpu(),
+                    "learning_degree": learning_degree(torch.sigmoid(logits), self.lower, self.upper).cpu()}
+        upd = super().make_update(ctx)
+        upd.metadata.update(meta)
+        return upd

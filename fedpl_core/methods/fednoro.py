@@ -36,7 +36,7 @@ import torch.nn.functional as F
 
 from ..fl.federation import Batch
 from . import register
-from .blocks import logit_adjusted_bce, sigmoid_rampup
+from .blocks import logit_adjusted_bce, sgd_step, sigmoid_rampup, train_batches
 from .fedavg import FedAvg
 
 
@@ -78,16 +78,17 @@ class FedNoRo(FedAvg):
     def receive(self, ctx, payload) -> None:
         super().receive(ctx, payload)
         ctx.scratch["global"] = ctx.extract_state()
-
-    def before_training(self, ctx) -> None:
         d = ctx.data
         ctx.scratch["shift"] = logit_shift(d.labels, d.mask if self.partial else None, self.tau).to(ctx.device)
         ctx.scratch["w"] = self.kd_weight(ctx)
         ctx.log(kd_weight=ctx.scratch["w"])
 
+    def local_train(self, ctx) -> float:
+        return train_batches(ctx, lambda batch: self.train_step(ctx, batch))
+
     def train_step(self, ctx, batch: Batch) -> torch.Tensor:
         ctx.scratch["teacher"], _ = ctx.forward_with(ctx.scratch["global"], batch.x)
-        return super().train_step(ctx, batch)
+        return sgd_step(self, ctx, batch)
 
     def loss(self, ctx, logits, features, batch):
         z = logits + ctx.scratch["shift"]

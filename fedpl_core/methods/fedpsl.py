@@ -107,7 +107,7 @@ Registered methods (``get_method(name, **kw)``):
                    annotated, e.g. Tuberculosis on ChestX-ray14 images, stay ignored)
 =================  ============================================================================
 
-Engine hook this module would like (implemented here by overriding ``train_step``): a
+Engine hook this module would like (implemented here by its own ``train_step``, which its ``local_train`` runs): a
 functional forward ``ctx.forward(params, x, buffers=...)`` in the engine, so that
 meta-learning methods do not need to know that a model is ``encoder`` + linear ``head``.
 """
@@ -123,7 +123,7 @@ from torch.func import functional_call
 from . import register
 from .base import Method
 from .baselines import FedProx
-from .blocks import rowwise_head_aggregate
+from .blocks import rowwise_head_aggregate, sgd_step, train_batches
 from .fedavg import FedAvg
 
 HEAD_WEIGHTS = {"labelled": "label_counts", "positive": "positive_counts"}
@@ -249,9 +249,12 @@ class FedPSL(Method):
         return self.supervised_loss(ctx, logits, batch)
 
     # ---------------------------------------------------------------- client (TADL)
+    def local_train(self, ctx) -> float:
+        return train_batches(ctx, lambda batch: self.train_step(ctx, batch))
+
     def train_step(self, ctx, batch) -> torch.Tensor:
         if not self.tadl or len(batch.pos) < 2:
-            return super().train_step(ctx, batch)
+            return sgd_step(self, ctx, batch)
         b_tr, b_val = batch.split(len(batch.pos) // 2)
         l_tr, l_val = tadl_step(ctx.model, ctx.optimizer, lambda lg, ft, b: self.loss(ctx, lg, ft, b), b_tr, b_val,
                                 alpha=self.alpha, first_order=self.first_order, autocast=ctx.autocast)

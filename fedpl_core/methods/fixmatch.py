@@ -150,7 +150,8 @@ class FixMatch(Method):
         self.tau, self.lambda_u, self.teacher = float(tau), float(lambda_u), teacher
         self.num_ops, self.magnitude, self.restrict_known = int(num_ops), float(magnitude), bool(restrict_known)
 
-    def before_training(self, ctx) -> None:
+    def receive(self, ctx, payload) -> None:
+        super().receive(ctx, payload)
         if self.teacher == "global":
             ctx.scratch["global_state"] = ctx.extract_state()
         if "pseudo_labels" not in ctx.state:

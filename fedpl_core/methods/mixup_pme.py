@@ -32,6 +32,7 @@ import torch
 from ..losses import masked_bce
 from ..views import mixup, sample_lambda
 from . import register
+from .blocks import train_batches
 from .fedavg import FedAvg
 
 
@@ -64,6 +65,9 @@ class MixUpPME(FedAvg):
     def __init__(self, alpha: float = 1.0, warmup_rounds: int = 1, partial: bool = True, **kw: Any):
         super().__init__(partial=partial, **kw)
         self.alpha, self.warmup_rounds = float(alpha), int(warmup_rounds)
+
+    def local_train(self, ctx) -> float:
+        return train_batches(ctx, lambda batch: self.train_step(ctx, batch))
 
     def train_step(self, ctx, batch) -> torch.Tensor:
         use_pseudo = ctx.round >= self.warmup_rounds

@@ -51,7 +51,7 @@ import torch
 from . import register
 from .base import Method
 from .baselines import FedProx
-from .blocks import moon_contrastive
+from .blocks import moon_contrastive, train_batches
 
 
 @register
@@ -76,12 +76,16 @@ class MOON(Method):
             raise ValueError(f"temperature must be > 0, got {temperature}")
         self.mu, self.temperature = float(mu), float(temperature)
 
-    def before_training(self, ctx) -> None:
+    def receive(self, ctx, payload) -> None:
+        super().receive(ctx, payload)
         ctx.scratch["moon_global"] = ctx.extract_state()
 
     def loss(self, ctx, logits, features, batch):
         """The supervised term (weighted partial BCE); ``train_step`` adds mu * L_con."""
         return self.supervised_loss(ctx, logits, batch)
+
+    def local_train(self, ctx) -> float:
+        return train_batches(ctx, lambda batch: self.train_step(ctx, batch))
 
     def train_step(self, ctx, batch) -> torch.Tensor:
         glob = ctx.scratch["moon_global"]
@@ -98,8 +102,9 @@ class MOON(Method):
         ctx.optimizer.step()
         return loss.detach()
 
-    def after_training(self, ctx) -> None:
+    def make_update(self, ctx):
         ctx.state["moon_prev"] = ctx.extract_state()
+        return super().make_update(ctx)
 
 
 @register

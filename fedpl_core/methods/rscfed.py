@@ -52,7 +52,7 @@ from ..fl.federation import Batch, derive_seed
 from ..losses import masked_bce
 from ..views import weak_view
 from . import register
-from .blocks import clean_batches, clean_local_train, ema_update, init_teacher, record_pseudo_labels  # noqa: F401
+from .blocks import clean_batches, clean_local_train, ema_update, init_teacher, record_pseudo_labels, sgd_step  # noqa: F401
 from .fedavg import FedAvg
 
 
@@ -115,14 +115,14 @@ class RSCFed(FedAvg):
         init_teacher(ctx)
 
     def local_train(self, ctx) -> float:
-        return clean_local_train(self, ctx)
+        return clean_local_train(ctx, lambda batch: self.train_step(ctx, batch))
 
     def train_step(self, ctx, batch) -> torch.Tensor:
         x_s, x_t = weak_view(batch.x, ctx.generator), weak_view(batch.x, ctx.generator)
         z_t, _ = ctx.forward_with(ctx.state["teacher"], x_t)
         target = torch.sigmoid(z_t / self.sharpen_t)
         ctx.scratch["target"] = target
-        loss = super().train_step(ctx, Batch(x_s, batch.y, batch.mask, batch.pos, batch.index))
+        loss = sgd_step(self, ctx, Batch(x_s, batch.y, batch.mask, batch.pos, batch.index))
         ema_update(ctx.state["teacher"], ctx.model, self.ema_decay, int(ctx.state["ema_step"]))
         ctx.state["ema_step"] = int(ctx.state["ema_step"]) + 1
         record_pseudo_labels(ctx, batch.pos, ~batch.mask, target)

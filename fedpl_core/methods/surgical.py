@@ -318,12 +318,12 @@ class SurgicalAggregation(FedAvg):
         mask = None if bool(batch.mask.all()) else batch.mask
         return masked_bce(logits, batch.y, mask)
 
-    def update_metadata(self, ctx) -> dict[str, Any]:
-        return {"class_names": self.client_classes(ctx)}
-
     def make_update(self, ctx) -> ClientUpdate:
+        """The encoder and the rows of the head of the client's own classes; its metadata:
+        those classes' names alone."""
         upd = super().make_update(ctx)
-        names = upd.metadata["class_names"]
+        names = self.client_classes(ctx)
+        upd.metadata = {"class_names": names}
         rows = self._rows(ctx, names).to(upd.state[W_KEY].device)
         upd.state[W_KEY] = upd.state[W_KEY][rows].clone()
         upd.state[B_KEY] = upd.state[B_KEY][rows].clone()
@@ -350,7 +350,7 @@ class SurgicalAggregation(FedAvg):
         for u in updates:
             server.state["client_classes"][u.client_id] = list(u.metadata["class_names"])
         enc_keys = [k for k in updates[0].state if k not in HEAD_KEYS]
-        new = weighted_average([u.state for u in updates], self.client_weights(updates), keys=enc_keys)
+        new = weighted_average([u.state for u in updates], self.weights(updates), keys=enc_keys)
         hw = None if self.head_weighting == "mean" else [float(u.num_samples) for u in updates]
         gw, gb = server.global_state[W_KEY], server.global_state[B_KEY]
         W, b = surgical_head_aggregate([(u.metadata["class_names"], u.state[W_KEY], u.state[B_KEY]) for u in updates],
