@@ -110,3 +110,11 @@ def test_every_method_takes_the_head_warmup():
         assert (m.warmup_epochs, m.warmup_lr) == (2.0, 1e-3) and type(m) is METHODS[name]
         with pytest.raises(ConfigError, match="warmup_epochs"):
             get_method(name, warmup_epochs=-1)
+
+
+def test_the_readme_shows_this_example_verbatim():
+    import inspect
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert inspect.getsource(TeacherProx) in readme
