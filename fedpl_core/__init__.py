@@ -9,11 +9,11 @@ The layers, each importing only from those above it in this list:
 * :mod:`fedpl_core.partitions` - which samples (sample splits) and which classes (label
   sets) each client has;
 * :mod:`fedpl_core.models`, :mod:`fedpl_core.metrics`, :mod:`fedpl_core.losses`,
-  :mod:`fedpl_core.aggregation`, :mod:`fedpl_core.views` - models, metrics, and the
-  arithmetic of losses, aggregation rules and augmented views on plain tensors;
+  :mod:`fedpl_core.aggregation` - models, metrics, and the arithmetic of losses and
+  aggregation rules on plain tensors;
 * :mod:`fedpl_core.fl` - the federated core: the types methods see (``fl.federation``),
-  a client (``fl.site.Site``), the server, the round loop (``fl.simulation``),
-  evaluation, model selection, checkpoints;
+  a client (``fl.site.Site``), the server, the round loop (``fl.simulation``), the
+  preprocessing and augmented views, evaluation, model selection, checkpoints;
 * :mod:`fedpl_core.methods` - every method, composed from :mod:`fedpl_core.methods.blocks`;
 * :mod:`fedpl_core.runs` - the one runner, split by job: a run's config, building it, its
   result file, the cache and locks, grid backends, studies (``run_many``);

@@ -10,7 +10,7 @@ The code fingerprint is a SHA-256 over the source files of the modules a run use
 
 * :data:`FINGERPRINT_MODULES`, the modules every run goes through (every file of the
   federated core :mod:`fedpl_core.fl`: simulation, sites, server, federation types,
-  evaluation, preprocess, checkpoint, selection; views, losses, aggregation, models,
+  evaluation, preprocess, views, checkpoint, selection; losses, aggregation, models,
   metrics, datasets, the ``methods`` registry, its interface and building blocks
   (:mod:`fedpl_core.methods.base`, :mod:`fedpl_core.methods.blocks`, which every method
   composes without inheriting them), :mod:`fedpl_core.runs.build` that
@@ -52,7 +52,6 @@ KEEP_STALE_ENV = "FEDPL_KEEP_STALE"
 #: classes and the data source's module added per run (:func:`run_modules`).
 FINGERPRINT_MODULES: tuple[str, ...] = (
     "fedpl_core.fl.*",
-    "fedpl_core.views",
     "fedpl_core.losses",
     "fedpl_core.aggregation",
     "fedpl_core.models",

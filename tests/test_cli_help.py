@@ -194,7 +194,7 @@ def test_every_method_description_is_one_complete_sentence():
 
 
 def test_first_sentence_and_plain():
-    doc = """FedAvg (McMahan et al. 2017): ``x``; see :func:`~fedpl_core.views.weak_view`,
+    doc = """FedAvg (McMahan et al. 2017): ``x``; see :func:`~fedpl_core.fl.views.weak_view`,
     Eq. 7 and Sec. VII-C ("a. b").  Second sentence.
 
     More."""

@@ -93,3 +93,41 @@ def test_imports_resolve_relative_and_function_level_imports(tmp_path, monkeypat
 def test_the_package_has_no_import_circle():
     found = circles(graph())
     assert not found, "import circles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+#: The layers of README's "What is inside", bottom up; a module belongs to the layer of its
+#: longest matching prefix and may import only from its own layer or those below it.
+LAYERS = [
+    ("base", ["fedpl_core.config", "fedpl_core.fileio", "fedpl_core.locks", "fedpl_core.paths"]),
+    ("data", ["fedpl_core.data", "fedpl_core.datasets", "fedpl_core.partitions"]),
+    ("arithmetic", ["fedpl_core.models", "fedpl_core.metrics", "fedpl_core.losses", "fedpl_core.aggregation"]),
+    ("fl", ["fedpl_core.fl"]),
+    ("methods", ["fedpl_core.methods"]),
+    ("runs", ["fedpl_core.runs", "fedpl_core.experiments", "fedpl_core.provenance"]),
+    ("report", ["fedpl_core.report"]),
+    ("studies", ["fedpl_core.studies", "fedpl_core.profiles"]),
+    ("apps", ["fedpl_core.cli", "fedpl_core.flower", "fedpl_core.__main__", "fedpl_core"]),
+]
+
+
+def layer(module: str) -> int | None:
+    best = None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and (best is None or len(p) > best[1]):
+                best = (i, len(p))
+    return None if best is None else best[0]
+
+
+def upward_imports(g: dict[str, set[str]]) -> list[str]:
+    return [f"{m} ({LAYERS[layer(m)][0]}) -> {d} ({LAYERS[layer(d)][0]})"
+            for m, deps in sorted(g.items()) for d in sorted(deps) if layer(d) > layer(m)]
+
+
+def test_every_module_has_a_layer_and_imports_only_downward():
+    g = graph()
+    assert not [m for m in g if layer(m) is None], "a module of no layer: add it to LAYERS and the README table"
+    up = upward_imports(g)
+    assert not up, "imports that go up a layer: " + "; ".join(up)
+    # the check can fail: a planted import from the data layer up into the runner
+    assert upward_imports({"fedpl_core.datasets": {"fedpl_core.runs.runner"}})

@@ -9,7 +9,7 @@ from fedpl_core.config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import FedAvg
 from fedpl_core.models import build_model
-from fedpl_core.views import cutout, mixup, sample_lambda, strong_view, weak_view
+from fedpl_core.fl.views import cutout, mixup, sample_lambda, strong_view, weak_view
 
 
 def test_views_are_seeded_shaped_and_change_the_images():

@@ -43,7 +43,6 @@ from .site import (EXPLOSION, DivergenceCheck, Site, WorkingModel, make_client_d
                    resolve_device, split_validation)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..methods.base import Method
     from ..partitions import Partition
 
 
@@ -57,9 +56,12 @@ def load_images(dataset: ImageDataset, device: torch.device) -> torch.Tensor:
 
 
 class Simulation:
-    """Run a method over a partition of a training data set; evaluate on a test set."""
+    """Run a method over a partition of a training data set; evaluate on a test set.
 
-    def __init__(self, method: "Method", model: torch.nn.Module, train: ImageDataset, partition: "Partition",
+    ``method``: a :class:`~fedpl_core.methods.base.Method` (not imported here: the federated
+    core sits below the methods, which import its types)."""
+
+    def __init__(self, method: Any, model: torch.nn.Module, train: ImageDataset, partition: "Partition",
                  test: ImageDataset | None = None, cfg: EngineConfig | None = None,
                  extra_eval: dict[str, ImageDataset] | None = None,
                  checkpoint_path: str | Path | None = None):

@@ -72,7 +72,7 @@ from ..fl.federation import Batch, ClientData, ClientUpdate, derive_seed
 from ..losses import class_pos_weight, masked_bce, masked_ce
 from ..models import HEAD_KEYS, is_bn_key
 from ..fl.preprocess import Preprocess
-from ..views import strong_view
+from ..fl.views import strong_view
 
 
 def bn_modules(model: torch.nn.Module) -> list[torch.nn.Module]:

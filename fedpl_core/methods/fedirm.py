@@ -36,7 +36,7 @@ import torch
 
 from ..fl.federation import Batch
 from ..losses import masked_bce
-from ..views import weak_view
+from ..fl.views import weak_view
 from . import register
 from .blocks import clean_local_train, ema_update, sgd_step, init_teacher, record_pseudo_labels, sigmoid_rampup
 from .fedavg import FedAvg

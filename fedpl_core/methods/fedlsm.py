@@ -133,7 +133,7 @@ from typing import Any, Iterator
 import torch
 import torch.nn.functional as F
 
-from .. import views
+from ..fl import views
 from ..losses import class_pos_weight
 from . import register
 from .base import Method
@@ -365,7 +365,7 @@ class FedLSM(Method):
         n_l, n_h: sizes of D_l, D_h (count or share; ``None`` = :data:`SPLIT` by task).
         warmup_rounds: rounds on own labels before pseudo-labelling (paper 1).
         pos_weight: N_neg / N_pos weighting of the known-class BCE (Task 1).
-        augment: ``"paper"`` (the paper's views) or ``"fixmatch"`` (``fedpl_core.views``);
+        augment: ``"paper"`` (the paper's views) or ``"fixmatch"`` (``fedpl_core.fl.views``);
         strong_ops, strong_magnitude: ``views.strong_view``'s settings (``fixmatch`` only).
         adam_betas: set on the optimizer when it has betas (``None``: leave it).
     """

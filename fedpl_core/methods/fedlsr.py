@@ -3,7 +3,7 @@ noisy labels, multi-label (per-class sigmoid) for FedMLP's FNLL baseline.
 
 A missing class reads as a (noisy) negative label: ``partial=False``, every entry is
 supervised.  Per batch, two views x1, x2 (**[choice]** two weak views,
-:func:`~fedpl_core.views.weak_view`; FedLSR: the image and a mildly augmented copy; the
+:func:`~fedpl_core.fl.views.weak_view`; FedLSR: the image and a mildly augmented copy; the
 FedMLP code: two augmented copies), logits z1, z2 from one forward of ``[x1; x2]``:
 
 * self-distillation: ``p_i = sigmoid(z_i / T_d)``, ``T_d = 1/3`` (FedLSR's ``* 3``), clamped
@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from ..losses import masked_bce
-from ..views import sample_lambda, weak_view
+from ..fl.views import sample_lambda, weak_view
 from . import register
 from .blocks import clean_local_train
 from .fedavg import FedAvg

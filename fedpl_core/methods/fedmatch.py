@@ -26,8 +26,8 @@ the round, the aggregate in ``server.state["psi"]``), so ``sigma = theta - psi``
    possible with one helper, follows the local vote **[choice]**), + ``lambda_l1 ||psi||_1
    + lambda_l2 ||sigma - psi||_2^2`` (Eq. 5 and the code's ``loss_fn_u``); one Adam step on
    psi (lr = ``EngineConfig.lr``, a fresh optimiser each round **[choice]**), then
-   ``theta <- sigma + psi``.  The views are :func:`fedpl_core.views.weak_view` /
-   :func:`~fedpl_core.views.strong_view` of the un-augmented batch (the paper's alpha / pi;
+   ``theta <- sigma + psi``.  The views are :func:`fedpl_core.fl.views.weak_view` /
+   :func:`~fedpl_core.fl.views.strong_view` of the un-augmented batch (the paper's alpha / pi;
    the code uses the plain image for alpha).
 
 Server (code ``models/fedmatch/server.py``): sigma and psi are averaged by FedAvg (``n_k``
@@ -63,7 +63,7 @@ from torch.func import functional_call
 from ..aggregation import weighted_average
 from ..fl.federation import ClientUpdate
 from ..losses import masked_bce
-from ..views import strong_view, weak_view
+from ..fl.views import strong_view, weak_view
 from . import register
 from .base import Method
 from .blocks import SimSiamPretraining

@@ -3,8 +3,8 @@ FedMLP's FedFixMatch, FedLSM's FedAvg-FixMatch* and FSSL*, and FedPSL's centrali
 FixMatch.
 
 Each batch is read without the engine's augmentation and turned into a *weak* view
-(flip + translation, :func:`~fedpl_core.views.weak_view`) and a *strong* view
-(RandAugment-style, 2 ops at magnitude 10, + Cutout, :func:`~fedpl_core.views.strong_view`).
+(flip + translation, :func:`~fedpl_core.fl.views.weak_view`) and a *strong* view
+(RandAugment-style, 2 ops at magnitude 10, + Cutout, :func:`~fedpl_core.fl.views.strong_view`).
 One forward of ``[weak; strong]`` in training mode (as FixMatch's official code, which
 interleaves both views in one batch) gives
 
@@ -63,7 +63,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..views import strong_view, weak_view
+from ..fl.views import strong_view, weak_view
 from . import register
 from .base import Method
 

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from ..losses import masked_bce
-from ..views import mixup, sample_lambda
+from ..fl.views import mixup, sample_lambda
 from . import register
 from .blocks import train_batches
 from .fedavg import FedAvg

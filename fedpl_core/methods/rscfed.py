@@ -9,7 +9,7 @@ sigmoid, multi-label only).
   floating array of the model), initialised from the model it receives the first time it
   trains (RSCFed's ``flag``), updated after every step with
   ``alpha = min(1 - 1/(step+1), ema_decay)`` (``ema_decay = 0.999``, RSCFed ``options.py``).
-  The teacher sees one weak view, the student another (:func:`~fedpl_core.views.weak_view`;
+  The teacher sees one weak view, the student another (:func:`~fedpl_core.fl.views.weak_view`;
   RSCFed: two weak augmentations); the teacher's probability is sharpened (SimPLE's
   ``sharpen``, T = 0.5, which for a Bernoulli is ``sigmoid(z_teacher / T)``) and the student's
   probability is pulled to it by MSE on the *missing* entries:
@@ -50,7 +50,7 @@ import torch
 from ..aggregation import weighted_average
 from ..fl.federation import Batch, derive_seed
 from ..losses import masked_bce
-from ..views import weak_view
+from ..fl.views import weak_view
 from . import register
 from .blocks import clean_batches, clean_local_train, ema_update, init_teacher, record_pseudo_labels, sgd_step  # noqa: F401
 from .fedavg import FedAvg

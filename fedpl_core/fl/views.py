@@ -29,7 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .fl.preprocess import augment_batch
+from .preprocess import augment_batch
 
 OPS = ("identity", "autocontrast", "brightness", "contrast", "sharpness", "solarize", "posterize",
        "rotate", "shear_x", "shear_y", "translate_x", "translate_y")
