@@ -1,11 +1,12 @@
 # fedpl: `make reproduce` (set up + run every notebook on the built-in data, cpu profile)
+#        `make reproduce-gpu` (the same, gpu profile: one H100, about 45 min on paper; figures/gpu/)
 #        `make test`      (set up + run the test suite)
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup reproduce reproduce-full report test benchmark checked-outputs clean
+.PHONY: setup reproduce reproduce-gpu reproduce-full report test benchmark checked-outputs clean
 
 $(STAMP): requirements.txt pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +26,11 @@ report: $(STAMP)
 # store the smoke output of the notebook cells marked "# NBVAL_CHECK_OUTPUT" (nbval compares it)
 checked-outputs: $(STAMP)
 	$(PY) tools/checked_outputs.py
+
+# the gpu profile (fedpl_core/profiles.py): executed notebooks -> reports/gpu/, figures and
+# tables -> figures/gpu/, run cache -> results/gpu/ (never the cpu run's figures/ and results/)
+reproduce-gpu: $(STAMP)
+	$(PY) -m fedpl_core reproduce --profile gpu --output reports/gpu
 
 reproduce-full: $(STAMP)
 	$(PY) -m fedpl_core reproduce --profile full

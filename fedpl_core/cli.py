@@ -473,7 +473,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("reproduce", help="execute the notebooks with papermill")
     rp.add_argument("--profile", default="cpu", choices=PROFILES,
                     help="smoke: every cell in about a minute (tests); cpu: converged runs with 3 seeds on 2 cores, "
-                         "15 min or less a notebook (default); full: the papers' settings (GPU)")
+                         "15 min or less a notebook (default); gpu: the papers' backbones, 10 min or less a "
+                         "notebook on one H100 (figures/gpu/, results/gpu/); full: the papers' settings (GPU, hours)")
     rp.add_argument("--notebooks", nargs="*", help="names or prefixes (default: all in notebooks/)")
     rp.add_argument("--output", default="outputs/notebooks",
                     help="folder for the executed notebooks (default: outputs/notebooks)")

@@ -23,8 +23,8 @@ from typing import Any, Literal, Union
 ConfigError = type("ConfigError", (ValueError,), {"__doc__": "A configuration value is invalid."})
 
 #: The notebooks' profiles (:mod:`fedpl_core.profiles` holds what each one sets).
-PROFILES = ("smoke", "cpu", "full")
-Profile = Literal["smoke", "cpu", "full"]
+PROFILES = ("smoke", "cpu", "gpu", "full")
+Profile = Literal["smoke", "cpu", "gpu", "full"]
 
 
 def check_profile(profile: str) -> str:

@@ -11,6 +11,10 @@ One rule for the notebooks, the command line and the library:
    (the folder above ``fedpl_core/`` has ``pyproject.toml`` and ``notebooks/``);
 4. else ``figures/`` and ``results/`` under the working directory (an installed package).
 
+The ``gpu`` profile writes into a folder of its own under those of rules 3 and 4,
+``figures/gpu/`` and ``results/gpu/`` (committed after a GPU session), so that a gpu run
+never overwrites the cpu run's committed ``figures/`` and cached ``results/``.
+
 A notebook picks its profile with :func:`notebook_outputs` (its setup cell), which also
 prints where the outputs go; :func:`figures_dir` then follows that profile for every
 ``savefig`` and ``save_table`` of the kernel.  So ``papermill`` run from the repository
@@ -26,6 +30,9 @@ from pathlib import Path
 PACKAGE_PARENT = Path(__file__).resolve().parent.parent
 
 _profile: str | None = None  # the profile set by use_profile / notebook_outputs (None: not a smoke run)
+#: Profiles whose figures and results go to a folder of their own inside ``figures/`` and
+#: ``results/`` (rules 3 and 4 of the module docstring).
+OWN_FOLDER = {"gpu": "gpu"}
 
 
 def checkout() -> Path | None:
@@ -61,22 +68,30 @@ def _base(profile: str | None) -> Path:
     return root if root else Path.cwd()
 
 
+def _own(profile: str | None) -> str:
+    """The sub-folder of ``profile`` (None: the one set by :func:`use_profile`): ``"gpu"`` for
+    the gpu profile, else ``""``."""
+    return OWN_FOLDER.get(profile if profile is not None else _profile, "")
+
+
 def figures_dir(profile: str | None = None) -> Path:
     """Where figures and tables go (absolute): ``$FEDPL_FIGURES``, else
-    ``outputs/smoke/figures`` in the smoke profile, else the checkout's ``figures/``, else
-    ``./figures``.  ``profile`` None: the one set by :func:`use_profile`."""
+    ``outputs/smoke/figures`` in the smoke profile, else the checkout's ``figures/``
+    (``figures/gpu/`` in the gpu profile), else ``./figures`` (``./figures/gpu``).
+    ``profile`` None: the one set by :func:`use_profile`."""
     env = os.environ.get("FEDPL_FIGURES")
     if env:
         return Path(env).expanduser().resolve()
-    return _base(profile) / "figures"
+    return _base(profile) / "figures" / _own(profile)
 
 
 def results_dir(name: str | None = None, profile: str | None = None) -> Path:
     """Where run results are cached (absolute), ``<...>/results/<name>``: ``$FEDPL_RESULTS``
     (then ``$FEDPL_RESULTS/<name>``), else ``outputs/smoke/results`` in the smoke profile,
-    else the checkout's ``results/``, else ``./results``."""
+    else the checkout's ``results/`` (``results/gpu/`` in the gpu profile), else
+    ``./results`` (``./results/gpu``)."""
     env = os.environ.get("FEDPL_RESULTS")
-    base = Path(env).expanduser().resolve() if env else _base(profile) / "results"
+    base = Path(env).expanduser().resolve() if env else _base(profile) / "results" / _own(profile)
     return base / name if name else base
 
 

@@ -1,4 +1,4 @@
-"""Run profiles shared by every notebook: ``smoke``, ``cpu`` and ``full``.
+"""Run profiles shared by every notebook: ``smoke``, ``cpu``, ``gpu`` and ``full``.
 
 One parameter, ``profile``, decides how big a notebook's runs are:
 
@@ -7,12 +7,15 @@ profile   what it is for                                                    budg
 ========  ================================================================  ======================
 smoke     the test suite: every cell runs, the numbers mean nothing         90 s or less a notebook
 cpu       the default: converged runs with 3 seeds on 2 CPU cores           15 min or less
+gpu       the papers' backbones (ResNet-18 for FedMLP, DenseNet-121 for     10 min or less on one
+          the others) at 64-128 px, the papers' schedules in proportion,    H100, all six within
+          3 seeds, bf16 autocast and channels-last (``make reproduce-gpu``) an hour (on paper)
 full      the papers' settings (models, image sizes, schedules): a GPU      hours
 ========  ================================================================  ======================
 
 Profiles are declared one way: each study module has a table ``PROFILES = {"smoke": {...},
-"cpu": {...}, "full": {...}}`` of named fields (its settings: data sizes, model, ``seeds``,
-``rounds``, ``lr``, ...), and :func:`apply_parameters` takes a profile's row and applies a
+"cpu": {...}, "gpu": {...}, "full": {...}}`` of named fields (its settings: data sizes, model,
+``seeds``, ``rounds``, ``lr``, ...), and :func:`apply_parameters` takes a profile's row and applies a
 notebook's parameters to it (``None``: the profile's value).  Every notebook has the same
 parameters (:data:`NOTEBOOK_PARAMETERS`: ``profile``, ``seeds``, ``rounds``, ``lr``,
 ``data_seed``, ``device``, ``workers``, ``results_dir``), then its data folder(s) and its own
@@ -21,16 +24,22 @@ extras; any of them can be set with papermill
 parameters are checked by :func:`notebook_parameters`, which also reads the text papermill's
 ``-p`` gives a list or a mapping (``"[0, 1]"``).
 
+The gpu profile was sized on paper, not on a GPU (none was lent): :func:`gpu_estimate`
+turns the runs a notebook makes into seconds on one H100 from FLOP counts
+(:data:`FORWARD_GFLOPS_224`), the published bf16 peak (:data:`H100_BF16_TFLOPS`) and the
+stated assumptions (:data:`GPU_ASSUMPTIONS`); each study's docstring gives its arithmetic.
+
 >>> TABLE = {"smoke": {"seeds": [0], "rounds": 2, "lr": 1e-3},
 ...          "cpu": {"seeds": [0, 1, 2], "rounds": 16, "lr": 3e-3},
+...          "gpu": {"seeds": [0, 1, 2], "rounds": 30, "lr": 1e-3},
 ...          "full": {"seeds": [0, 1, 2], "rounds": 100, "lr": 1e-3}}
 >>> row = apply_parameters(TABLE, "cpu", seeds="[0, 1]", rounds=None, lr=1e-2)
 >>> row["seeds"], row["rounds"], row["lr"]
 ([0, 1], 16, 0.01)
->>> check_profile("gpu")
+>>> check_profile("tpu")
 Traceback (most recent call last):
 ...
-ValueError: unknown profile 'gpu': choose one of smoke, cpu, full
+ValueError: unknown profile 'tpu': choose one of smoke, cpu, gpu, full
 """
 from __future__ import annotations
 
@@ -45,18 +54,23 @@ def engine_options(profile: str) -> dict:
     evaluates in ``channels_last`` layout (NHWC), 1.24x faster for the small CNN on one
     thread (16 rounds of FedAvg on 1,000 images at 32 px: 8.8 s -> 7.1 s on this project's
     machine).  The numbers differ from the default layout by float rounding only (final
-    AUROC within about 3e-4), not in kind; ``smoke`` and ``full`` keep the default layout.
+    AUROC within about 3e-4), not in kind.  The ``gpu`` profile adds bfloat16 autocast
+    (``amp``, on CUDA only: a CPU run of it is in float32) to the same layout, the one the
+    H100's tensor cores take; ``smoke`` and ``full`` keep the defaults.
 
-    >>> engine_options("cpu"), engine_options("full")
-    ({'channels_last': True}, {})
+    >>> engine_options("cpu"), engine_options("gpu"), engine_options("full")
+    ({'channels_last': True}, {'channels_last': True, 'amp': True}, {})
     """
-    return {"channels_last": True} if check_profile(profile) == "cpu" else {}
+    profile = check_profile(profile)
+    if profile == "cpu":
+        return {"channels_last": True}
+    return {"channels_last": True, "amp": True} if profile == "gpu" else {}
 
 
 def default_workers(profile: str, device: str = "auto") -> int:
     """Worker processes for ``run_many``: one per CPU core in the cpu profile on a CPU
     (each run single-threaded), else 1 (smoke: starting workers costs more than it
-    saves; a GPU: one device)."""
+    saves; a GPU, and the gpu profile anywhere: one device, one run at a time)."""
     import os
 
     import torch
@@ -71,14 +85,19 @@ def prepare(profile: str, device: str = "auto") -> str:
 
     On a CPU the small-CNN profiles (smoke, cpu) run with one torch thread: their
     convolutions gain little from two, and two threads waiting on each other on a busy
-    2-core machine can make a run many times slower.
+    2-core machine can make a run many times slower.  The gpu profile on CUDA lets cuDNN
+    pick the fastest convolution algorithms for its fixed image size
+    (``torch.backends.cudnn.benchmark``: the numbers may then differ from run to run by
+    float rounding); on a CPU it keeps torch's threads (its backbones are large).
     """
     import torch
 
     check_profile(profile)
     on_cpu = device == "cpu" or (device == "auto" and not torch.cuda.is_available())
-    if profile != "full" and on_cpu:
+    if profile in ("smoke", "cpu") and on_cpu:
         torch.set_num_threads(1)
+    if profile == "gpu" and not on_cpu and device != "mps" and torch.cuda.is_available():
+        torch.backends.cudnn.benchmark = True
     return profile
 
 
@@ -259,13 +278,14 @@ ROW_FIELDS = ("seeds", "rounds", "lr")
 
 
 def check_table(table: Mapping[str, Mapping[str, Any]], name: str = "PROFILES") -> Mapping:
-    """``table`` itself if it is a profile table: exactly the keys smoke, cpu and full, each
-    a dict of named fields that has at least :data:`ROW_FIELDS`; else a ``ValueError``.
+    """``table`` itself if it is a profile table: exactly the keys smoke, cpu, gpu and full (in
+    this order), each a dict of named fields that has at least :data:`ROW_FIELDS`; else a
+    ``ValueError``.
 
     >>> check_table({"smoke": {}, "cpu": {}})
     Traceback (most recent call last):
     ...
-    ValueError: PROFILES must have exactly the rows smoke, cpu, full; got smoke, cpu
+    ValueError: PROFILES must have exactly the rows smoke, cpu, gpu, full; got smoke, cpu
     """
     if not isinstance(table, Mapping) or list(table) != list(PROFILES):
         got = ", ".join(map(str, table)) if isinstance(table, Mapping) else type(table).__name__
@@ -293,11 +313,12 @@ def apply_parameters(table: Mapping[str, Mapping[str, Any]], profile: str, **par
 
     >>> row = apply_parameters({"smoke": {"seeds": [0], "rounds": 2, "lr": 1e-3, "n": 60},
     ...                         "cpu": {"seeds": [0, 1, 2], "rounds": 16, "lr": 3e-3, "n": 200},
+    ...                         "gpu": {"seeds": [0, 1, 2], "rounds": 10, "lr": 1e-3, "n": 1000},
     ...                         "full": {"seeds": [0, 1, 2], "rounds": 10, "lr": 1e-3, "n": 1000}},
     ...                        "smoke", rounds="4", lr=None, data_seed=1)
     >>> row
     {'seeds': [0], 'rounds': 4, 'lr': 0.001, 'n': 60, 'data_seed': 1, 'profile': 'smoke'}
-    >>> apply_parameters({"smoke": {}, "cpu": {}, "full": {}}, "smoke", round=4)
+    >>> apply_parameters({"smoke": {}, "cpu": {}, "gpu": {}, "full": {}}, "smoke", round=4)
     Traceback (most recent call last):
     ...
     TypeError: unknown notebook parameter(s) ['round']; known: profile, seeds, rounds, lr, ...
@@ -338,3 +359,134 @@ def settings_with_data_roots(cls, table: Mapping[str, Mapping[str, Any]], profil
     else:
         row = apply_parameters(table, profile, **parameters)
     return cls(**fields_of(cls, row), data_roots=check_roots(data_roots))
+
+
+# =========================================================================== the gpu profile's budget, on paper
+#: Forward GFLOPs of one 224 x 224 grayscale image through the package's backbones (FedModel:
+#: encoder + linear head), counted by ``torch.utils.flop_counter`` (2 FLOPs a multiply-add).
+#: torchvision's published 1.82 (ResNet-18) and 2.87 (DenseNet-121) "GFLOPs" count
+#: multiply-adds of a 3-channel image: x 2 gives these within 5 %.  Above 64 px (the
+#: ImageNet stem) the count scales as (px / 224)^2: :func:`forward_gflops`.
+FORWARD_GFLOPS_224 = {"resnet18": 3.47, "densenet121": 5.51}
+#: H100 SXM's published dense bf16 tensor-core peak (NVIDIA's data sheet: 989 TFLOPS).
+H100_BF16_TFLOPS = 989.0
+#: The assumptions of :func:`gpu_estimate`, none of them measured on a GPU (no GPU was lent
+#: when the gpu profile was sized):
+#:
+#: * ``utilisation``: the share of the bf16 peak a training or evaluation step reaches.
+#:   MLPerf's ResNet-50 on H100 (DALI, large batches, tuned kernels) reaches about 9 %;
+#:   eager PyTorch with batch 32 reaches less: 5 % (the 15-25 % often assumed for
+#:   transformers is not reached by these convolutions and BatchNorm layers).
+#: * ``step_floor_s``: the least time of one eager training step (forward, backward, Adam)
+#:   whatever the batch: its kernels are launched one by one from Python.  DenseNet-121 has
+#:   about 600 forward and 1,200 backward kernels, ResNet-18 about 150 and 300, at about
+#:   10 us a launch; the step takes the larger of this floor and its FLOPs at
+#:   ``utilisation``.  At batch 32 and 128 px the floor is the larger.
+#: * ``eval_floor_s``: the same floor for one evaluation batch (forward only).
+#: * ``run_overhead_s``: what a run costs besides its steps: building the model on the CPU
+#:   (DenseNet-121: 0.13 s measured on this project's CPU), moving it, metrics, its result
+#:   file.  The synthetic data are made once a process (about 1.4 ms an image at 128 px on
+#:   one CPU core: seconds a notebook) and are not counted.
+#: * ``method_cost``: training cost relative to plain supervised training (3 forward passes
+#:   a training image): teachers, second views, look-aheads and local-data estimates;
+#:   a method not listed costs 1.
+GPU_ASSUMPTIONS: dict[str, Any] = {
+    "utilisation": 0.05,
+    "step_floor_s": {"cnn": 0.002, "resnet18": 0.005, "densenet121": 0.015},
+    "eval_floor_s": {"cnn": 0.001, "resnet18": 0.002, "densenet121": 0.005},
+    "run_overhead_s": 0.3,
+    "method_cost": {
+        "fedlsm": 2.0, "fedlsm_no_awpa": 2.0, "fedlsm_no_ude": 1.5, "fedlsm_no_ue": 2.0,  # EMA teacher, MixUp batch
+        "fedmlp": 1.7, "fedavg_pl": 1.0, "rscfed": 1.7, "fedirm": 1.7, "cbafed": 1.7,  # prototypes / teachers
+        "fixmatch": 1.7, "fedfixmatch": 1.7, "fedavg_fixmatch_star": 1.7, "fssl_star": 1.7,  # weak + strong view
+        "fedmatch": 2.0, "fedmatch_plus": 2.5, "fedssp": 2.0,  # + SimSiam pre-training (two views)
+        "fedlsr": 2.0, "fednoro": 1.4, "mixup_pme": 1.4, "moon": 1.7, "moon_star": 1.7,
+        "fedpsl": 2.5, "fedpsl_tadl": 2.5,  # TADL: look-ahead step and a meta step on the other half
+    },
+}
+
+
+def forward_gflops(model: str, image_size: int) -> float:
+    """Forward GFLOPs of one image (:data:`FORWARD_GFLOPS_224` scaled by (px / 224)^2; the
+    small CNN of the smoke and cpu profiles counts 0.01)."""
+    if model not in FORWARD_GFLOPS_224:
+        return 0.01
+    return FORWARD_GFLOPS_224[model] * (image_size / 224) ** 2
+
+
+_PERSONAL = ("local", "pfl", "fedbn")  # one model per client: evaluated once a client
+
+
+def run_cost(cfg) -> dict[str, float]:
+    """What one run of ``cfg`` (an :class:`~fedpl_core.experiments.ExperimentConfig`) does, on
+    paper, without loading its data: ``steps`` (training steps of ``batch_size``,
+    x the method's cost), ``train_images`` (training image passes, the same factor),
+    ``eval_images`` and ``eval_batches`` (forward passes: test and validation sets at every
+    evaluation, head warm-up epochs).  Every round trains every client (the profiles sample
+    all of them); early stopping is not counted (the worst case)."""
+    import math
+
+    e = cfg.engine
+    kw, dkw = cfg.partition_kwargs or {}, cfg.dataset_kwargs or {}
+    if cfg.dataset == "fedpsl":
+        k = 6 if dkw.get("table") == "IV" else 4
+        sizes = kw.get("sizes")
+        sizes = [dkw.get("pool", 1000)] * k if sizes is None else ([sizes] * k if isinstance(sizes, int) else sizes)
+        n_train = sum(sizes) + (k - len(sizes)) * sizes[-1]
+        n_test = (dkw.get("test_pos", 300) + dkw.get("test_neg", 300)) * (8 if k == 6 else 6)
+    else:
+        k = 2 if cfg.partition == "by_source" else (cfg.num_clients or 1)
+        n_train = cfg.n_train
+        n_test = cfg.n_test * (2 if cfg.dataset == "surgical-noniid" else 1) + int(dkw.get("n_external", 0))
+    if cfg.partition == "all":
+        k = 1
+    factor = GPU_ASSUMPTIONS["method_cost"].get(cfg.method, 1.0)
+    held = n_train * e.client_val_fraction
+    if e.local_iters:
+        per_round_steps = k * e.local_iters * e.client_fraction
+        per_round_images = per_round_steps * e.batch_size
+    else:
+        per_round_images = (n_train - held) * e.local_epochs * e.client_fraction
+        per_round_steps = per_round_images / e.batch_size + k
+    evaluations = math.ceil(e.rounds / e.eval_every)
+    eval_images = evaluations * (n_test * (k if cfg.method in _PERSONAL else 1) + held)
+    warmup = float((cfg.method_kwargs or {}).get("warmup_epochs", 0) or 0) * (n_train - held)
+    eval_images += warmup
+    return {"steps": factor * e.rounds * per_round_steps, "train_images": factor * e.rounds * per_round_images,
+            "eval_images": eval_images, "eval_batches": eval_images / e.eval_batch_size + warmup / e.batch_size}
+
+
+def gpu_estimate(configs, assumptions: Mapping[str, Any] | None = None) -> dict[str, float]:
+    """Seconds on one H100, on paper, of the runs ``configs`` (each run id once: ``run_many``
+    caches a repeated run), by :data:`GPU_ASSUMPTIONS` (``assumptions`` replaces some):
+    a training step takes the larger of its FLOPs (3 forward passes an image) at
+    ``utilisation`` of :data:`H100_BF16_TFLOPS` and ``step_floor_s``; an evaluation batch the
+    larger of its forward FLOPs and ``eval_floor_s``; each run adds ``run_overhead_s``.
+    Returns ``runs``, ``steps``, ``train_images``, ``eval_images``, ``pflop`` (total PFLOPs),
+    ``flop_s`` (the FLOPs alone at ``utilisation``), ``floor_s`` (the floors alone) and
+    ``seconds`` (the estimate)."""
+    a = {**GPU_ASSUMPTIONS, **(assumptions or {})}
+    rate = a["utilisation"] * H100_BF16_TFLOPS * 1e12
+    seen: dict[str, Any] = {}
+    for cfg in configs:
+        seen.setdefault(cfg.run_id(), cfg)
+    out = dict.fromkeys(("steps", "train_images", "eval_images", "pflop", "flop_s", "floor_s", "seconds"), 0.0)
+    for cfg in seen.values():
+        c = run_cost(cfg)
+        g = forward_gflops(cfg.model, cfg.image_size) * 1e9
+        step_flops = 3 * g * cfg.engine.batch_size
+        step_floor = a["step_floor_s"].get(cfg.model, 0.005)
+        eval_batch_flops = g * c["eval_images"] / max(c["eval_batches"], 1e-9)
+        eval_floor = a["eval_floor_s"].get(cfg.model, 0.002)
+        flops = 3 * g * c["train_images"] + g * c["eval_images"]
+        out["steps"] += c["steps"]
+        out["train_images"] += c["train_images"]
+        out["eval_images"] += c["eval_images"]
+        out["pflop"] += flops / 1e15
+        out["flop_s"] += flops / rate
+        out["floor_s"] += c["steps"] * step_floor + c["eval_batches"] * eval_floor
+        out["seconds"] += (c["steps"] * max(step_flops / rate, step_floor)
+                           + c["eval_batches"] * max(eval_batch_flops / rate, eval_floor))
+    out["runs"] = float(len(seen))
+    out["seconds"] += a["run_overhead_s"] * len(seen)
+    return out

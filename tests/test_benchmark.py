@@ -40,4 +40,4 @@ def test_settings_cover_the_four_papers_and_every_registered_method():
     assert {"fedlsm", "fedmlp", "fedpsl", "surgical"} <= set(B.methods())
     assert "fedavg" not in B.methods(["fedavg"])
     with pytest.raises(ValueError, match="unknown profile"):
-        B.settings("gpu")
+        B.settings("tpu")

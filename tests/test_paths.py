@@ -29,6 +29,7 @@ def test_a_checkout_uses_its_figures_and_results_whatever_the_working_directory(
         assert paths.results_dir("03_surgical") == ROOT / "results" / "03_surgical"
         assert paths.results_dir() == ROOT / "results"
         assert paths.figures_dir("cpu") == paths.figures_dir("full") == ROOT / "figures"
+        assert paths.figures_dir("gpu") == ROOT / "figures" / "gpu"
 
 
 def test_the_smoke_profile_writes_under_outputs_smoke(monkeypatch):
@@ -42,7 +43,29 @@ def test_the_smoke_profile_writes_under_outputs_smoke(monkeypatch):
     paths.use_profile(None)
     assert paths.figures_dir() == ROOT / "figures"
     with pytest.raises(ValueError, match="unknown profile"):
-        paths.use_profile("gpu")
+        paths.use_profile("tpu")
+
+
+def test_the_gpu_profile_writes_into_its_own_gpu_folders(monkeypatch, tmp_path):
+    # issue 27: the gpu run's figures are committed beside the cpu run's, never over them
+    for cwd in (ROOT, ROOT / "notebooks"):
+        monkeypatch.chdir(cwd)
+        assert paths.figures_dir("gpu") == ROOT / "figures" / "gpu"
+        assert paths.results_dir("04_fedmlp", "gpu") == ROOT / "results" / "gpu" / "04_fedmlp"
+    paths.use_profile("gpu")
+    assert paths.current_profile() == "gpu"
+    assert tables.figures_dir() == ROOT / "figures" / "gpu"
+    assert paths.results_dir() == ROOT / "results" / "gpu"
+    assert paths.figures_dir("cpu") == ROOT / "figures"  # an explicit profile wins
+    assert paths.notebook_outputs("gpu", "01_fedpsl") == str(ROOT / "results" / "gpu" / "01_fedpsl")
+    paths.use_profile(None)
+    assert paths.figures_dir() == ROOT / "figures"
+    monkeypatch.setattr(paths, "PACKAGE_PARENT", tmp_path / "site-packages")  # an installed package
+    monkeypatch.chdir(tmp_path)
+    assert paths.figures_dir("gpu") == tmp_path / "figures" / "gpu"
+    assert paths.results_dir("x", "gpu") == tmp_path / "results" / "gpu" / "x"
+    monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "f"))  # the environment still wins
+    assert paths.figures_dir("gpu") == tmp_path / "f"
 
 
 def test_environment_variables_win_over_checkout_and_profile(monkeypatch, tmp_path):

@@ -1,4 +1,4 @@
-"""Profiles are declared one way: each study's ``PROFILES`` table (smoke / cpu / full rows of
+"""Profiles are declared one way: each study's ``PROFILES`` table (smoke / cpu / gpu / full rows of
 named fields) and :func:`fedpl_core.profiles.apply_parameters`, which applies a notebook's
 parameters to a row; every notebook's parameters cell has the same names."""
 import importlib
@@ -35,7 +35,7 @@ def _plain(v) -> bool:
 @pytest.mark.parametrize("name", STUDIES)
 def test_every_study_declares_its_profiles_in_one_table(name):
     table = _study(name).PROFILES
-    assert list(table) == list(PROFILES) == ["smoke", "cpu", "full"]
+    assert list(table) == list(PROFILES) == ["smoke", "cpu", "gpu", "full"]
     check_table(table)
     for profile, row in table.items():
         assert set(ROW_FIELDS) <= set(row), (name, profile)
@@ -109,14 +109,126 @@ def test_apply_parameters_refuses_an_unknown_parameter_or_a_bad_value(params, er
 
 
 def test_apply_parameters_refuses_an_unknown_profile_and_a_table_that_is_not_one():
-    with pytest.raises(ValueError, match="unknown profile 'gpu'"):
-        apply_parameters(_study("fedpsl").PROFILES, "gpu")
-    with pytest.raises(ValueError, match="exactly the rows smoke, cpu, full"):
+    with pytest.raises(ValueError, match="unknown profile 'tpu'"):
+        apply_parameters(_study("fedpsl").PROFILES, "tpu")
+    with pytest.raises(ValueError, match="exactly the rows smoke, cpu, gpu, full"):
         apply_parameters({"smoke": {"seeds": [0], "rounds": 1, "lr": 1e-3}}, "smoke")
     with pytest.raises(ValueError, match=r"PROFILES\['cpu'\] lacks lr"):
         check_table({p: {"seeds": [0], "rounds": 1, **({} if p == "cpu" else {"lr": 1.0})} for p in PROFILES})
     with pytest.raises(TypeError, match="has no field"):  # a misspelt field of a table is never ignored
         _study("fedpsl").settings({**apply_parameters(_study("fedpsl").PROFILES, "smoke"), "roundz": 3})
+
+
+# ============================================================================ the gpu profile (issue 27)
+#: study -> the backbone of its gpu row: the papers' (ResNet-18 for FedMLP, DenseNet-121 for the others)
+GPU_MODELS = {"introduction": "densenet121", "fedpsl": "densenet121", "fedlsm": "densenet121",
+              "surgical": "densenet121", "fedmlp": "resnet18", "benchmark": "densenet121"}
+
+
+def _size(row):
+    return row.get("image_size", row.get("size"))
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_every_gpu_row_has_the_papers_backbone_at_64_to_128_px_and_3_seeds(name):
+    row = apply_parameters(_study(name).PROFILES, "gpu", workers=None)
+    assert row["model"] == GPU_MODELS[name]
+    assert 64 <= _size(row) <= 128  # the ImageNet stem (models.build_model: 64 px and above)
+    assert row["seeds"] == [0, 1, 2]
+    assert not row["model_kwargs"].get("pretrained", False)  # no weights can be downloaded
+    assert row["workers"] == 1  # one device, one run at a time
+
+
+def test_the_gpu_rows_keep_the_papers_proportions():
+    from fedpl_core.studies import fedlsm, fedmlp, fedpsl, surgical
+
+    r = fedmlp.PROFILES["gpu"]  # FedMLP: warm-up 50 of 500 rounds, T0 = 0.5 %, T1 = 1 %
+    assert r["warmup_rounds"] / r["rounds"] == 50 / 500 and (r["t0"], r["t1"]) == (0.005, 0.01)
+    assert r["lr"] == 1e-3 and r["model"] == "resnet18"
+    r = fedlsm.PROFILES["gpu"]  # FedLSM: 200 (Task 1) / 30 (Task 2) local iterations a round, 50 rounds
+    assert r["local_iters"]["Task 1"] / r["rounds"] == 200 / 50
+    assert r["local_iters"]["Task 2"] == round(30 / 50 * r["rounds"])
+    assert r["weight_decay"] == fedlsm.PROFILES["full"]["weight_decay"] == 5e-4
+    r = fedpsl.PROFILES["gpu"]  # FedPSL: 100 epochs synchronised every E = 10: 10 rounds; Table V's E / T
+    assert r["rounds"] * r["local_epochs"] == r["total_epochs"] and r["rounds"] == 100 // 10
+    assert {e / r["total_epochs"] for e in r["table5_e"]} <= {e / 100 for e in (10, 20, 50, 100)}
+    assert r["lr"] == 1e-3
+    r = surgical.PROFILES["gpu"]  # Surgical: head warm-up 15 epochs to 150 rounds of one epoch, batch 64, FedBN+
+    assert r["warmup_epochs"] / r["rounds"] == 15 / 150 and r["batch_size"] == 64 and r["bn"] == "frozen"
+
+
+def _shrink(row: dict) -> dict:
+    """A gpu row in smoke size: its model, image size, seeds and schedule's shape, with a few
+    images and rounds, for the CPU."""
+    small = {"n_train": 200, "n_test": 100, "n": 20, "pool": 30, "test_pos": 20, "test_neg": 20,
+             "n_external": 100, "n_nih": 100, "n_chexpert": 150, "n_noniid_test": 100, "n_public": 64,
+             "fig4_base": 20}
+    out = {}
+    for k, v in row.items():
+        if k in small and isinstance(v, int):
+            out[k] = small[k]
+        elif k in ("n_train", "n_test") and isinstance(v, dict):
+            out[k] = {t: small[k] for t in v}
+        else:
+            out[k] = v
+    for k in ("fig3_n", "fig4_n"):
+        if k in out:
+            out[k] = [10, 20]
+    return out
+
+
+def test_the_gpu_rows_build_valid_configs_in_smoke_size():
+    from fedpl_core.experiments import ExperimentConfig
+    from fedpl_core.profiles import engine_options
+    from fedpl_core.studies import benchmark, fedlsm, fedmlp, fedpsl, surgical
+
+    assert engine_options("gpu") == {"amp": True, "channels_last": True}
+
+    def check(cfg: ExperimentConfig, model: str):
+        assert (cfg.model, cfg.image_size) == (model, 128), cfg.name
+        assert cfg.engine.amp and cfg.engine.channels_last, cfg.name
+
+    row = _shrink(apply_parameters(fedpsl.PROFILES, "gpu", device="cpu"))
+    s = fedpsl.settings(row)
+    assert s.seeds == [0, 1, 2] and s.first_order and s.engine.local_epochs == 2
+    for t in ("II", "IV"):
+        check(s.config(t), "densenet121")
+    assert {k: v["local_epochs"] * v["rounds"] for k, v in fedpsl.table5_settings(s).items()} == \
+        {"E=2": 20, "E=10": 20, "E=20": 20}
+    s = fedlsm.settings(_shrink(apply_parameters(fedlsm.PROFILES, "gpu", device="cpu")))
+    for t in fedlsm.TASKS:
+        check(s.config(t), "densenet121")
+    assert s.config("Task 1").engine.local_iters == 12 and s.config("Task 1").engine.rounds == 3
+    s = fedmlp.settings(_shrink(apply_parameters(fedmlp.PROFILES, "gpu", device="cpu")))
+    for t in fedmlp.TABLES:
+        check(s.config(t), "resnet18")
+    assert s.fedmlp_kwargs() == {"warmup_rounds": 1, "t0": 0.005, "t1": 0.01}
+    s = surgical.settings(_shrink(apply_parameters(surgical.profiles(), "gpu", device="cpu")))
+    check(surgical.ablation_config(s), "densenet121")
+    check(surgical.noniid_config(s, heterogeneous=True), "densenet121")
+    assert dict(surgical.ablation_methods(s))["FL + SA"]["method_kwargs"]["warmup_epochs"] == 1
+    for cfg in benchmark.settings(_shrink(apply_parameters(benchmark.PROFILES, "gpu", device="cpu"))).values():
+        check(cfg, "densenet121")
+
+
+@pytest.mark.filterwarnings("ignore:partition")
+def test_a_gpu_row_runs_on_the_cpu_in_smoke_size():
+    """The gpu profile's settings build and train on a CPU (bf16 autocast is CUDA's only: the
+    CPU run is float32): one round of FedMLP on ResNet-18 and of FedLSM on DenseNet-121, at
+    64 px and with a few images, so that the test stays quick."""
+    from fedpl_core.experiments import run
+    from fedpl_core.studies import fedlsm, fedmlp
+
+    s = fedmlp.settings({**_shrink(apply_parameters(fedmlp.PROFILES, "gpu", device="cpu")), "rounds": 1,
+                         "image_size": 64, "n_train": {"ICH": 40, "CXR": 40}, "n_test": {"ICH": 30, "CXR": 30}})
+    cfg = s.config("ICH").replace(method="fedmlp", method_kwargs=s.fedmlp_kwargs(warmup_rounds=0))
+    res = run(cfg)
+    assert res.final["auroc_mean"] == res.final["auroc_mean"]  # a number, not NaN
+    s = fedlsm.settings({**_shrink(apply_parameters(fedlsm.PROFILES, "gpu", device="cpu")), "rounds": 1,
+                         "image_size": 64, "local_iters": {"Task 1": 1, "Task 2": 1},
+                         "n_train": {"Task 1": 40, "Task 2": 40}, "n_test": {"Task 1": 30, "Task 2": 30}})
+    res = run(s.config("Task 2").replace(method="fedlsm"))
+    assert res.final["auroc_mean"] == res.final["auroc_mean"]
 
 
 def _cells(nb):

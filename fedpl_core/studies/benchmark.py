@@ -27,6 +27,18 @@ FedPSL's weighted loss, stay in their own notebooks); the last round is reported
 model selection), personalised methods (``local``, ``pfl``, ``fedbn``) are scored with the
 package's one personalised policy; FedLSM's own data sets (ICH, ISIC) are stood in for by
 the synthetic chest X-rays.
+
+**gpu profile** (sized on paper, no GPU measured it: :func:`fedpl_core.profiles.gpu_estimate`
+and its stated assumptions): DenseNet-121 (random init) at 128 px, 1.80 GFLOPs a forward
+pass, 5.4 a training image; 400 training / 400 test images a setting (FedPSL's: 100 a
+client, test blocks of 100 + 100), 2 rounds of one local epoch, 3 seeds.  Every registered
+method in four settings is 408 runs: 21,082 training steps (each method's cost counted:
+teachers, second views, look-aheads) on 0.47 M training images and 0.38 M evaluation
+images, 3.2 PFLOP: 65 s at 5 % of the H100's 989 dense bf16 TFLOPS (16 s at 20 %); the
+15 ms floor of an eager DenseNet step gives 320 s, plus 0.3 s a run: estimate 7.5 min
+(budget 10).  Two rounds of a DenseNet-121 from scratch rank the methods' first steps,
+not their converged accuracy: the gpu profile checks every method on the papers' backbone;
+the cpu profile (8 rounds of the small CNN) is the converged comparison.
 """
 from __future__ import annotations
 
@@ -58,6 +70,9 @@ PROFILES: dict[str, dict[str, Any]] = {
                   n_train=320, n_test=200, pool=60, test_pos=30, test_neg=30),
     "cpu": dict(seeds=[0, 1, 2], rounds=8, lr=2e-3, image_size=28, model="cnn", model_kwargs={"width": 8},
                 n_train=600, n_test=400, pool=150, test_pos=100, test_neg=100),
+    # gpu: see the module docstring (DenseNet-121 at 128 px, 2 rounds; 408 runs, 7.5 min on paper)
+    "gpu": dict(seeds=[0, 1, 2], rounds=2, lr=1e-3, image_size=128, model="densenet121", model_kwargs={},
+                n_train=400, n_test=400, pool=100, test_pos=100, test_neg=100),
     "full": dict(seeds=[0, 1, 2], rounds=50, lr=1e-3, image_size=64, model="resnet18", model_kwargs={},
                  n_train=20000, n_test=4000, pool=1000, test_pos=300, test_neg=300),
 }

@@ -25,6 +25,20 @@ the ablation), plus FedMLP and FedAvg-PL at ICH m = 2 for the hot / cool compari
 accumulate round by round, its missing-label detection ratios are ``T0 = 2.5 %`` and
 ``T1 = 5 %`` (x 5 the paper's), so that a 200-image client tags anything at all
 (``floor(tau * n) >= 1``).  The baselines run with their own papers' defaults.
+
+**gpu profile** (sized on paper, no GPU measured it: :func:`fedpl_core.profiles.gpu_estimate`
+and its stated assumptions): the paper's ResNet-18 (random init; Adam 1e-3 instead of the
+paper's 3e-5, which is for a short schedule from scratch too small to move) at 128 px with
+the ImageNet stem: 3.47 x (128/224)^2 = 1.13 GFLOPs a forward pass, 3.4 a training image;
+batch 32, one local epoch a round as the paper; 10 rounds with a 1-round warm-up (the
+paper's share: 50 of 500), the paper's T0 = 0.5 % and T1 = 1 % (the cpu profile's x 5 is
+not needed: a 250-image client tags floor(d_c x 1 % x 250) >= 1 positive when d_c >= 0.4),
+1,250 ICH images (5 clients of 250) and 2,000 CXR images (8 of 250), 1,000 test images
+each, the highest missing level of each table (as the cpu profile) and ICH m = 2 for hot /
+cool, 3 seeds.  90 runs: 80,555 training steps (FedMLP's prototypes and teacher counted
+x 1.7) on 2.29 M training images, 0.90 M evaluation images, 8.8 PFLOP: 178 s at 5 % of the
+H100's 989 dense bf16 TFLOPS (44 s at 20 %); the 5 ms floor of an eager ResNet-18 step
+gives 406 s; estimate 7.5 min (budget 10).
 """
 from __future__ import annotations
 
@@ -63,6 +77,12 @@ PROFILES: dict[str, dict[str, Any]] = {
                   missing={"ICH": [1, 4], "CXR": [1, 7]}, hot_cool_levels={"ICH": 1}),
     "cpu": dict(seeds=[0, 1, 2], rounds=16, lr=1e-3, warmup_rounds=4, t0=0.025, t1=0.05, image_size=32, model="cnn",
                 model_kwargs={"width": 16}, n_train={"ICH": 1000, "CXR": 1200}, n_test={"ICH": 600, "CXR": 600},
+                missing={"ICH": [4], "CXR": [7]}, hot_cool_levels={"ICH": 2}),
+    # gpu: see the module docstring (ResNet-18 at 128 px, 10 rounds, warm-up 1 = 50/500, T0/T1 as
+    # published; 7.5 min on paper)
+    "gpu": dict(seeds=[0, 1, 2], rounds=10, lr=1e-3, warmup_rounds=1, t0=0.005, t1=0.01, image_size=128,
+                model="resnet18", model_kwargs={}, n_train={"ICH": 1250, "CXR": 2000},
+                n_test={"ICH": 1000, "CXR": 1000},
                 missing={"ICH": [4], "CXR": [7]}, hot_cool_levels={"ICH": 2}),
     "full": dict(seeds=[0, 1, 2], rounds=100, lr=3e-5, warmup_rounds=10, t0=0.005, t1=0.01, image_size=128,
                  model="resnet18", model_kwargs={}, n_train={"ICH": 20000, "CXR": 20000},

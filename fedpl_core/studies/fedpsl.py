@@ -492,6 +492,17 @@ _NO_SIMSIAM = ("FedSSP", "FedMatch", "FedMatch+")
 #:   32 px, round 12, 3 seeds: 0.720 against 0.688); 28 px instead of 32 costs about a
 #:   quarter less a round and learns no worse (FedAVG, lr 3e-3, round 20: 0.793 against
 #:   0.792).  ``benchmarks/cpu_schedule.py`` measures both.
+#: * ``gpu``: the paper's DenseNet-121 (random init) at 128 px with the ImageNet stem, 64
+#:   images per client (label scarcity), the paper's proportions: 10 synchronisations of
+#:   the training (paper: 100 epochs, E = 10; here 20 epochs, E = 2), Table V's E at 1/10,
+#:   1/2 and all of the training (paper: 10, 20, 50, 100 of 100), Adam 1e-3 (the paper's),
+#:   first-order TADL, sweeps of two points, the cpu profile's methods, 3 seeds.  On paper
+#:   (no GPU measured it: :func:`fedpl_core.profiles.gpu_estimate` and its stated
+#:   assumptions): 5.51 x (128/224)^2 = 1.80 GFLOPs a forward pass, 5.4 a training image;
+#:   78 runs, 25,626 training steps (TADL counted x 2.5) on 0.67 M training images, 1.31 M
+#:   evaluation images (the balanced blocks every round), 6.0 PFLOP: 121 s at 5 % of the
+#:   H100's 989 dense bf16 TFLOPS (30 s at 20 %); the 15 ms floor of an eager DenseNet step
+#:   gives 397 s; estimate 7.6 min (budget 10).
 #: * ``full``: ResNet-18 at 64 px on synthetic data (DenseNet-121 at 224 px is the
 #:   paper's; pass ``model="densenet121"`` with real data), 1,000 images per client,
 #:   100 epochs with synchronisation every 10 (10 rounds), 3 seeds, second-order TADL.
@@ -503,6 +514,11 @@ PROFILES: dict[str, dict[str, Any]] = {
                 n=200, image_size=28, test_pos=150, test_neg=150, model="cnn", model_kwargs={"width": 16},
                 first_order=True, fig3_n=[50, 100, 200], fig4_base=200, fig4_n=[50, 200, 400], total_epochs=32,
                 table5_e=[2, 8, 32], table2_labels=[m for m, _, _ in TABLE_II_METHODS if m not in _NO_SIMSIAM],
+                table4_labels=[m for m in TABLE_IV_LABELS if m not in _NO_SIMSIAM]),
+    "gpu": dict(seeds=[0, 1, 2], rounds=10, lr=1e-3, local_epochs=2, eval_every=1, eval_batch_size=512,
+                n=64, image_size=128, test_pos=150, test_neg=150, model="densenet121", model_kwargs={},
+                first_order=True, fig3_n=[32, 64], fig4_base=64, fig4_n=[16, 64], total_epochs=20,
+                table5_e=[2, 10, 20], table2_labels=[m for m, _, _ in TABLE_II_METHODS if m not in _NO_SIMSIAM],
                 table4_labels=[m for m in TABLE_IV_LABELS if m not in _NO_SIMSIAM]),
     "full": dict(seeds=[0, 1, 2], rounds=10, lr=1e-3, local_epochs=10, eval_every=1, eval_batch_size=512,
                  n=1000, image_size=64, test_pos=300, test_neg=300, model="resnet18", model_kwargs={},

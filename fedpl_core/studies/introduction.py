@@ -6,6 +6,16 @@ chest X-rays with the 8 FedMLP CXR findings, in two label settings.
 images), the model and the schedule (``rounds`` of 2 local epochs, ``batch_size``, Adam
 ``lr``, evaluation every ``eval_every`` rounds) and the ``seeds``; the notebook applies
 its parameters with :func:`fedpl_core.profiles.apply_parameters`.
+
+**gpu profile** (sized on paper, no GPU measured it: :func:`fedpl_core.profiles.gpu_estimate`
+and its stated assumptions): DenseNet-121 (the papers' chest X-ray backbone, random init)
+at 128 px with the ImageNet stem: 5.51 x (128/224)^2 = 1.80 GFLOPs a forward pass, 5.4 a
+training image (x 3); 2,400 training / 1,200 test images, 6 rounds of 2 local epochs, batch
+32, evaluation every round, 3 seeds.  The notebook's 30 runs (5 methods x 2 settings x 3
+seeds) make 28,440 training steps (0.86 M training images) and 0.22 M evaluation images:
+5.1 PFLOP, 102 s at 5 % of the H100's 989 dense bf16 TFLOPS (26 s at 20 %), but at batch 32
+each eager DenseNet step costs at least 15 ms (kernel launches): 429 s; estimate 7.4 min
+(budget 10).
 """
 from __future__ import annotations
 
@@ -16,6 +26,9 @@ PROFILES: dict[str, dict[str, Any]] = {
                   model_kwargs={"width": 8}, batch_size=32, eval_every=1),
     "cpu": dict(seeds=[0, 1, 2], rounds=16, lr=2e-3, size=32, n_train=2400, n_test=1200, model="cnn",
                 model_kwargs={"width": 8}, batch_size=32, eval_every=2),
+    # gpu: see the module docstring (DenseNet-121 at 128 px, 6 rounds x 2 epochs; 7.4 min on paper)
+    "gpu": dict(seeds=[0, 1, 2], rounds=6, lr=1e-3, size=128, n_train=2400, n_test=1200, model="densenet121",
+                model_kwargs={}, batch_size=32, eval_every=1),
     "full": dict(seeds=[0, 1, 2], rounds=40, lr=1e-3, size=64, n_train=40000, n_test=10000, model="resnet18",
                  model_kwargs={}, batch_size=64, eval_every=2),
 }

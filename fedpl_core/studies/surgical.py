@@ -32,7 +32,7 @@ This module is declarative.  It registers two data sources for the one runner
   set), public;
 
 both synthetic, or read from ``data_root`` (NIH, CheXpert, MIMIC-CXR-JPG:
-:func:`load_real_data`).  :func:`settings` gives the smoke / cpu / full :class:`Settings` (:data:`PROFILES`);
+:func:`load_real_data`).  :func:`settings` gives the smoke / cpu / gpu / full :class:`Settings` (:data:`PROFILES`);
 :func:`ablation_config` / :func:`noniid_config` the base configs,
 :func:`ablation_settings` the iterations (``{K or shared classes: overrides}``) and
 :func:`ablation_methods` / :func:`noniid_methods` the rows (``[(label, overrides)]``),
@@ -166,6 +166,18 @@ class Settings:
 #: * ``smoke``: 400 images at 28 px, a slim CNN, 2 rounds, 1 seed, two points per
 #:   ablation: every cell runs, the numbers mean nothing.
 #: * ``cpu``: the class defaults: 800 images, 16 rounds, 3 seeds, K in 2, 4, 8.
+#: * ``gpu``: the paper's DenseNet-121 (random init, BatchNorm calibrated on public images,
+#:   FedBN+) at 128 px with the ImageNet stem, batch 64 and one local epoch a round as the
+#:   paper, 10 rounds with a 1-epoch head warm-up (the paper's share: 15 epochs to 150
+#:   rounds), no early stopping (every round counted), 800 training images in the
+#:   ablation and 400 + 600 in the non-IID setting (the cpu profile's), test sets of 400,
+#:   three points per ablation, 3 seeds.  On paper (no GPU measured it:
+#:   :func:`fedpl_core.profiles.gpu_estimate` and its stated assumptions): 5.51 x
+#:   (128/224)^2 = 1.80 GFLOPs a forward pass, 5.4 a training image; 141 runs, 21,697
+#:   training steps on 1.10 M training images, 1.95 M evaluation images (held-out, external
+#:   and validation sets every round), 9.5 PFLOP: 191 s at 5 % of the H100's 989 dense bf16
+#:   TFLOPS (48 s at 20 %); the 15 ms floor of an eager DenseNet step gives 353 s; estimate
+#:   7.3 min (budget 10).
 #: * ``full``: the paper's schedule (150 rounds, warm-up 15 epochs, early stopping after
 #:   25) with ResNet-18 at 64 px on synthetic data; on real data (``data_root``) and with
 #:   ImageNet weights (``pretrained``) :func:`profiles` adds :data:`FULL_REAL_DATA` and
@@ -174,6 +186,11 @@ PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(seeds=[0], rounds=2, lr=3e-3, n_train=400, n_test=200, n_external=200, k_values=[2, 4],
                   shared_values=[0, 14], n_nih=200, n_chexpert=300, n_noniid_test=200, n_public=128),
     "cpu": dict(seeds=[0, 1, 2], rounds=16, lr=3e-3),
+    "gpu": dict(seeds=[0, 1, 2], rounds=10, lr=5e-4, model="densenet121", model_kwargs={"pretrained": False},
+                image_size=128, normalize="fixed", augment="flip_shift", prevalence_floor=None, bn="frozen",
+                calibrate_bn=True, n_public=512, batch_size=64, warmup_epochs=1, warmup_lr=5e-3,
+                client_val_fraction=0.125, patience=None, n_train=800, n_test=400, n_external=400,
+                k_values=[2, 4, 8], shared_values=[0, 4, 14], n_nih=400, n_chexpert=600, n_noniid_test=400),
     "full": dict(seeds=[0, 1, 2], rounds=150, lr=5e-4, model="resnet18", model_kwargs={"pretrained": False},
                  image_size=64, normalize="fixed", augment="flip_shift", prevalence_floor=None, bn="frozen",
                  calibrate_bn=True, n_public=1024, batch_size=64, warmup_epochs=15, warmup_lr=5e-3,
