@@ -229,10 +229,16 @@ class EngineConfig:
     channels_last: bool = False
     """Run convolutions in the channels-last memory format (faster on CPU and on GPU tensor
     cores; numbers agree to float rounding)."""
+    batched_clients: int = 0
+    """Train up to this many of a round's sampled clients at a time as one vmapped step
+    (``fedpl_core.fl.batched``, for GPUs: FedAvg / FedAvg-PL on a model without BatchNorm,
+    clients with equal steps; any other round falls back to the loop, saying why once);
+    0: one client after the other (the default; on a CPU the loop is faster)."""
     progress: bool = True
     """Show progress bars."""
 
     _RANGES: typing.ClassVar[dict[str, str]] = {
+        "batched_clients": ">=0",
         "rounds": ">=1", "local_epochs": ">0", "local_iters": ">=1", "batch_size": ">=1",
         "client_fraction": "(0,1]", "lr": ">0", "weight_decay": ">=0", "momentum": "[0,1)", "eval_every": ">=1",
         "eval_batch_size": ">=1", "patience": ">=1", "client_val_fraction": "[0,1)", "checkpoint_every": ">=0"}

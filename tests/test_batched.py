@@ -69,3 +69,28 @@ def test_clients_with_different_numbers_of_steps_are_not_batched():
     assert sorted(s.data.n for s in sim.sites) == [62, 62, 63, 63]  # 2 and 3 full batches of 21
     with pytest.raises(ValueError, match="differ in steps or batch sizes"):
         B.train_round(sim, list(range(4)), 0)
+
+
+def test_the_engine_trains_a_round_batched_when_asked_in_chunks():
+    """``EngineConfig(batched_clients=n)``: the simulation trains the round's clients n at a
+    time as vmapped steps, with the loop's numbers; a round it cannot batch (BatchNorm)
+    falls back to the loop, bit for bit, saying why once."""
+    loop = build_simulation(config(rounds=1))
+    loop.run()
+    for chunk in (4, 3):  # every client at once; a chunk of 3 and one of 1
+        sim = build_simulation(config(rounds=1, batched_clients=chunk))
+        sim.run()
+        for k, v in loop.server.global_state.items():
+            torch.testing.assert_close(sim.server.global_state[k], v, rtol=1e-4, atol=1e-5, msg=k)
+        assert sim.history[0]["train_loss"] == pytest.approx(loop.history[0]["train_loss"], rel=1e-5)
+        assert not getattr(sim, "_batched_reason", None)
+    bn_loop, bn = build_simulation(config(norm="bn", rounds=1)), build_simulation(config(norm="bn", rounds=1,
+                                                                                        batched_clients=4))
+    bn_loop.run()
+    bn.run()
+    assert "BatchNorm" in bn._batched_reason
+    assert all(torch.equal(bn.server.global_state[k], v) for k, v in bn_loop.server.global_state.items())
+
+
+def test_batched_clients_off_keeps_every_run_id():
+    assert config().run_id() == config(batched_clients=0).run_id() != config(batched_clients=4).run_id()

@@ -73,16 +73,37 @@ def _stack_batches(sim: Any, clients: list[int], round_idx: int):
     return torch.stack(xs), torch.stack(ys), torch.stack(ms)
 
 
-def train_round(sim: Any, clients: list[int], round_idx: int) -> tuple[list[ClientUpdate], list[float]]:
-    """The local rounds of ``clients`` as one vmapped step per local step; returns their
-    updates (through the method's ``make_update``) and mean training losses, as the loop
-    would.  Raises ``ValueError`` with the reason when the round cannot be batched."""
+class NotBatchable(ValueError):
+    """A round the batched path cannot run (the reason is the message); the simulation
+    then trains it with the per-client loop."""
+
+
+def train_round(sim: Any, clients: list[int], round_idx: int,
+                chunk: int | None = None) -> tuple[list[ClientUpdate], list[float]]:
+    """The local rounds of ``clients`` as one vmapped step per local step, ``chunk`` clients
+    at a time (None: all at once; a chunk bounds the memory of the stacked models and
+    batches); returns their updates (through the method's ``make_update``) and mean
+    training losses, as the loop would.  Raises :class:`NotBatchable` with the reason when
+    the round cannot be batched."""
     reason = why_not_batched(sim, clients)
-    stacked = None if reason else _stack_batches(sim, clients, round_idx)
-    if reason is None and stacked is None:
-        reason = "the clients' rounds differ in steps or batch sizes"
     if reason:
-        raise ValueError(f"round {round_idx + 1} cannot be batched: {reason}")
+        raise NotBatchable(f"round {round_idx + 1} cannot be batched: {reason}")
+    size = len(clients) if not chunk else max(1, int(chunk))
+    parts = [clients[i:i + size] for i in range(0, len(clients), size)]
+    stacked = [_stack_batches(sim, part, round_idx) for part in parts]
+    if any(s is None for s in stacked):
+        raise NotBatchable(f"round {round_idx + 1} cannot be batched: "
+                           "the clients' rounds differ in steps or batch sizes")
+    updates, losses = [], []
+    for part, batches in zip(parts, stacked):
+        u, lo = _train_chunk(sim, part, round_idx, batches)
+        updates += u
+        losses += lo
+    return updates, losses
+
+
+def _train_chunk(sim: Any, clients: list[int], round_idx: int, stacked) -> tuple[list[ClientUpdate], list[float]]:
+    """One chunk of clients: every local step one ``vmap`` over the stacked models."""
     X, Y, M = stacked
     method, cfg, work = sim.method, sim.cfg, sim.work
     model = work.model
@@ -134,4 +155,4 @@ def train_round(sim: Any, clients: list[int], round_idx: int) -> tuple[list[Clie
     return updates, out_losses
 
 
-__all__ = ["BATCHABLE", "why_not_batched", "train_round"]
+__all__ = ["BATCHABLE", "NotBatchable", "why_not_batched", "train_round"]

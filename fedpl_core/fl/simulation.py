@@ -25,6 +25,7 @@ Design:
 """
 from __future__ import annotations
 
+import logging
 import math
 import time
 from pathlib import Path
@@ -35,7 +36,7 @@ import torch
 
 from ..config import EngineConfig
 from ..data.base import ImageDataset
-from . import checkpoint, evaluation
+from . import batched, checkpoint, evaluation
 from .federation import ClientContext, ClientData, DivergenceError, FederationInfo, derive_seed
 from .selection import BestRound
 from .server import Server, sample_clients
@@ -44,6 +45,8 @@ from .site import (EXPLOSION, DivergenceCheck, Site, WorkingModel, make_client_d
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..partitions import Partition
+
+log = logging.getLogger("fedpl")
 
 
 def load_images(dataset: ImageDataset, device: torch.device) -> torch.Tensor:
@@ -144,6 +147,21 @@ class Simulation:
         return None if site is None else site.reference_loss(self.server.global_state, self.round)
 
     # ------------------------------------------------------------ one round
+    def _train_batched(self, clients: list[int], r: int):
+        """``(updates, logs)`` of the round's clients trained as vmapped steps
+        (``cfg.batched_clients`` at a time, :mod:`fedpl_core.fl.batched`), or None when the
+        round cannot be batched: the reason is logged once, and the loop trains it."""
+        try:
+            updates, losses = batched.train_round(self, clients, r, chunk=self.cfg.batched_clients)
+        except batched.NotBatchable as e:
+            if not getattr(self, "_batched_reason", None):
+                self._batched_reason = str(e)
+                log.info("batched_clients: %s; the clients train one after the other", e)
+            return None
+        for k, loss in zip(clients, losses):
+            self.guard(loss, f"round {r + 1}, client {self.info.client_names[k]}: the training loss")
+        return updates, [{"train_loss": loss} for loss in losses]
+
     def step(self) -> dict[str, Any]:
         """One communication round; returns its history record."""
         r, cfg = self.round, self.cfg
@@ -151,11 +169,16 @@ class Simulation:
             start = self.loss_reference()
             self.guard.scale = start if start is not None and math.isfinite(start) else None
         t0 = time.perf_counter()
-        updates, logs = [], []
-        for k in sample_clients(len(self.sites), cfg.client_fraction, cfg.seed, r):
-            upd, log = self.sites[k].train(self.server.payload(k), r)
-            updates.append(upd)
-            logs.append(log)
+        clients = sample_clients(len(self.sites), cfg.client_fraction, cfg.seed, r)
+        batched_round = self._train_batched(clients, r) if cfg.batched_clients else None
+        if batched_round is not None:
+            updates, logs = batched_round
+        else:
+            updates, logs = [], []
+            for k in clients:
+                upd, log = self.sites[k].train(self.server.payload(k), r)
+                updates.append(upd)
+                logs.append(log)
         self.server.aggregate(updates)
         if self.guard.scale is not None:
             self.guard(self.loss_reference(), f"after round {r + 1}, the global model's loss")

@@ -36,6 +36,8 @@ import time
 import warnings
 from pathlib import Path
 
+import torch
+
 from ..fl.checkpoint import CheckpointError
 from ..fileio import check_writable as _check_writable
 from ..fileio import remove_stale_temps
@@ -139,6 +141,9 @@ def _execute(cfg: ExperimentConfig, rid: str, out: Path | None, ckpt: Path | Non
         except CheckpointError as e:
             warnings.warn(f"{e}; the run starts again from round 0")
             sim = build_simulation(cfg, checkpoint_path=ckpt)
+    cuda = sim.device.type == "cuda"
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(sim.device)
     sim.run()
     evaluated = [h for h in sim.history if any(k in h for k in ("auroc_mean", "accuracy", "val_loss"))]
     final = evaluated[-1] if evaluated else sim.history[-1]
@@ -148,7 +153,9 @@ def _execute(cfg: ExperimentConfig, rid: str, out: Path | None, ckpt: Path | Non
         class_names=list(sim.info.class_names),
         timings={"setup_s": t_setup, "total_s": total_s,
                  "train_s": float(sum(h.get("train_time", 0.0) for h in sim.history)),
-                 "eval_s": float(sum(h.get("eval_time", 0.0) for h in sim.history))},
+                 "eval_s": float(sum(h.get("eval_time", 0.0) for h in sim.history)),
+                 # on a GPU: the run's peak memory (MiB)
+                 **({"peak_gpu_mib": torch.cuda.max_memory_allocated(sim.device) / 2**20} if cuda else {})},
         run_id=rid,
         provenance=make_provenance(cfg, device=str(sim.device), seconds=total_s),
     )
