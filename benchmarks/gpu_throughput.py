@@ -16,7 +16,8 @@ timings cover training and aggregation, not evaluation (one untimed warm-up roun
   ``benchmarks/flower_overhead.py`` measures Flower against the engine on the CPU.
 
 Prints rounds per second, the ratios batched/loop and loop/plain, and peak memory (CUDA:
-``torch.cuda.max_memory_allocated``; CPU: the process's peak resident set), and writes
+``torch.cuda.max_memory_allocated``, reset per side; CPU: the process's peak resident set
+so far, which only grows: the sides run in the order loop, batched, plain), and writes
 ``figures/bench_gpu_throughput_<device>.{csv,md}``.  On a CPU the loop is the engine's
 default (vmap does not speed up compute-bound convolutions there); the GPU targets are
 batched >= 4x loop at K = 32 for the small CNN and the engine >= 10x Flower at K = 32:
