@@ -60,17 +60,10 @@ def why_not_batched(sim: Any, clients: list[int]) -> str | None:
 
 
 def _stack_batches(sim: Any, clients: list[int], round_idx: int):
-    """Every client's round of batches, stacked ``[K, steps, B, ...]`` (None when their
-    shapes differ)."""
-    xs, ys, ms = [], [], []
-    for k in clients:
-        batches = list(sim.sites[k].context(round_idx).batches())
-        xs.append(torch.stack([b.x for b in batches]) if batches else None)
-        ys.append(torch.stack([b.y for b in batches]) if batches else None)
-        ms.append(torch.stack([b.mask for b in batches]) if batches else None)
-    if any(x is None for x in xs) or len({tuple(x.shape) for x in xs}) != 1:
-        return None
-    return torch.stack(xs), torch.stack(ys), torch.stack(ms)
+    """The clients' rounds of batches (each drawn as the loop draws it), stacked
+    ``[K, steps, B, ...]``; the clients have the same round shape (:func:`_round_shape`)."""
+    rounds = [list(sim.sites[k].context(round_idx).batches()) for k in clients]
+    return tuple(torch.stack([torch.stack([getattr(b, f) for b in r]) for r in rounds]) for f in ("x", "y", "mask"))
 
 
 class NotBatchable(ValueError):
@@ -88,18 +81,24 @@ def train_round(sim: Any, clients: list[int], round_idx: int,
     reason = why_not_batched(sim, clients)
     if reason:
         raise NotBatchable(f"round {round_idx + 1} cannot be batched: {reason}")
-    size = len(clients) if not chunk else max(1, int(chunk))
-    parts = [clients[i:i + size] for i in range(0, len(clients), size)]
-    stacked = [_stack_batches(sim, part, round_idx) for part in parts]
-    if any(s is None for s in stacked):
+    shapes = {_round_shape(sim.sites[k].context(round_idx)) for k in clients}  # checked before any training
+    if len(shapes) != 1 or 0 in next(iter(shapes)):
         raise NotBatchable(f"round {round_idx + 1} cannot be batched: "
                            "the clients' rounds differ in steps or batch sizes")
+    size = len(clients) if not chunk else max(1, int(chunk))
     updates, losses = [], []
-    for part, batches in zip(parts, stacked):
-        u, lo = _train_chunk(sim, part, round_idx, batches)
+    for i in range(0, len(clients), size):  # one chunk's batches in memory at a time
+        part = clients[i:i + size]
+        u, lo = _train_chunk(sim, part, round_idx, _stack_batches(sim, part, round_idx))
         updates += u
         losses += lo
     return updates, losses
+
+
+def _round_shape(ctx) -> tuple[int, int]:
+    """(local steps, batch size) of a client's round, as ``ClientContext.batch_positions``
+    draws them (full batches only; one batch of all when the client has fewer samples)."""
+    return ctx.num_steps(), min(ctx.cfg.batch_size, ctx.data.n)
 
 
 def _train_chunk(sim: Any, clients: list[int], round_idx: int, stacked) -> tuple[list[ClientUpdate], list[float]]:
