@@ -39,7 +39,7 @@ both synthetic, or read from ``data_root`` (NIH, CheXpert, MIMIC-CXR-JPG:
 so that each experiment is one call of :func:`fedpl_core.experiments.run_many`, whose
 tidy frame the tables and figures below read (through :func:`long_form`).
 
-Every method follows the paper's protocol (:class:`~fedpl_core.methods.surgical.PaperProtocol`
+Every method follows the paper's protocol (the head warm-up block :class:`~fedpl_core.methods.blocks.HeadWarmup`
 through ``get_method(..., warmup_epochs=, warmup_lr=)``): the same initial model
 (``torch.manual_seed(seed)``, BatchNorm statistics calibrated on the public images when
 no pre-trained weights are used: ``ExperimentConfig.calibrate_bn``), head warm-up with
