@@ -79,7 +79,7 @@ def run_local(cfg: ExperimentConfig):
     return [h["train_time"] for h in strategy.history], time.perf_counter() - t0, strategy.global_state
 
 
-def run_flower(cfg: ExperimentConfig, client_cpus: float):
+def run_flower(cfg: ExperimentConfig, client_cpus: float, client_gpus: float = 0.0):
     from flwr.app import Context
     from flwr.serverapp import Grid, ServerApp
     from flwr.simulation import run_simulation
@@ -93,7 +93,7 @@ def run_flower(cfg: ExperimentConfig, client_cpus: float):
 
     t0 = time.perf_counter()
     run_simulation(server_app, client_app, num_supernodes=cfg.num_clients,
-                   backend_config={"client_resources": {"num_cpus": client_cpus, "num_gpus": 0.0},
+                   backend_config={"client_resources": {"num_cpus": client_cpus, "num_gpus": client_gpus},
                                    "init_args": {"logging_level": "ERROR", "log_to_driver": False}})
     wall = time.perf_counter() - t0
     if len(strategy.history) != cfg.engine.rounds:

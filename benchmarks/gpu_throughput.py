@@ -11,16 +11,17 @@ timings cover training and aggregation, not evaluation (one untimed warm-up roun
   and the same server aggregation;
 * ``plain``: what a user writes by hand: ``load_state_dict``, ``model(x)``, ``backward``,
   ``torch.optim.Adam``, the mean of the ``state_dict``s, on the engine's preprocessed batches;
-* ``flower``: **not measured by this script yet** (the column says so); Flower's simulation
-  with fractional GPUs per client is the GPU session's part of issue 27.
-  ``benchmarks/flower_overhead.py`` measures Flower against the engine on the CPU.
+* ``flower``: Flower 1.40's simulation (Ray) of the same rounds through ``fedpl_core.flower``,
+  when ``flwr[simulation]`` is installed (``pip install -e .[flower]``): one CPU per client and,
+  on a GPU, a 1/K fraction of it (Flower's advice); the median round after the first.
 
 Prints rounds per second, the ratios batched/loop and loop/plain, and peak memory (CUDA:
 ``torch.cuda.max_memory_allocated``, reset per side; CPU: the process's peak resident set
 so far, which only grows: the sides run in the order loop, batched, plain), and writes
 ``figures/bench_gpu_throughput_<device>.{csv,md}``.  On a CPU the loop is the engine's
 default (vmap does not speed up compute-bound convolutions there); the GPU targets are
-batched >= 4x loop at K = 32 for the small CNN and the engine >= 10x Flower at K = 32:
+batched >= 4x loop at K = 32 for the small CNN and the engine >= 10x Flower at K = 32
+(the ``loop / flower`` column):
 
     python benchmarks/gpu_throughput.py                                   # CPU-sized defaults
     python benchmarks/gpu_throughput.py --clients 8 32 128 --models cnn resnet18 --device cuda
@@ -117,6 +118,25 @@ def flower_installed() -> bool:
     return True
 
 
+def flower_rounds_per_second(cfg, a) -> float:
+    """Flower 1.40's simulation (Ray) of the same rounds through ``fedpl_core.flower``
+    (``benchmarks/flower_overhead.py``'s run): each client one CPU and, on a GPU, a
+    1/K fraction of it (Flower's advice for many small clients); rounds per second from
+    the median round after the first (which also builds the sites in the workers)."""
+    import dataclasses
+    import statistics
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from flower_overhead import run_flower
+
+    cfg = cfg.replace(engine=dataclasses.replace(cfg.engine, rounds=a.rounds + 1))
+    gpus = 1.0 / cfg.num_clients if a.device.startswith("cuda") else 0.0
+    times, _, _ = run_flower(cfg, client_cpus=1.0, client_gpus=gpus)
+    return 1.0 / statistics.median(times[1:])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clients", type=int, nargs="+", default=[8, 32], help="K values (default 8 32; GPU: 8 32 128)")
@@ -125,8 +145,9 @@ def main(argv=None) -> int:
     ap.add_argument("--size", type=int, default=28, help="image side in px (default 28)")
     ap.add_argument("--batch", type=int, default=16, help="batch size (default 16)")
     ap.add_argument("--steps", type=int, default=2, help="local steps a round (default 2)")
-    ap.add_argument("--rounds", type=int, default=3, help="timed rounds (default 3)")
+    ap.add_argument("--rounds", type=int, default=8, help="timed rounds (default 8)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--no-flower", action="store_true", help="skip Flower's simulation (it starts Ray)")
     a = ap.parse_args(argv)
     rows = []
     for model in a.models:
@@ -138,8 +159,11 @@ def main(argv=None) -> int:
                     torch.cuda.reset_peak_memory_stats()
                 row[f"{name} rounds/s"] = round(time_rounds(make(cfg), a.rounds, a.device), 3)
                 row[f"{name} peak MiB"] = round(peak_memory(a.device), 1)
-            # not measured by this script yet: the GPU session's task (issue 27)
-            row["flower"] = "not measured: flwr not installed" if not flower_installed() else "not measured yet"
+            if flower_installed() and not a.no_flower:
+                row["flower rounds/s"] = round(flower_rounds_per_second(cfg, a), 3)
+                row["loop / flower"] = round(row["loop rounds/s"] / row["flower rounds/s"], 2)
+            else:
+                row["flower rounds/s"] = "not measured: " + ("--no-flower" if a.no_flower else "flwr not installed")
             row["batched / loop"] = round(row["batched rounds/s"] / row["loop rounds/s"], 2)
             row["loop / plain"] = round(row["loop rounds/s"] / row["plain rounds/s"], 2)
             print(row, flush=True)
