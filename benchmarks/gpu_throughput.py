@@ -111,11 +111,9 @@ def plain_side(cfg):
 
 
 def flower_installed() -> bool:
-    try:
-        import flwr  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+
+    return importlib.util.find_spec("flwr") is not None
 
 
 def flower_rounds_per_second(cfg, a) -> float:
