@@ -89,6 +89,7 @@ class Simulation:
         self.sites = [Site(k, c, method, self.work, self.images, self.info, cfg, self.guard)
                       for k, c in enumerate(clients)]
         self.history: list[dict[str, Any]] = []
+        self._batched_reason: str | None = None  # why a round could not be batched (logged once)
         self.round = 0
         self.init_clients()
         self.selection = BestRound(cfg.selection, cfg.maximise, cfg.patience)
@@ -154,7 +155,7 @@ class Simulation:
         try:
             updates, losses = batched.train_round(self, clients, r, chunk=self.cfg.batched_clients)
         except batched.NotBatchable as e:
-            if not getattr(self, "_batched_reason", None):
+            if self._batched_reason is None:
                 self._batched_reason = str(e)
                 log.info("batched_clients: %s; the clients train one after the other", e)
             return None

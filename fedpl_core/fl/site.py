@@ -171,6 +171,7 @@ class Site:
             sd["state"] = _clone(ctx.state["optimizer"])
             opt.load_state_dict(sd)
         m.receive(ctx, payload)
+        m.warmup(m, ctx)  # the head warm-up block (a client's first round, when warmup_epochs > 0)
         m.batchnorm.set_mode(self.work.model, train=True)
         loss = m.local_train(ctx)
         self.guard(loss, f"round {round_idx + 1}, client {self.name}: the training loss")

@@ -21,9 +21,10 @@ batches, the working model, the optimizer, its state; never the engine):
     5. ``receive(ctx, payload)``    [client] load the payload and the client's local arrays (the
                                     default), then everything the round needs before training:
                                     an override calls ``super().receive`` first, then prepares
-                                    (teachers, pseudo-labels, prototypes, anchors).  At the end of
-                                    its outermost call the ``warmup`` block runs (a client's
-                                    first round, when ``warmup_epochs`` > 0);
+                                    (teachers, pseudo-labels, prototypes, anchors).  The harness
+                                    then runs the ``warmup`` block (a client's first round,
+                                    when ``warmup_epochs`` > 0), so it sees what ``receive``
+                                    prepared;
     6. ``local_train(ctx)``         [client] the round's local steps; returns the mean loss
                                     (default: :func:`~fedpl_core.methods.blocks.sgd_step` over
                                     ``ctx.batches()``; a method with a step of its own overrides
@@ -60,7 +61,6 @@ FedAvg (:class:`~fedpl_core.methods.fedavg.FedAvg`) is the smallest complete met
 """
 from __future__ import annotations
 
-import functools
 import math
 from abc import ABCMeta, abstractmethod
 from typing import Any, ClassVar
@@ -88,29 +88,6 @@ def _in_range(x: float, rule: str) -> bool:
     if rule.startswith(">="):
         return x >= float(rule[2:])
     return x > float(rule[1:])
-
-
-def _then_warm_up(receive):
-    """``receive`` followed, at its outermost call, by the method's head warm-up
-    (:class:`~fedpl_core.methods.blocks.HeadWarmup`), so that the warm-up sees whatever the
-    method's own ``receive`` prepared (and a method need not call it)."""
-    if getattr(receive, "_then_warm_up", False):
-        return receive
-
-    @functools.wraps(receive)
-    def wrapped(self, ctx, payload):
-        depth = ctx.scratch.get("_receive_depth", 0)
-        ctx.scratch["_receive_depth"] = depth + 1
-        try:
-            receive(self, ctx, payload)
-        finally:
-            ctx.scratch["_receive_depth"] = depth
-        if depth == 0:
-            del ctx.scratch["_receive_depth"]
-            self.warmup(self, ctx)
-
-    wrapped._then_warm_up = True
-    return wrapped
 
 
 class _CheckedOptions(ABCMeta):
@@ -229,11 +206,6 @@ class Method(metaclass=_CheckedOptions):
     def warmup_lr(self) -> float:
         return self.warmup.lr
 
-    def __init_subclass__(cls, **kw: Any):
-        super().__init_subclass__(**kw)
-        if not getattr(cls.receive, "_then_warm_up", False):  # defined here or by a mixin
-            cls.receive = _then_warm_up(cls.receive)
-
     @property
     def local_keys(self) -> set[str]:
         """The arrays that never leave a client (``batchnorm`` and ``local_arrays``)."""
@@ -273,8 +245,8 @@ class Method(metaclass=_CheckedOptions):
     # ------------------------------------------------------------ client side
     def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         """Load the payload into the working model, then the client's own local arrays.
-        An override calls this first, then prepares the round; at the end of the outermost
-        call the head warm-up runs (when ``warmup_epochs`` > 0, at a client's first round)."""
+        An override calls this first, then prepares the round; the harness runs the head
+        warm-up block after it (when ``warmup_epochs`` > 0, at a client's first round)."""
         ctx.load_state(payload["state"])
         local = ctx.state.get("local")
         if local:
@@ -304,8 +276,6 @@ class Method(metaclass=_CheckedOptions):
         loss reference of the divergence check: comparable from round to round."""
         return self.loss_block(self, ctx, logits, batch)
 
-
-Method.receive = _then_warm_up(Method.receive)
 
 
 __all__ = ["Method", "HOOKS", "ClientUpdate", "BN_POLICIES", "HEAD"]

@@ -333,7 +333,7 @@ def make_head(head: str | HeadAggregation) -> HeadAggregation:
 @dataclass(frozen=True)
 class HeadWarmup:
     """Surgical Aggregation's head warm-up (Sec. 2.4) for any method: at a client's first
-    participation, at the end of the method's ``receive``, :func:`warm_up_head` for
+    participation, right after the method's ``receive`` (the harness runs it: ``Site.train``), :func:`warm_up_head` for
     ``epochs`` epochs at ``lr`` (0 epochs: off)."""
 
     epochs: float = 0.0
