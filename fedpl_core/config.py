@@ -231,9 +231,11 @@ class EngineConfig:
     cores; numbers agree to float rounding)."""
     batched_clients: int = 0
     """Train up to this many of a round's sampled clients at a time as one vmapped step
-    (``fedpl_core.fl.batched``, for GPUs: FedAvg / FedAvg-PL on a model without BatchNorm,
-    clients with equal steps; any other round falls back to the loop, saying why once);
-    0: one client after the other (the default; on a CPU the loop is faster)."""
+    (``fedpl_core.fl.batched``, for GPUs: methods whose client round is FedAvg's, listed by
+    ``fedpl_core.methods.batchable_methods()``, on a model without BatchNorm, clients with
+    equal steps; any other round falls back to the loop, saying why once; halved while it
+    runs out of GPU memory); 0: one client after the other (the default; on a CPU the loop
+    is faster)."""
     progress: bool = True
     """Show progress bars."""
 

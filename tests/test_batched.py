@@ -7,6 +7,7 @@ from fedpl_core.config import EngineConfig
 from fedpl_core.experiments import ExperimentConfig, build_simulation
 from fedpl_core.fl import batched as B
 from fedpl_core.fl.server import sample_clients
+from fedpl_core.methods import FedAvg, batchable_methods
 
 
 def config(method="fedavg_pl", norm="gn", n_train=240, **engine):
@@ -55,7 +56,8 @@ def test_batched_rounds_give_the_loops_numbers(method, engine, rounds):
 @pytest.mark.parametrize("cfg,reason", [
     (config(norm="bn"), "BatchNorm"),
     (config(method="fedlsm"), "per-client steps"),
-    (config(method="fedbn"), "per-client steps"),
+    (config(method="fedbn"), "arrays that stay on the clients"),
+    (config(method="pfl"), "arrays that stay on the clients"),
 ])
 def test_a_round_that_cannot_be_batched_says_why(cfg, reason):
     sim = build_simulation(cfg)
@@ -94,3 +96,54 @@ def test_the_engine_trains_a_round_batched_when_asked_in_chunks():
 
 def test_batched_clients_off_keeps_every_run_id():
     assert config().run_id() == config(batched_clients=0).run_id() != config(batched_clients=4).run_id()
+
+
+@pytest.mark.parametrize("method", batchable_methods())
+def test_every_batchable_method_gives_the_loops_numbers(method):
+    """Each method that says its client round is FedAvg's (the weighted-BCE baselines with
+    each client's class weights, the oracles on their true labels, the pooled baseline on
+    its one client) trains to the loop's numbers through the batched path."""
+    a, b, loss_a, loss_b = loop_and_batched(config(method), rounds=1)
+    for k, v in a.server.global_state.items():
+        torch.testing.assert_close(b.server.global_state[k], v, rtol=1e-4, atol=1e-5, msg=k)
+    assert loss_b == pytest.approx(loss_a, rel=1e-5)
+
+
+def test_a_method_with_its_own_client_step_is_not_batchable():
+    class Shifted(FedAvg):
+        name = "shifted"
+
+        def loss(self, ctx, logits, features, batch):
+            return super().loss(ctx, logits + 1.0, features, batch)
+
+    assert FedAvg().batchable and not Shifted().batchable
+    assert set(batchable_methods()) >= {"fedavg", "fedavg_pl", "fedavg_wbce"}
+    assert not {"fedprox", "fedlsm", "fedmlp", "surgical", "pfl", "local", "fedbn"} & set(batchable_methods())
+
+
+def test_a_chunk_that_runs_out_of_gpu_memory_is_halved(monkeypatch):
+    """A chunk over 2 clients raises the OOM error a GPU would: the round is retried 2 at a
+    time, later rounds start at 2, and the numbers are the loop's; a single client that
+    does not fit is an error."""
+    sizes = []
+    real = B._train_chunk
+
+    def small_device(sim, clients, round_idx, stacked):
+        sizes.append(len(clients))
+        if len(clients) > sim.fits:
+            raise torch.OutOfMemoryError("CUDA out of memory (planted)")
+        return real(sim, clients, round_idx, stacked)
+
+    monkeypatch.setattr(B, "_train_chunk", small_device)
+    loop = build_simulation(config(optimizer="sgd", lr=0.05))
+    loop.run()
+    sim = build_simulation(config(optimizer="sgd", lr=0.05, batched_clients=4))
+    sim.fits = 2
+    sim.run()
+    assert sizes == [4, 2, 2, 2, 2] and sim.batched_fit == 2
+    for k, v in loop.server.global_state.items():
+        torch.testing.assert_close(sim.server.global_state[k], v, rtol=1e-4, atol=1e-5, msg=k)
+    sim = build_simulation(config(batched_clients=4, rounds=1))
+    sim.fits = 0
+    with pytest.raises(torch.OutOfMemoryError):
+        sim.run()

@@ -9,15 +9,23 @@ is what a GPU needs for small models and many clients.
 What it supports, and why (anything else returns a reason from :func:`why_not_batched`, and
 the caller keeps the loop):
 
-* methods whose client round is "load the global model, reset the optimizer, run the
-  supervised loss over the round's batches": FedAvg and FedAvg-PL (``fedavg``, ``fedavg_pl``)
-  with the default blocks (BCE, plain head, own clients, no warm-up, BatchNorm aggregated).
-  Methods with per-client control flow (teachers, pseudo-labels, prototypes) loop;
+* methods whose client round is FedAvg's: "load the global model, reset the optimizer, run
+  the supervised loss over the round's batches" (the method's ``batchable``, true when
+  none of FedAvg's client hooks is overridden; ``fedpl_core.methods.batchable_methods()``
+  lists them: FedAvg, FedAvg-PL, the oracles, the pooled baseline and FedPSL's weighted-BCE
+  baselines), with BCE or weighted BCE (each client's class weights), any server
+  aggregation, no arrays kept on the clients and no warm-up.  Methods with per-client
+  control flow (teachers, pseudo-labels, prototypes, proximal anchors) loop;
 * models without BatchNorm (``model_kwargs={"norm": "gn"}``): BatchNorm's running statistics
   cannot be updated under ``vmap``;
 * Adam or SGD (momentum 0.9 as the engine's), optimizer state reset each round, no autocast;
 * sampled clients whose rounds have the same number of steps and batch sizes (equal client
   sizes, or ``local_iters`` with ``batch_size`` dividing every client's size).
+
+Memory: ``chunk`` clients train at a time (``EngineConfig.batched_clients``).  When a chunk
+does not fit on the GPU (``torch.OutOfMemoryError``), it is halved and retried, down to one
+client, and the simulation keeps the smaller size for its later rounds; a retried chunk starts
+again from the global model on the same batches, so the numbers do not depend on it.
 
 The batches are the loop's own (each client's ``ClientContext.batches()``: the same seeded
 generator per (seed, round, client), so the same samples and augmentations); the updates go
@@ -27,6 +35,7 @@ as fast or faster, so the engine keeps it there (``benchmarks/gpu_throughput.py`
 """
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import torch
@@ -36,16 +45,15 @@ from ..losses import masked_bce
 from .federation import ClientUpdate
 from .site import check_metadata
 
-#: Registry names whose client round the batched path reproduces.
-BATCHABLE = ("fedavg", "fedavg_pl")
-
+log = logging.getLogger("fedpl")
 
 def why_not_batched(sim: Any, clients: list[int]) -> str | None:
     """None when ``clients`` of the simulation ``sim`` can train as one vmapped step in
     this round, else the reason (the caller then uses the per-client loop)."""
     m, cfg = sim.method, sim.cfg
-    if m.name not in BATCHABLE:
-        return f"method {m.name!r} has per-client steps the batched path does not run (batchable: {BATCHABLE})"
+    if not getattr(m, "batchable", False):
+        return (f"method {m.name!r} has per-client steps the batched path does not run "
+                "(fedpl_core.methods.batchable_methods() lists those it runs)")
     if getattr(m, "bn_policy", "aggregate") != "aggregate" or getattr(m, "local_keys", set()):
         return "arrays that stay on the clients"
     if getattr(m, "warmup_epochs", 0):
@@ -75,7 +83,8 @@ def train_round(sim: Any, clients: list[int], round_idx: int,
                 chunk: int | None = None) -> tuple[list[ClientUpdate], list[float]]:
     """The local rounds of ``clients`` as one vmapped step per local step, ``chunk`` clients
     at a time (None: all at once; a chunk bounds the memory of the stacked models and
-    batches); returns their updates (through the method's ``make_update``) and mean
+    batches; a chunk that runs out of GPU memory is halved, see the module's docstring);
+    returns their updates (through the method's ``make_update``) and mean
     training losses, as the loop would.  Raises :class:`NotBatchable` with the reason when
     the round cannot be batched."""
     reason = why_not_batched(sim, clients)
@@ -85,13 +94,26 @@ def train_round(sim: Any, clients: list[int], round_idx: int,
     if len(shapes) != 1 or 0 in next(iter(shapes)):
         raise NotBatchable(f"round {round_idx + 1} cannot be batched: "
                            "the clients' rounds differ in steps or batch sizes")
-    size = len(clients) if not chunk else max(1, int(chunk))
+    size = min(int(chunk or len(clients)), sim.batched_fit or len(clients))
     updates, losses = [], []
-    for i in range(0, len(clients), size):  # one chunk's batches in memory at a time
+    i = 0
+    while i < len(clients):  # one chunk's batches in memory at a time
         part = clients[i:i + size]
-        u, lo = _train_chunk(sim, part, round_idx, _stack_batches(sim, part, round_idx))
+        try:
+            u, lo = _train_chunk(sim, part, round_idx, _stack_batches(sim, part, round_idx))
+        except torch.OutOfMemoryError:
+            if len(part) == 1:
+                raise
+            size = (len(part) + 1) // 2
+            sim.batched_fit = size  # later rounds start from the size that fitted
+            log.info("batched_clients: %d clients did not fit on %s; training %d at a time",
+                     len(part), sim.device, size)
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            continue
         updates += u
         losses += lo
+        i += len(part)
     return updates, losses
 
 
@@ -115,10 +137,15 @@ def _train_chunk(sim: Any, clients: list[int], round_idx: int, stacked) -> tuple
     params, _ = stack_module_state([model] * K)
     params = {n: params[n].detach().clone() for n in trainable}
     partial = bool(getattr(method, "partial", False))
+    block = method.loss_block
+    weights = None  # each client's class weights (weighted BCE), as the loop's loss block computes them
+    if block.weighted:
+        weights = torch.stack([block.class_pos_weight(method, sim.sites[k].context(round_idx)) for k in clients])
+        weights = weights.to(device=X.device, dtype=torch.float32)
 
-    def loss_of(p, x, y, mask):
+    def loss_of(p, x, y, mask, pos_weight=None):
         logits = functional_call(model, ({**p, **frozen}, buffers), (x,))
-        return masked_bce(logits.float(), y, mask if partial else None)
+        return masked_bce(logits.float(), y, mask if partial else None, pos_weight=pos_weight)
 
     step_fn = vmap(grad_and_value(loss_of))
     lr, wd = cfg.lr, cfg.weight_decay
@@ -128,7 +155,8 @@ def _train_chunk(sim: Any, clients: list[int], round_idx: int, stacked) -> tuple
     losses = torch.zeros(K, device=X.device)
     steps = X.shape[1]
     for s in range(steps):
-        grads, loss = step_fn(params, X[:, s], Y[:, s], M[:, s])
+        args = (params, X[:, s], Y[:, s], M[:, s]) + (() if weights is None else (weights,))
+        grads, loss = step_fn(*args)
         losses += loss.detach()
         with torch.no_grad():
             for n in params:
@@ -154,4 +182,4 @@ def _train_chunk(sim: Any, clients: list[int], round_idx: int, stacked) -> tuple
     return updates, out_losses
 
 
-__all__ = ["BATCHABLE", "NotBatchable", "why_not_batched", "train_round"]
+__all__ = ["NotBatchable", "why_not_batched", "train_round"]

@@ -90,6 +90,7 @@ class Simulation:
                       for k, c in enumerate(clients)]
         self.history: list[dict[str, Any]] = []
         self._batched_reason: str | None = None  # why a round could not be batched (logged once)
+        self.batched_fit: int | None = None  # the batched path's chunk after it ran out of GPU memory
         self.round = 0
         self.init_clients()
         self.selection = BestRound(cfg.selection, cfg.maximise, cfg.patience)

@@ -63,4 +63,17 @@ def available_methods() -> list[str]:
     return sorted(METHODS)
 
 
-__all__ = ["ClientUpdate", "Method", "FedAvg", "METHODS", "register", "get_method", "available_methods"]
+def batchable_methods() -> list[str]:
+    """The registry names whose client round (with default options) the engine can train
+    as one vmapped step (``EngineConfig(batched_clients=n)``, :mod:`fedpl_core.fl.batched`):
+    FedAvg's round, no arrays kept on the clients, no head warm-up."""
+    out = []
+    for name in available_methods():
+        m = get_method(name)
+        if m.batchable and m.bn_policy == "aggregate" and m.local_arrays == "batchnorm" and not m.warmup_epochs:
+            out.append(name)
+    return out
+
+
+__all__ = ["ClientUpdate", "Method", "FedAvg", "METHODS", "register", "get_method", "available_methods",
+           "batchable_methods"]

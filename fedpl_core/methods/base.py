@@ -147,6 +147,10 @@ class Method(metaclass=_CheckedOptions):
     default_head: ClassVar[str] = "plain"
     default_clients: ClassVar[str] = "own"
     local_arrays: ClassVar[str] = "batchnorm"
+    #: Whether the engine may train the clients of a round as one vmapped step
+    #: (:mod:`fedpl_core.fl.batched`); FedAvg and the methods whose client round is its own
+    #: say so (:attr:`FedAvg.batchable <fedpl_core.methods.fedavg.FedAvg.batchable>`).
+    batchable: bool = False
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:

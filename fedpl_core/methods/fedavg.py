@@ -11,11 +11,25 @@ from __future__ import annotations
 
 from .base import Method
 
+#: The hooks that make a client's round (with ``setup``, which may reshape the model, and
+#: ``payload``, which may personalise what a client starts from).
+CLIENT_ROUND_HOOKS = ("setup", "init_client", "payload", "receive", "local_train", "loss", "make_update",
+                      "supervised_loss")
+
 
 class FedAvg(Method):
     """FedAvg (McMahan et al. 2017): missing labels are negatives; size-weighted mean."""
 
     name = "fedavg"
+
+    @property
+    def batchable(self) -> bool:
+        """Whether :mod:`fedpl_core.fl.batched` may train this method's clients as one
+        vmapped step: its client round is FedAvg's (no hook of
+        :data:`CLIENT_ROUND_HOOKS` overridden; the server's ``aggregate`` and ``head`` are
+        free, they see only the updates).  The engine checks the rest (BatchNorm, local
+        arrays, warm-up, the task, the optimizer) in ``why_not_batched``."""
+        return all(getattr(type(self), h) is getattr(FedAvg, h) for h in CLIENT_ROUND_HOOKS)
 
     def loss(self, ctx, logits, features, batch):
         """BCE (CE for a single-label task) over every entry, or over the annotated
