@@ -1,5 +1,7 @@
 """Throughput of ``run_many``'s grid backends: the same 8 small runs (synthetic CXR data,
-a small CNN, a few seconds each) serially, in worker processes and as Ray tasks.
+a small CNN, a few seconds each) serially, in worker processes and as Ray tasks; and, for
+several runs sharing one GPU (issue 27), spawned worker processes against the threads
+backend (threads of this process, each run on a CUDA stream of its own).
 
 Each backend writes into its own fresh results folder, so every run is really executed;
 the wall time includes starting the workers (forked processes on Linux, spawned elsewhere,
@@ -14,6 +16,14 @@ and build everything themselves.
     python benchmarks/grid_throughput.py                  # 8 runs of about 7 s, 2 workers
     python benchmarks/grid_throughput.py --rounds 24      # 8 runs of about 15 s
     python benchmarks/grid_throughput.py --backends serial process --rounds 4
+    python benchmarks/grid_throughput.py --device cuda --backends serial spawn streams --workers 4
+
+``spawn`` is the process backend with spawned workers whatever the platform (on a GPU the
+process backend spawns anyway once the serial pass has initialised CUDA): one CUDA context
+a worker.  ``threads`` runs the grid in ``--workers`` threads of this process, each run in a
+CUDA stream of its own (on a CPU, plain threads): one context, kernels that may overlap,
+launches that share Python's lock.  Every backend's numbers are checked against the serial
+ones.
 
 The fixed costs (starting the workers: forking is immediate, spawning imports torch again,
 3-7 s; starting a local Ray, about 6 s) are paid once per process (the process pool is kept
@@ -32,17 +42,20 @@ import torch
 
 from fedpl_core.config import EngineConfig
 from fedpl_core.experiments import ExperimentConfig, run_many
+from fedpl_core.runs import grid
 
 
 def base(a) -> ExperimentConfig:
     return ExperimentConfig(dataset="synthetic-cxr", classes=["Cardiomegaly", "Effusion", "Pneumothorax", "Mass"],
                             image_size=32, n_train=a.n_train, n_test=400, num_clients=4, model_kwargs={"width": 8},
-                            engine=EngineConfig(rounds=a.rounds, batch_size=32, progress=False, device="cpu"))
+                            engine=EngineConfig(rounds=a.rounds, batch_size=32, progress=False, device=a.device))
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--backends", nargs="+", default=["serial", "process", "ray"])
+    p.add_argument("--backends", nargs="+", default=["serial", "process", "ray"],
+                   choices=["serial", "process", "spawn", "threads", "ray"])
+    p.add_argument("--device", default="cpu", help="the runs' engine device (cpu, cuda, auto)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--runs", type=int, default=8, help="methods x seeds: fedavg and fedprox, runs // 2 seeds each")
     p.add_argument("--rounds", type=int, default=12)
@@ -53,7 +66,7 @@ def main() -> None:
     torch.set_num_threads(threads)  # serial: the threads of one worker
     cfg, methods, seeds = base(a), ["fedavg", "fedprox"], list(range(a.runs // 2))
     print(f"{a.runs} runs ({', '.join(methods)} x seeds {seeds}), {a.rounds} rounds, {a.n_train} training images; "
-          f"{os.cpu_count()} cores, {a.workers} workers, {threads} torch thread(s) per run; "
+          f"{os.cpu_count()} cores, {a.workers} workers, {threads} torch thread(s) per run, device {a.device}; "
           f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     times, numbers = {}, {}
     for backend in a.backends:
@@ -67,9 +80,19 @@ def main() -> None:
                 note = f", of which starting Ray {time.perf_counter() - t0:.1f} s"
             elif name == "ray (warm)":
                 note = ", Ray already up: a later grid of the same process"
-            with tempfile.TemporaryDirectory() as rd:
-                df = run_many(cfg, methods, seeds, rd, progress=False, backend=backend, workers=a.workers)
-                times[name] = time.perf_counter() - t0
+            started = grid.start_method
+            if name == "spawn":  # a fresh pool of spawned workers (its start counts)
+                grid.shutdown_pools()
+                grid.start_method = lambda: "spawn"
+            try:
+                with tempfile.TemporaryDirectory() as rd:
+                    df = run_many(cfg, methods, seeds, rd, progress=False,
+                                  backend="process" if name == "spawn" else backend, workers=a.workers)
+                    times[name] = time.perf_counter() - t0
+            finally:
+                grid.start_method = started
+            if name == "spawn":
+                grid.shutdown_pools()
             numbers[name] = df[df.which == "final"]["auroc_mean"].tolist()
             print(f"{name:10s} wall {times[name]:7.1f} s  ({a.runs / times[name]:.3f} runs/s{note})", flush=True)
     if "serial" in times:

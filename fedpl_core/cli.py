@@ -451,7 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
     gg.add_argument("--backend", choices=BACKENDS,
                     help="where runs execute (default: process with --workers > 1, else serial)")
     gg.add_argument("--workers", type=int, default=1,
-                    help="worker processes, or the CPUs of a local Ray (default: 1)")
+                    help="worker processes or threads, or the CPUs of a local Ray (default: 1)")
     gg.add_argument("--ray-address", help="join this Ray cluster (default: $RAY_ADDRESS, else start a local Ray)")
     gg.add_argument("--retries", type=int, default=1, help="attempts after a run fails (default: 1)")
     gg.add_argument("--results-dir", help="results folder: finished runs are skipped, interrupted ones resumed "

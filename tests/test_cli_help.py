@@ -166,7 +166,7 @@ def test_grid_override_reaches_the_runs(capsys, grid_config, tmp_path):
 
 
 def test_grid_backend_has_choices(capsys, grid_config):
-    assert options("grid")["--backend"].choices == ("serial", "process", "ray")
+    assert options("grid")["--backend"].choices == ("serial", "process", "threads", "ray")
     rc, _, err = run_main(capsys, "grid", str(grid_config), "--methods", "fedavg", "--backend", "nope")
     assert rc == 2 and "invalid choice: 'nope'" in err
 

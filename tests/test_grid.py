@@ -1,4 +1,4 @@
-"""Grid backends of ``run_many`` (:mod:`fedpl_core.runs.grid`): serial, process and Ray give the
+"""Grid backends of ``run_many`` (:mod:`fedpl_core.runs.grid`): serial, process, threads and Ray give the
 same numbers; a failing run is retried once, then reported after the other runs are
 written; two processes on one results folder never do the same run; the ``grid`` command.
 The Ray tests (marked ``ray``) start a local Ray with 2 CPUs and skip without Ray."""
@@ -93,6 +93,25 @@ def test_process_backend_gives_the_serial_numbers_and_retries_a_failed_run(seria
     assert len(list(tmp_path.glob("*.json"))) == 6 and not list(tmp_path.glob("*.lock"))
     attempts = (tmp_path / "m.log").read_text().split()
     assert len(attempts) >= 2 and str(os.getpid()) not in attempts  # loaded (and failed) in the workers
+
+
+def test_threads_backend_gives_the_serial_numbers(serial, monkeypatch, tmp_path):
+    """2 threads of this process.  The model build is slowed so that two runs' builds
+    overlap: each still draws its own seed's initial weights (the lock in runs.build; without
+    it, a thread seeds torch's generator while the other draws from it), and every number is
+    the serial one."""
+    from fedpl_core.runs import build as BD
+
+    real = BD.build_model
+
+    def slow(*a, **k):
+        time.sleep(0.3)
+        return real(*a, **k)
+
+    monkeypatch.setattr(BD, "build_model", slow)
+    df = E.run_many(tiny(), METHODS, [0, 1], tmp_path, progress=False, backend="threads", workers=2)
+    assert finals(df).tolist() == serial.tolist()
+    assert len(list(tmp_path.glob("*.json"))) == 4 and not list(tmp_path.glob("*.lock"))
 
 
 def test_failed_run_is_retried_once_then_reported_after_the_others(tmp_path):
@@ -230,7 +249,7 @@ def test_cli_grid_serial_prints_mean_and_std_per_method(tmp_path, capsys):
         assert f"{np.mean(v):.4f} ± {np.std(v, ddof=1):.4f}" in line and line.split()[-1] == "2", out
     assert "4 runs (serial backend" in out
     for args, needle in [(["--backend", "gpu"], "fedpl: error: argument --backend: invalid choice: 'gpu' (choose from "
-                                                "'serial', 'process', 'ray')"),
+                                                "'serial', 'process', 'threads', 'ray')"),
                          (["--workers", "0"], "fedpl: error: workers must be an integer >= 1, got 0"),
                          (["--seeds", "-1"], "fedpl: error: "),
                          (["--methods", "fedmagic"], "fedpl: error: unknown method 'fedmagic'")]:

@@ -6,6 +6,7 @@ of every result (:data:`fedpl_core.provenance.FINGERPRINT_MODULES`).
 """
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import torch
@@ -77,6 +78,12 @@ def partition_option_error(cfg: ExperimentConfig, e: TypeError) -> str:
     return f"partition {cfg.partition!r} (partition_kwargs): {why}"
 
 
+#: Held while a model draws its initial weights from torch's global generator, so that runs
+#: built in threads of one process (``benchmarks/grid_throughput.py --backends streams``)
+#: each get their seed's weights.
+_INIT_LOCK = threading.Lock()
+
+
 def build_simulation(cfg: ExperimentConfig, checkpoint_path: str | Path | None = None) -> Simulation:
     method = get_method(cfg.method, **cfg.method_kwargs)  # fail fast on a bad hyper-parameter
     data = load_data(cfg)
@@ -84,9 +91,10 @@ def build_simulation(cfg: ExperimentConfig, checkpoint_path: str | Path | None =
                                                **{k: v.task for k, v in data.extra.items()}},
                         cfg.engine.client_val_fraction > 0)
     partition = build_partition(cfg, data.train)
-    torch.manual_seed(cfg.seed)
     train = data.train
-    model = build_model(cfg.model, train.num_classes, train.channels, train.image_size, **cfg.model_kwargs)
+    with _INIT_LOCK:
+        torch.manual_seed(cfg.seed)
+        model = build_model(cfg.model, train.num_classes, train.channels, train.image_size, **cfg.model_kwargs)
     if cfg.calibrate_bn and data.public is not None:
         calibrate_batchnorm(model, data.public, normalize=cfg.engine.normalize)
     return Simulation(method, model, train, partition, data.test, cfg.engine_config(), extra_eval=data.extra,

@@ -3,6 +3,8 @@
 * ``serial``: one after the other in this process;
 * ``process``: local worker processes (forked on Linux without CUDA, else spawned),
   ``cpu_count // workers`` torch threads each, kept for the next grid;
+* ``threads``: threads of this process, each run on a CUDA stream of its own when it runs on
+  a GPU (one CUDA context and one copy of the data for all of them);
 * ``ray``: one Ray task per run, with the CPU / GPU request of its device, on an existing
   cluster (``ray_address``) or on a local one started with ``num_cpus=workers``.
 
@@ -33,7 +35,7 @@ from .runner import run
 
 log = logging.getLogger("fedpl")
 
-BACKENDS = ("serial", "process", "ray")
+BACKENDS = ("serial", "process", "threads", "ray")
 RAY_MISSING = "backend='ray' needs Ray, an optional extra: pip install -e .[ray]  (or: pip install fedpl[ray])"
 
 
@@ -148,14 +150,7 @@ class ProcessBackend(Backend):
         return f
 
     def finished(self, handles):
-        from concurrent.futures import FIRST_COMPLETED, wait
-
-        done, _ = wait(handles, return_when=FIRST_COMPLETED)
-        out = []
-        for f in done:
-            e = f.exception()
-            out.append((f, None if e is not None else f.result(), e))
-        return out
+        return _futures_done(handles)
 
     def close(self):
         """Cancel this grid's runs that have not started (an interrupted grid); the pool
@@ -163,6 +158,65 @@ class ProcessBackend(Backend):
         for f in self._futures:
             f.cancel()
         self._futures = []
+
+
+def _futures_done(handles) -> list[tuple[Any, Any, BaseException | None]]:
+    """At least one of the futures ``handles``, once done: ``(future, result, exception)``."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    done, _ = wait(handles, return_when=FIRST_COMPLETED)
+    return [(f, None if f.exception() is not None else f.result(), f.exception()) for f in done]
+
+
+def _run_on_own_stream(cfg, results_dir, wait: bool):
+    """A run in a thread: on a GPU inside a CUDA stream of its own (its kernels may overlap
+    the other threads' runs), synchronised before the result is handed back."""
+    import torch
+
+    from ..fl.site import resolve_device
+
+    device = resolve_device(cfg.engine.device)
+    if device.type != "cuda":
+        return _run_one(cfg, results_dir, wait)
+    stream = torch.cuda.Stream(device)
+    with torch.cuda.stream(stream):
+        out = _run_one(cfg, results_dir, wait)
+    stream.synchronize()
+    return out
+
+
+class ThreadBackend(Backend):
+    """``workers`` threads of this process; a run on a GPU gets a CUDA stream of its own.
+
+    Against the process backend: one CUDA context, one copy of the images and one memory
+    pool for all the runs, and no start-up (nothing is imported again), but the runs share
+    the interpreter (Python's lock serialises their kernel launches) and torch's threads.
+    Which is faster for a grid on one GPU is measured by ``benchmarks/grid_throughput.py
+    --device cuda --backends spawn threads``.  A model's initial weights come from torch's
+    global generator under a lock (:mod:`fedpl_core.runs.build`), so the numbers are the
+    serial backend's.  Runs of one grid have distinct ids; two grids in two threads of one
+    process must not run the same id at once (the run lock is per process)."""
+
+    name = "threads"
+
+    def __init__(self, workers: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.workers = workers
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="fedpl-run")
+        self._futures: list = []
+
+    def submit(self, cfg, results_dir, wait):
+        f = self._pool.submit(_run_on_own_stream, cfg, results_dir, wait)
+        self._futures.append(f)
+        return f
+
+    def finished(self, handles):
+        return _futures_done(handles)
+
+    def close(self):
+        """Cancel the runs that have not started; wait for the running ones."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 _POOLS: dict[tuple, Any] = {}
@@ -305,6 +359,8 @@ def make_backend(backend: str, workers: int, ray_address: str | None = None) -> 
         return SerialBackend()
     if backend == "process":
         return ProcessBackend(workers)
+    if backend == "threads":
+        return ThreadBackend(workers)
     if backend == "ray":
         return RayBackend(workers, ray_address)
     raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
@@ -423,6 +479,6 @@ def _drive(b: Backend, jobs: list[_Job], results_dir, retries: int, results: lis
     return sorted(held)
 
 
-__all__ = ["BACKENDS", "GridError", "check_unique", "Backend", "SerialBackend", "ProcessBackend", "RayBackend", "make_backend",
-           "run_grid", "needs_gpu", "worker_init", "source_modules", "shared_pool", "shutdown_pools",
+__all__ = ["BACKENDS", "GridError", "check_unique", "Backend", "SerialBackend", "ProcessBackend", "ThreadBackend",
+           "RayBackend", "make_backend", "run_grid", "needs_gpu", "worker_init", "source_modules", "shared_pool", "shutdown_pools",
            "start_method"]

@@ -130,8 +130,10 @@ def run_many(base: ExperimentConfig, methods: Sequence[str | tuple[str, dict]], 
 
     ``backend`` (:mod:`fedpl_core.runs.grid`) runs the runs not cached yet: ``"serial"`` in
     this process, ``"process"`` in ``workers`` local processes (forked on Linux without CUDA, else
-    spawned; ``cpu_count // workers`` torch threads each; kept alive for the next grid), ``"ray"`` as Ray tasks (a cluster at ``ray_address``, else a local
-    Ray with ``workers`` CPUs; ``pip install -e .[ray]``).  Default: ``"process"`` when
+    spawned; ``cpu_count // workers`` torch threads each; kept alive for the next grid),
+    ``"threads"`` in ``workers`` threads of this process (a run on a GPU on a CUDA stream of its
+    own), ``"ray"`` as Ray tasks (a cluster at ``ray_address``, else a local Ray with
+    ``workers`` CPUs; ``pip install -e .[ray]``).  Default: ``"process"`` when
     ``workers > 1``, else ``"serial"``.  The numbers are those of a serial run with the
     same threads.  A run that raises is retried ``retries`` times; then one
     :class:`fedpl_core.runs.grid.GridError` names every failed run, after the others are done
