@@ -209,7 +209,10 @@ class ClientContext:
         idx = d.indices[pos]
         x = _gather(self._images, idx, self.device)
         x = self._preprocess(x, generator or self.generator, train=train)
-        return Batch(x, d.labels[pos].to(self.device), d.mask[pos].to(self.device), pos, idx)
+        # non_blocking: from pageable memory the copy is staged at once, without waiting for
+        # the GPU's queued kernels (a blocking copy would synchronise every step)
+        return Batch(x, d.labels[pos].to(self.device, non_blocking=True), d.mask[pos].to(self.device, non_blocking=True),
+                     pos, idx)
 
     def batches(self, train: bool = True) -> Iterator[Batch]:
         """The round's training batches (:meth:`num_steps` of them)."""

@@ -80,7 +80,9 @@ def augment_batch(x: torch.Tensor, kind: str, generator: torch.Generator | None,
       to whole pixels, which at 32 px is -1, 0 or 1) and the rotation is bilinear with
       zero fill, torchvision's default fill on the un-normalised image.
 
-    A translated or rotated batch comes back in ``memory_format``."""
+    The random draws come from ``generator`` on the host (the same numbers on every device)
+    and go to the device without a host synchronisation (``non_blocking``).  A translated or
+    rotated batch comes back in ``memory_format``."""
     b, _, h, w = x.shape
     dev = x.device
     if kind == "flip_affine":
@@ -90,16 +92,16 @@ def augment_batch(x: torch.Tensor, kind: str, generator: torch.Generator | None,
         # the grid maps output to input: input = R^-1 (output - d), so the image is rotated
         # about its centre and then moved by d in the output frame (torchvision's order)
         theta = torch.stack([torch.stack([c, s, -(c * d[0] + s * d[1])], 1),
-                             torch.stack([-s, c, -(-s * d[0] + c * d[1])], 1)], 1).to(dev, x.dtype)
+                             torch.stack([-s, c, -(-s * d[0] + c * d[1])], 1)], 1).to(dev, x.dtype, non_blocking=True)
         grid = torch.nn.functional.affine_grid(theta, list(x.shape), align_corners=False)
         x = torch.nn.functional.grid_sample(x, grid, mode="bilinear", padding_mode="zeros",
                                             align_corners=False).contiguous(memory_format=memory_format)
     if "flip" in kind:
-        flip = torch.rand(b, generator=generator).lt(0.5).to(dev)
+        flip = torch.rand(b, generator=generator).lt(0.5).to(dev, non_blocking=True)
         x = torch.where(flip.view(b, 1, 1, 1), x.flip(-1), x)
     if "shift" in kind:
         p = min(max(1, h // 8), h - 1, w - 1)  # reflection needs a pad smaller than the side
-        off = torch.randint(0, 2 * p + 1, (2, b), generator=generator).to(dev)
+        off = torch.randint(0, 2 * p + 1, (2, b), generator=generator).to(dev, non_blocking=True)
         xp = torch.nn.functional.pad(x, (p, p, p, p), mode="reflect")
         rows = (torch.arange(h, device=dev)[None, :] + off[0][:, None])  # [B, H]
         cols = (torch.arange(w, device=dev)[None, :] + off[1][:, None])  # [B, W]
