@@ -5,6 +5,8 @@ All sides train the same clients (equal sizes, ``--per-client`` images of ``--si
 GroupNorm model, since the batched path cannot vmap BatchNorm's running statistics) for the
 same local steps with a fresh Adam per client and round, and average with FedAvg; the
 timings cover training and aggregation, not evaluation (one untimed warm-up round first).
+The sides take ``--repeats`` turns of ``--rounds`` rounds each, one after the other, and
+each side's best turn counts: on a shared machine a slow spell then hits every side.
 
 * ``loop``: :meth:`Simulation.step` with evaluation off (``Site.train`` per client);
 * ``batched``: :func:`fedpl_core.fl.batched.train_round` (one vmapped step for all clients)
@@ -16,8 +18,10 @@ timings cover training and aggregation, not evaluation (one untimed warm-up roun
   on a GPU, a 1/K fraction of it (Flower's advice); the median round after the first.
 
 Prints rounds per second, the ratios batched/loop and loop/plain, and peak memory (CUDA:
-``torch.cuda.max_memory_allocated``, reset per side; CPU: the process's peak resident set
-so far, which only grows: the sides run in the order loop, batched, plain), and writes
+``torch.cuda.max_memory_allocated`` during the side's turns, reset before each, with the
+three sides' models and images resident; CPU: the process's peak resident set so far,
+which only grows: the sides take turns in the order loop, batched, plain), the batched
+path's chunk (K, or the size that fitted after running out of memory), and writes
 ``figures/bench_gpu_throughput_<device>.{csv,md}``.  On a CPU the loop is the engine's
 default (vmap does not speed up compute-bound convolutions there); the GPU targets are
 batched >= 4x loop at K = 32 for the small CNN and the engine >= 10x Flower at K = 32
@@ -62,11 +66,11 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def time_rounds(fn, rounds: int, device: str) -> float:
-    fn(0)  # warm-up, untimed
+def time_rounds(fn, rounds: int, device: str, start: int = 1) -> float:
+    """Rounds per second of ``fn(r)`` for rounds ``start .. start + rounds - 1``."""
     sync(device)
     t0 = time.perf_counter()
-    for r in range(1, rounds + 1):
+    for r in range(start, start + rounds):
         fn(r)
     sync(device)
     return rounds / (time.perf_counter() - t0)
@@ -77,13 +81,16 @@ def loop_side(cfg):
     return lambda r: sim.step()
 
 
-def batched_side(cfg):
+def batched_side(cfg, chunk=None):
+    """All K clients at once (or ``chunk`` at a time); a chunk that runs out of GPU memory
+    is halved (``one.sim.batched_fit``: the size that fitted)."""
     sim = build_simulation(cfg)
 
     def one(r):
         clients = sample_clients(len(sim.sites), 1.0, cfg.engine.seed, r)
-        updates, _ = B.train_round(sim, clients, r)
+        updates, _ = B.train_round(sim, clients, r, chunk=chunk)
         sim.server.aggregate(updates)
+    one.sim = sim
     return one
 
 
@@ -143,7 +150,9 @@ def main(argv=None) -> int:
     ap.add_argument("--size", type=int, default=28, help="image side in px (default 28)")
     ap.add_argument("--batch", type=int, default=16, help="batch size (default 16)")
     ap.add_argument("--steps", type=int, default=2, help="local steps a round (default 2)")
-    ap.add_argument("--rounds", type=int, default=8, help="timed rounds (default 8)")
+    ap.add_argument("--rounds", type=int, default=8, help="timed rounds a turn (default 8)")
+    ap.add_argument("--repeats", type=int, default=3, help="turns of each side; the best counts (default 3)")
+    ap.add_argument("--chunk", type=int, default=None, help="batched: clients at a time (default: all K)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--no-flower", action="store_true", help="skip Flower's simulation (it starts Ray)")
     a = ap.parse_args(argv)
@@ -152,11 +161,21 @@ def main(argv=None) -> int:
         for k in a.clients:
             cfg = config(model, k, a)
             row = {"model": model, "K": k, "device": a.device}
-            for name, make in (("loop", loop_side), ("batched", batched_side), ("plain", plain_side)):
-                if a.device.startswith("cuda"):
-                    torch.cuda.reset_peak_memory_stats()
-                row[f"{name} rounds/s"] = round(time_rounds(make(cfg), a.rounds, a.device), 3)
-                row[f"{name} peak MiB"] = round(peak_memory(a.device), 1)
+            sides = {"loop": loop_side(cfg), "batched": batched_side(cfg, a.chunk), "plain": plain_side(cfg)}
+            for fn in sides.values():
+                fn(0)  # warm-up, untimed
+            rates = {name: [] for name in sides}
+            peaks = {name: 0.0 for name in sides}
+            for rep in range(a.repeats):  # the sides take turns, so a slow spell of the machine hits all
+                for name, fn in sides.items():
+                    if a.device.startswith("cuda"):
+                        torch.cuda.reset_peak_memory_stats()
+                    rates[name].append(time_rounds(fn, a.rounds, a.device, start=1 + rep * a.rounds))
+                    peaks[name] = max(peaks[name], peak_memory(a.device))
+            for name in sides:
+                row[f"{name} rounds/s"] = round(max(rates[name]), 3)
+                row[f"{name} peak MiB"] = round(peaks[name], 1)
+            row["batched chunk"] = sides["batched"].sim.batched_fit or a.chunk or k
             if flower_installed() and not a.no_flower:
                 row["flower rounds/s"] = round(flower_rounds_per_second(cfg, a), 3)
                 row["loop / flower"] = round(row["loop rounds/s"] / row["flower rounds/s"], 2)
