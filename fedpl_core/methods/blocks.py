@@ -351,8 +351,11 @@ class HeadWarmup:
 
 def warm_up_head(method, ctx, epochs: float, lr: float) -> float:
     """Train the head alone (encoder frozen, in inference mode) for ``epochs`` epochs of
-    the client's data with its own Adam; returns the mean loss.  Leaves every encoder
-    array (parameters and BatchNorm buffers) untouched."""
+    the client's data with its own Adam, on the method's ``supervised_loss`` (the client's
+    annotated labels; a teacher's or pseudo-labels' terms, which some methods prepare per
+    step, are not part of a head warm-up; for FedAvg's family and Surgical Aggregation it is
+    their ``loss``); returns the mean loss.  Leaves every encoder array (parameters and
+    BatchNorm buffers) untouched."""
     model, data, cfg = ctx.model, ctx.data, ctx.cfg
     head, enc = model.head, model.encoder
     was_training = model.training
@@ -383,7 +386,7 @@ def warm_up_head(method, ctx, epochs: float, lr: float) -> float:
                     with torch.no_grad(), ctx.autocast():
                         feats = enc(batch.x).float()
                 opt.zero_grad(set_to_none=True)
-                loss = method.loss(ctx, head(feats).float(), feats, batch)
+                loss = method.supervised_loss(ctx, head(feats).float(), batch)
                 loss.backward()
                 opt.step()
                 total += float(loss.detach())

@@ -47,7 +47,9 @@ The paper's protocol (shared with the baselines run beside it; the head warm-up 
 * **Head warm-up** (``warmup_epochs``, ``warmup_lr``; paper 15 epochs at 5e-3): at a
   client's first participation, the encoder frozen (inference mode: BatchNorm uses its
   running statistics and is not updated), the head alone is trained with Adam on the
-  method's own loss over the client's data.  Without augmentation the features are
+  method's supervised loss (its ``loss`` for Surgical Aggregation and FedAvg's family; a
+  method with a teacher or pseudo-labels warms up on its annotated labels) over the
+  client's data.  Without augmentation the features are
   computed once and cached.  Warm-up batches use their own seeded generator, so the
   subsequent local training sees the same batches with or without warm-up.
 * **FedBN+** (Kulkarni et al. 2023) is the engine's ``bn_policy="frozen"``: every
@@ -80,7 +82,7 @@ Protocol audit (paper = "Federated Setup", Sec. 2.4; code = the released
   the linear head; the code keeps the warm-up epoch with the lowest validation loss
   (``ModelCheckpoint``, ``local.py`` L48-61), ours the last; the code warms FL + PL's head
   up with the plain BCE on labels expanded with zeros (``federated.py`` L183-185 run
-  before the warm-up, ``local.py`` L43), ours with the method's own (partial) loss.
+  before the warm-up, ``local.py`` L43), ours with the method's own (partial) supervised loss.
 * **FedBN+.**  Paper: "FedBN+, a modification of FedBN with pre-trained batch
   normalization statistics for global models".  Code: BatchNorm layers not trainable on
   the clients (``federated.py`` L224-228: inference mode, statistics and affine
