@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup reproduce reproduce-gpu reproduce-full report test benchmark checked-outputs clean
+.PHONY: setup reproduce reproduce-gpu reproduce-full report test benchmark gpu-checks checked-outputs clean
 
 $(STAMP): requirements.txt pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,15 @@ checked-outputs: $(STAMP)
 # tables -> figures/gpu/, run cache -> results/gpu/ (never the cpu run's figures/ and results/)
 reproduce-gpu: $(STAMP)
 	$(PY) -m fedpl_core reproduce --profile gpu --output reports/gpu
+
+# on a machine with a GPU, before reproduce-gpu: the GPU tests, every notebook's smoke profile on
+# the GPU (outputs/gpu-checks/), and the throughput benchmarks (figures/bench_gpu_throughput_cuda.*)
+gpu-checks: $(STAMP)
+	$(PY) -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'gpu-checks: torch sees no CUDA GPU')"
+	$(PY) -m pytest -q -rs tests/test_gpu.py
+	$(PY) -m fedpl_core reproduce --profile smoke --output outputs/gpu-checks
+	$(PY) benchmarks/gpu_throughput.py --clients 8 32 128 --models cnn resnet18 --device cuda
+	$(PY) benchmarks/grid_throughput.py --device cuda --backends serial spawn threads --workers 4
 
 reproduce-full: $(STAMP)
 	$(PY) -m fedpl_core reproduce --profile full

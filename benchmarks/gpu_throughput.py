@@ -11,8 +11,9 @@ each side's best turn counts: on a shared machine a slow spell then hits every s
 * ``loop``: :meth:`Simulation.step` with evaluation off (``Site.train`` per client);
 * ``batched``: :func:`fedpl_core.fl.batched.train_round` (one vmapped step for all clients)
   and the same server aggregation;
-* ``plain``: what a user writes by hand: ``load_state_dict``, ``model(x)``, ``backward``,
-  ``torch.optim.Adam``, the mean of the ``state_dict``s, on the engine's preprocessed batches;
+* ``plain``: what a user writes by hand: per round and client a shuffle, batches gathered
+  from the uint8 images and normalised, ``load_state_dict``, ``model(x)``, ``backward``,
+  ``torch.optim.Adam``, the mean of the ``state_dict``s (no divergence check, no metadata);
 * ``flower``: Flower 1.40's simulation (Ray) of the same rounds through ``fedpl_core.flower``,
   when ``flwr[simulation]`` is installed (``pip install -e .[flower]``): one CPU per client and,
   on a GPU, a 1/K fraction of it (Flower's advice); the median round after the first.
@@ -95,19 +96,29 @@ def batched_side(cfg, chunk=None):
 
 
 def plain_side(cfg):
-    """A hand-written FedAvg on the engine's batches (made once, outside the timing)."""
+    """A hand-written FedAvg: each round, each client shuffles its samples, gathers its
+    batches from the uint8 images and normalises them, ``load_state_dict``, ``model(x)``,
+    ``backward``, ``torch.optim.Adam``; the mean of the ``state_dict``s."""
     sim = build_simulation(cfg)
-    model = sim.work.model
-    batches = [[(b.x, b.y, b.mask) for b in s.context(0).batches()] for s in sim.sites]
+    model, images, dev = sim.work.model, sim.images, sim.device
+    clients = [(s.data.indices.to(dev), s.data.labels.to(dev), s.data.mask.to(dev)) for s in sim.sites]
+    bs, steps = cfg.engine.batch_size, cfg.engine.local_iters
+    gen = torch.Generator().manual_seed(cfg.seed)
     state = {k: v.clone() for k, v in model.state_dict().items()}
 
     def one(r):
         nonlocal state
         outs = []
-        for client in batches:
+        for idx, labels, mask in clients:
             model.load_state_dict(state)
             opt = torch.optim.Adam(model.parameters(), lr=cfg.engine.lr)
-            for x, y, m in client:
+            n = len(idx)
+            perm = torch.cat([torch.randperm(n, generator=gen)[:n - n % bs or n]
+                              for _ in range(-(-steps * bs // max(n - n % bs, 1)))]).to(dev)  # full batches
+            for s in range(steps):
+                pos = perm[s * bs:(s + 1) * bs]
+                x = images[idx[pos]].float().div_(255).sub_(0.5).div_(0.25)
+                y, m = labels[pos], mask[pos]
                 opt.zero_grad(set_to_none=True)
                 loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x), y, reduction="none")
                 (loss * m).sum().div(m.sum().clamp(min=1)).backward()
