@@ -229,6 +229,12 @@ class EngineConfig:
     channels_last: bool = False
     """Run convolutions in the channels-last memory format (faster on CPU and on GPU tensor
     cores; numbers agree to float rounding)."""
+    deterministic: bool = False
+    """On CUDA, deterministic kernels (``torch.use_deterministic_algorithms``, cuDNN's
+    deterministic convolutions): the same numbers bit for bit on every run.  Off, cuDNN
+    times its convolution algorithms for the run's shapes and keeps the fastest
+    (``cudnn.benchmark``), which can move the numbers by float rounding from run to run.
+    No effect on a CPU, whose numbers are the same on every run either way."""
     batched_clients: int = 0
     """Train up to this many of a round's sampled clients at a time as one vmapped step
     (``fedpl_core.fl.batched``, for GPUs: methods whose client round is FedAvg's, listed by

@@ -85,10 +85,10 @@ def prepare(profile: str, device: str = "auto") -> str:
 
     On a CPU the small-CNN profiles (smoke, cpu) run with one torch thread: their
     convolutions gain little from two, and two threads waiting on each other on a busy
-    2-core machine can make a run many times slower.  The gpu profile on CUDA lets cuDNN
-    pick the fastest convolution algorithms for its fixed image size
-    (``torch.backends.cudnn.benchmark``: the numbers may then differ from run to run by
-    float rounding); on a CPU it keeps torch's threads (its backbones are large).
+    2-core machine can make a run many times slower.  The gpu profile on a CPU keeps
+    torch's threads (its backbones are large).  On CUDA each run sets cuDNN up itself
+    (``EngineConfig.deterministic``, :func:`fedpl_core.fl.site.configure_cuda`: the
+    autotuner unless determinism is asked for).
     """
     import torch
 
@@ -96,8 +96,6 @@ def prepare(profile: str, device: str = "auto") -> str:
     on_cpu = device == "cpu" or (device == "auto" and not torch.cuda.is_available())
     if profile in ("smoke", "cpu") and on_cpu:
         torch.set_num_threads(1)
-    if profile == "gpu" and not on_cpu and device != "mps" and torch.cuda.is_available():
-        torch.backends.cudnn.benchmark = True
     return profile
 
 

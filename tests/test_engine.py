@@ -276,3 +276,21 @@ def test_a_round_is_sites_training_on_payloads_and_the_server_aggregating(toy, t
         assert states_equal(hand.server.global_state, sim.server.global_state)
         assert rec["train_loss"] == float(np.mean([logs["train_loss"] for _, logs in trained]))
         hand.round += 1
+
+
+def test_deterministic_changes_the_run_id_only_when_on_and_leaves_a_cpu_run_alone(monkeypatch):
+    """``EngineConfig.deterministic`` off (the default) keeps every run id made before it;
+    on a CPU it does not touch torch's process-wide cuDNN and determinism settings."""
+    from fedpl_core.experiments import ExperimentConfig
+    from fedpl_core.fl.site import configure_cuda
+
+    def cfg(**eng):
+        return ExperimentConfig(engine=EngineConfig(**eng))
+
+    assert cfg().run_id() == cfg(deterministic=False).run_id() != cfg(deterministic=True).run_id()
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", True)  # restored after the test
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    configure_cuda(EngineConfig(deterministic=True), torch.device("cpu"))
+    assert torch.backends.cudnn.benchmark and not torch.backends.cudnn.deterministic
+    assert not torch.are_deterministic_algorithms_enabled()
+    assert "CUBLAS_WORKSPACE_CONFIG" not in __import__("os").environ

@@ -71,3 +71,15 @@ def test_the_batched_path_gives_the_loops_numbers_on_the_gpu():
 def test_a_run_records_its_peak_gpu_memory():
     res = run(config(rounds=1))
     assert 0 < res.timings["peak_gpu_mib"] < torch.cuda.get_device_properties(0).total_memory / 2**20
+
+
+def test_a_deterministic_run_gives_the_same_numbers_twice_and_sets_cudnn_up():
+    cfg = config(rounds=1, deterministic=True, augment="flip_shift")
+    a, b = build_simulation(cfg), build_simulation(cfg)
+    assert torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark
+    a.run()
+    b.run()
+    assert all(torch.equal(a.server.global_state[k], v) for k, v in b.server.global_state.items())
+    build_simulation(config(rounds=1))
+    assert torch.backends.cudnn.benchmark and not torch.backends.cudnn.deterministic
+    torch.use_deterministic_algorithms(False)

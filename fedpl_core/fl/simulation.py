@@ -40,8 +40,8 @@ from . import batched, checkpoint, evaluation
 from .federation import ClientContext, ClientData, DivergenceError, FederationInfo, derive_seed
 from .selection import BestRound
 from .server import Server, sample_clients
-from .site import (EXPLOSION, DivergenceCheck, Site, WorkingModel, make_client_data, make_optimizer, place_model,
-                   resolve_device, split_validation)
+from .site import (EXPLOSION, DivergenceCheck, Site, WorkingModel, configure_cuda, make_client_data, make_optimizer,
+                   place_model, resolve_device, split_validation)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..partitions import Partition
@@ -71,6 +71,7 @@ class Simulation:
         self.cfg = cfg = cfg or EngineConfig()
         self.method = method
         self.device = resolve_device(cfg.device)
+        configure_cuda(cfg, self.device)
         self.model = place_model(model, cfg, self.device)
         self.train_set, self.test_set = train, test
         self.extra_eval = extra_eval or {}

@@ -19,6 +19,7 @@ against the method's ``metadata_keys``).  :meth:`Site.init` calls ``init_client`
 from __future__ import annotations
 
 import contextlib
+import os
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,22 @@ def resolve_device(device: str) -> torch.device:
         return torch.device(device)
     except RuntimeError:
         raise ValueError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N") from None
+
+
+def configure_cuda(cfg: EngineConfig, device: torch.device) -> None:
+    """On CUDA, before the run's first kernel: cuDNN's autotuner (``cudnn.benchmark``) unless
+    ``cfg.deterministic``, else deterministic algorithms (cuBLAS's workspace setting
+    ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` unless the environment sets it; it takes effect
+    when this process has not used cuBLAS yet, otherwise torch warns about the operations
+    it cannot make deterministic).  These are process-wide settings: each run sets them."""
+    if device.type != "cuda":
+        return
+    det = bool(cfg.deterministic)
+    if det:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.backends.cudnn.benchmark = not det
+    torch.backends.cudnn.deterministic = det
+    torch.use_deterministic_algorithms(det, warn_only=True)
 
 
 def make_optimizer(params: list[torch.nn.Parameter], cfg: EngineConfig) -> torch.optim.Optimizer:

@@ -175,8 +175,9 @@ class ExperimentConfig:
             d.pop(k)
         for k in ("progress", "device", "checkpoint_every"):
             d["engine"].pop(k, None)
-        if not d["engine"].get("batched_clients"):  # the loop (the default): ids made before the field existed
-            d["engine"].pop("batched_clients", None)
+        for k in ("batched_clients", "deterministic"):  # off (the default): ids made before the fields existed
+            if not d["engine"].get(k):
+                d["engine"].pop(k, None)
         h = hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:10]
         return f"{self.method}-s{self.seed}-{h}"
 
