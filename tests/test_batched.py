@@ -128,11 +128,11 @@ def test_a_chunk_that_runs_out_of_gpu_memory_is_halved(monkeypatch):
     sizes = []
     real = B._train_chunk
 
-    def small_device(sim, clients, round_idx, stacked):
+    def small_device(sim, clients, contexts, stacked):
         sizes.append(len(clients))
         if len(clients) > sim.fits:
             raise torch.OutOfMemoryError("CUDA out of memory (planted)")
-        return real(sim, clients, round_idx, stacked)
+        return real(sim, clients, contexts, stacked)
 
     monkeypatch.setattr(B, "_train_chunk", small_device)
     loop = build_simulation(config(optimizer="sgd", lr=0.05))

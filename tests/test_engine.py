@@ -1,4 +1,6 @@
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -293,4 +295,4 @@ def test_deterministic_changes_the_run_id_only_when_on_and_leaves_a_cpu_run_alon
     configure_cuda(EngineConfig(deterministic=True), torch.device("cpu"))
     assert torch.backends.cudnn.benchmark and not torch.backends.cudnn.deterministic
     assert not torch.are_deterministic_algorithms_enabled()
-    assert "CUBLAS_WORKSPACE_CONFIG" not in __import__("os").environ
+    assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ

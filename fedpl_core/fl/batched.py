@@ -67,10 +67,11 @@ def why_not_batched(sim: Any, clients: list[int]) -> str | None:
     return None
 
 
-def _stack_batches(sim: Any, clients: list[int], round_idx: int):
-    """The clients' rounds of batches (each drawn as the loop draws it), stacked
-    ``[K, steps, B, ...]``; the clients have the same round shape (:func:`_round_shape`)."""
-    rounds = [list(sim.sites[k].context(round_idx).batches()) for k in clients]
+def _stack_batches(contexts: list):
+    """The clients' rounds of batches (each drawn from its round's context, as the loop
+    draws it), stacked ``[K, steps, B, ...]``; the clients have the same round shape
+    (:func:`_round_shape`)."""
+    rounds = [list(ctx.batches()) for ctx in contexts]
     return tuple(torch.stack([torch.stack([getattr(b, f) for b in r]) for r in rounds]) for f in ("x", "y", "mask"))
 
 
@@ -100,7 +101,8 @@ def train_round(sim: Any, clients: list[int], round_idx: int,
     while i < len(clients):  # one chunk's batches in memory at a time
         part = clients[i:i + size]
         try:
-            u, lo = _train_chunk(sim, part, round_idx, _stack_batches(sim, part, round_idx))
+            contexts = [sim.sites[k].context(round_idx) for k in part]  # fresh generators on a retry
+            u, lo = _train_chunk(sim, part, contexts, _stack_batches(contexts))
         except torch.OutOfMemoryError:
             if len(part) == 1:
                 raise
@@ -123,8 +125,9 @@ def _round_shape(ctx) -> tuple[int, int]:
     return ctx.num_steps(), min(ctx.cfg.batch_size, ctx.data.n)
 
 
-def _train_chunk(sim: Any, clients: list[int], round_idx: int, stacked) -> tuple[list[ClientUpdate], list[float]]:
-    """One chunk of clients: every local step one ``vmap`` over the stacked models."""
+def _train_chunk(sim: Any, clients: list[int], contexts: list, stacked) -> tuple[list[ClientUpdate], list[float]]:
+    """One chunk of clients (with their round's contexts): every local step one ``vmap``
+    over the stacked models."""
     X, Y, M = stacked
     method, cfg, work = sim.method, sim.cfg, sim.work
     model = work.model
@@ -140,7 +143,7 @@ def _train_chunk(sim: Any, clients: list[int], round_idx: int, stacked) -> tuple
     block = method.loss_block
     weights = None  # each client's class weights (weighted BCE), as the loop's loss block computes them
     if block.weighted:
-        weights = torch.stack([block.class_pos_weight(method, sim.sites[k].context(round_idx)) for k in clients])
+        weights = torch.stack([block.class_pos_weight(method, ctx) for ctx in contexts])
         weights = weights.to(device=X.device, dtype=torch.float32)
 
     def loss_of(p, x, y, mask, pos_weight=None):
@@ -171,12 +174,11 @@ def _train_chunk(sim: Any, clients: list[int], round_idx: int, stacked) -> tuple
                     m1[n] = g.clone() if s == 0 else m1[n].mul_(cfg.momentum).add_(g)
                     params[n] = params[n] - lr * m1[n]
     updates, out_losses = [], (losses / max(steps, 1)).tolist()
-    for i, k in enumerate(clients):
+    for i, ctx in enumerate(contexts):
         with torch.no_grad():
             for n, p in trainable.items():
                 p.copy_(params[n][i])
-        ctx = sim.sites[k].context(round_idx)
-        update = method.make_update(ctx)
+        update = method.make_update(ctx)  # the context that drew the batches, as in the loop
         check_metadata(method, update)
         updates.append(update)
     return updates, out_losses
