@@ -4,7 +4,9 @@ Every result JSON written by :func:`fedpl_core.runs.runner.run` carries a
 ``"provenance"`` mapping (:func:`provenance`): the package version, the git commit and a
 dirty flag when the package runs from a git checkout (else null), the Python, torch and
 numpy versions, the device, the date (UTC, ISO 8601), the host, the seconds of the run,
-and the **code fingerprint** of the run (:func:`code_fingerprint`).
+the numeric platform (:func:`numeric_platform`: torch's CPU kernels, the CPU's vector
+instructions, the torch thread count, which decide the last bits of a result), and the
+**code fingerprint** of the run (:func:`code_fingerprint`).
 
 The code fingerprint is a SHA-256 over the source files of the modules a run uses:
 
@@ -171,6 +173,34 @@ def git_state() -> tuple[str | None, bool | None]:
         return None, None
 
 
+def _simd_flags() -> list[str]:
+    """The CPU's vector-instruction flags (``/proc/cpuinfo``; empty elsewhere)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return []
+    line = next((ln for ln in text.splitlines() if ln.startswith(("flags", "Features"))), "")
+    return sorted(f for f in line.split(":", 1)[-1].split() if f.startswith(("avx", "amx", "fma", "f16c", "sse",
+                                                                                "asimd", "sve", "neon")))
+
+
+def numeric_platform() -> dict[str, Any]:
+    """What decides the last bits of a CPU run besides the code and its config: the torch
+    version, the vector kernels torch picked (``torch.backends.cpu.get_cpu_capability``),
+    the CPU's vector-instruction flags (oneDNN and MKL pick their kernels by them; a
+    digest), the machine and the torch thread count.  The same code and config on two
+    platforms agree to about 1e-6 after a round and can drift apart over many rounds;
+    on one platform they agree bit for bit.  ``key`` joins them in one string."""
+    import torch
+
+    cap = torch.backends.cpu.get_cpu_capability()
+    simd = hashlib.sha256(" ".join(_simd_flags()).encode()).hexdigest()[:8]
+    threads = torch.get_num_threads()
+    return {"torch": torch.__version__, "cpu_capability": cap, "cpu_simd": simd, "machine": platform.machine(),
+            "torch_threads": threads,
+            "key": f"torch {torch.__version__}, {platform.machine()} {cap} (simd {simd}), {threads} thread(s)"}
+
+
 def provenance(cfg, device: str | None = None, seconds: float | None = None) -> dict[str, Any]:
     """The ``"provenance"`` mapping of a result of the run ``cfg``."""
     import numpy
@@ -189,6 +219,7 @@ def provenance(cfg, device: str | None = None, seconds: float | None = None) -> 
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
         "seconds": seconds,
+        "numeric_platform": numeric_platform(),
         "code_fingerprint": fingerprint_of(hashes),
         "code": hashes,
     }
@@ -211,5 +242,5 @@ def stale_reason(prov: dict[str, Any] | None, cfg) -> str | None:
 
 
 __all__ = ["FINGERPRINT_MODULES", "KEEP_STALE_ENV", "keep_stale_default", "module_hash", "run_modules",
-           "code_hashes", "code_fingerprint", "fingerprint_of", "package_version", "git_state", "provenance",
+           "code_hashes", "code_fingerprint", "fingerprint_of", "package_version", "git_state", "numeric_platform", "provenance",
            "stale_reason"]

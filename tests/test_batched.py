@@ -102,8 +102,12 @@ def test_batched_clients_off_keeps_every_run_id():
 def test_every_batchable_method_gives_the_loops_numbers(method):
     """Each method that says its client round is FedAvg's (the weighted-BCE baselines with
     each client's class weights, the oracles on their true labels, the pooled baseline on
-    its one client) trains to the loop's numbers through the batched path."""
-    a, b, loss_a, loss_b = loop_and_batched(config(method), rounds=1)
+    its one client) trains to the loop's numbers through the batched path.  With SGD: the
+    vmapped gradients sum in another order than the loop's (about 1e-7 apart), and Adam's
+    first step, g / (|g| + eps), turns that into a whole step for a weight whose gradient is
+    near 0 (1.9e-4 apart seen for ``oracle`` on an AVX-512 CPU); Adam itself is checked on
+    FedAvg-PL above."""
+    a, b, loss_a, loss_b = loop_and_batched(config(method, optimizer="sgd", lr=0.05, momentum=0.9), rounds=1)
     for k, v in a.server.global_state.items():
         torch.testing.assert_close(b.server.global_state[k], v, rtol=1e-4, atol=1e-5, msg=k)
     assert loss_b == pytest.approx(loss_a, rel=1e-5)
