@@ -243,6 +243,31 @@ def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05, pair
     return head + f" ({ci}paired t-test over {d['n']} {pairs}: p = {d['p']:.2g}, {verdict} at {alpha:g})"
 
 
+#: The three verdicts a paper's claim can get from a paired comparison (:func:`verdict`).
+VERDICTS = ("reproduced", "opposite", "not distinguishable")
+
+
+def verdict(d: dict, direction: int = 1, alpha: float = 0.05) -> str:
+    """The verdict on a claim "``a`` is above ``b``" (``direction`` = 1; -1 for "below") from
+    :func:`paired_difference`: ``"reproduced"`` when the paired t-test gives p < ``alpha`` in
+    the claim's direction, ``"opposite"`` when it gives p < ``alpha`` against it, else ``"not
+    distinguishable"`` (the 95 % interval of the difference spans 0, or there is no test:
+    fewer than two pairs, or every pair differs by the same amount).  Never "holds" or
+    "fails" for a gap the runs cannot tell from 0.
+
+    >>> verdict({"diff": 2.0, "p": 0.01}), verdict({"diff": -2.0, "p": 0.01}), verdict({"diff": 5.0, "p": 0.2})
+    ('reproduced', 'opposite', 'not distinguishable')
+    >>> verdict({"diff": -2.0, "p": 0.01}, direction=-1), verdict({"diff": 1.0, "p": None})
+    ('reproduced', 'not distinguishable')
+    """
+    if direction not in (1, -1):
+        raise ValueError(f"direction must be 1 (a above b) or -1 (a below b), got {direction!r}")
+    p = d.get("p")
+    if p is None or not p < alpha or d["diff"] == 0:
+        return VERDICTS[2]
+    return VERDICTS[0] if (d["diff"] > 0) == (direction > 0) else VERDICTS[1]
+
+
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
     """Holm's step-down adjustment of a family of p-values (None stays None): the i-th
     smallest of m becomes max over j <= i of min(1, (m - j + 1) p_(j)).  Use it where one
