@@ -4,8 +4,8 @@ Every result JSON written by :func:`fedpl_core.runs.runner.run` carries a
 ``"provenance"`` mapping (:func:`provenance`): the package version, the git commit and a
 dirty flag when the package runs from a git checkout (else null), the Python, torch and
 numpy versions, the device, the date (UTC, ISO 8601), the host, the seconds of the run,
-the numeric platform (:func:`numeric_platform`: torch's CPU kernels, the CPU's vector
-instructions, the torch thread count, which decide the last bits of a result), and the
+the numeric platform (:func:`numeric_platform`'s key, and apart the CPU kernels torch
+picked and the torch thread count: they decide the last bits of a result), and the
 **code fingerprint** of the run (:func:`code_fingerprint`).
 
 The code fingerprint is a SHA-256 over the source files of the modules a run uses:
@@ -208,6 +208,7 @@ def provenance(cfg, device: str | None = None, seconds: float | None = None) -> 
 
     commit, dirty = git_state()
     hashes = code_hashes(cfg)
+    plat = numeric_platform()
     return {
         "package_version": package_version(),
         "git_commit": commit,
@@ -219,7 +220,8 @@ def provenance(cfg, device: str | None = None, seconds: float | None = None) -> 
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
         "seconds": seconds,
-        "numeric_platform": numeric_platform(),
+        **{k: plat[k] for k in ("cpu_capability", "torch_threads")},
+        "numeric_platform": plat["key"],
         "code_fingerprint": fingerprint_of(hashes),
         "code": hashes,
     }
