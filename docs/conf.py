@@ -1,0 +1,41 @@
+"""Sphinx configuration of the fedpl documentation site (``make docs``).
+
+Built offline: MathJax is served from the site itself (sphinx-mathjax-offline), the theme
+(furo) loads no remote font or script, and search is Sphinx's own index.  The executed
+notebooks are staged and sanitised by :mod:`fedpl_core.report.docs` before Sphinx reads them.
+"""
+project = "fedpl"
+author = "the fedpl developers"
+copyright = "2026, the fedpl developers"
+
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx-mathjax-offline",
+    "fedpl_core.report.sphinx_safety",
+]
+nb_execution_mode = "off"          # the notebooks come executed (reports/); nothing runs while building
+nb_merge_streams = True
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
+exclude_patterns = ["_build", "**.ipynb_checkpoints", "README.md"]
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+autodoc_default_options = {"members": True, "undoc-members": False}
+suppress_warnings = ["mystnb.unknown_mime_type"]
+
+html_theme = "furo"
+html_title = "fedpl"
+html_static_path = []
+html_show_sourcelink = False
+html_copy_source = False
+
+# Generated when the site is built (fedpl_core.report.docs): the state of the results, shown on every page.
+import json as _json
+from pathlib import Path as _Path
+
+_gen = _Path(__file__).with_name("_fedpl.json")
+_state = _json.loads(_gen.read_text()) if _gen.is_file() else {}
+html_theme_options = {"announcement": _state.get("banner", "")} if _state.get("banner") else {}
