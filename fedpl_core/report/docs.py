@@ -118,6 +118,7 @@ def stage(docs: Path, notebooks: list[Path], figures: Path | None, src: Path, ba
         for k, v in sanitise_notebook(nb).items():
             removed[k] = removed.get(k, 0) + v
         _titled(nb, p.stem)
+        nb.metadata.setdefault("language_info", {"name": "python"})  # the code cells' lexer
         nbformat.write(nb, src / "notebooks" / p.name)
     toc = "\n".join(p.stem for p in notebooks)
     (src / "notebooks" / "index.md").write_text(

@@ -30,6 +30,9 @@ from .sanitize import clean_html, safe_url
 
 class SafePage(Transform):
     default_priority = 50  # early: before Sphinx's image and download collectors see the doctree
+    #: where MyST-NB writes the notebooks' output images (``<out>/jupyter_execute``, beside the html
+    #: folder), set when the builder starts
+    outputs: Path | None = None
 
     def apply(self) -> None:
         from sphinx.util import logging
@@ -39,8 +42,7 @@ class SafePage(Transform):
         source = doc.get("source", "")
         env = getattr(doc.settings, "env", None)
         srcdir = Path(env.srcdir).resolve() if env is not None else None
-        # MyST-NB writes a notebook's output images beside the html folder (``<out>/jupyter_execute``)
-        outputs = Path(env.app.outdir).parent.joinpath("jupyter_execute").resolve() if env is not None else None
+        outputs = self.outputs
         removed: list[str] = []
 
         for node in list(doc.findall(nodes.raw)):
@@ -63,7 +65,7 @@ class SafePage(Transform):
             if not (_inside(uri, source, srcdir, image=True) or _inside(uri, source, srcdir, root=outputs)):
                 removed.append(f"image {uri[:40]!r}")
                 node.parent.remove(node)
-        for node in list(doc.traverse(lambda n: n.tagname == "download_reference")):
+        for node in list(doc.findall(lambda n: n.tagname == "download_reference")):
             target = node.get("reftarget", "")
             if not _inside(target, source, srcdir):
                 removed.append(f"download {target[:40]!r}")
@@ -88,6 +90,11 @@ def _inside(uri: str, source: str, srcdir: Path | None, image: bool = False, roo
     return target == inside or inside in target.parents
 
 
+def _outputs_folder(app) -> None:
+    SafePage.outputs = Path(app.outdir).parent.joinpath("jupyter_execute").resolve()
+
+
 def setup(app):
     app.add_transform(SafePage)
+    app.connect("builder-inited", _outputs_folder)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
