@@ -15,6 +15,12 @@ calibrate BatchNorm statistics of a randomly initialised model).
 
 Bundles are cached per process by the fields that define them, so every method and
 seed of a grid sees the very same arrays, decoded or generated once.
+
+A bundle of real data (read from ``data_root``) whose test split has fewer than 10
+positives of a class gets one warning naming those classes and their counts, when it is
+built (:func:`fedpl_core.data.splits.warn_few_positives`).  Generated data is left out:
+its test size is the user's own ``n_test``, and the small smoke runs would print it on
+every run.
 """
 from __future__ import annotations
 
@@ -139,8 +145,14 @@ def _load(key: str, progress: bool) -> DataBundle:
     if name in SOURCES:
         if name in FIXED_CLASSES and classes is not None:
             raise DataError(f"classes do not apply to data set {name!r}: its tables fix the classes; leave them out")
-        return SOURCES[name](name, root, classes, size, n_train, n_test, seed, **dict(kw))
-    return _registry(name, root, classes, size, n_train, n_test, seed, **{"progress": progress, **kw})
+        bundle = SOURCES[name](name, root, classes, size, n_train, n_test, seed, **dict(kw))
+    else:
+        bundle = _registry(name, root, classes, size, n_train, n_test, seed, **{"progress": progress, **kw})
+    if root is not None and bundle.test is not None:  # real data: once per bundle, i.e. per run and process
+        from .data.splits import warn_few_positives
+
+        warn_few_positives(bundle.test)
+    return bundle
 
 
 def load_bundle(dataset: str, data_root: str | None = None, classes: list[str] | None = None, image_size: int = 32,

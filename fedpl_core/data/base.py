@@ -23,6 +23,11 @@ class DataError(ValueError):
     """Bad input data: a missing file, an unknown class name, a malformed table."""
 
 
+class DataWarning(UserWarning):
+    """Data that loads but deserves a look: skipped files, repeated table rows, split
+    sizes other than the published ones, classes with too few test positives."""
+
+
 def _read_int(path: str) -> int | None:
     try:
         with open(path) as f:

@@ -14,7 +14,22 @@ touching, replacing or adding a file gives a new key.
 Cache folder: the ``cache_dir`` argument, else the environment variable
 ``FEDPL_CACHE``, else ``~/.cache/fedpl``.  Files are written to a temporary name and
 moved into place with :func:`os.replace`, so a crashed or concurrent run never
-leaves a half-written array under the final name.
+leaves a half-written array under the final name; a temporary left by a process that
+died is removed by the next load that uses the folder
+(:func:`fedpl_core.fileio.remove_stale_temps`).  The array is written through a memory
+map (:func:`write_cache_array`), and a write into a memory map that finds no room on
+the disk is a bus error (SIGBUS), which kills the process with no message.  So the
+whole file is reserved first (:func:`os.posix_fallocate`, which fails cleanly with
+ENOSPC; where it is not supported, the free space is compared with the file's size):
+a cache folder without room for the array ends in one :class:`CacheSpaceError` ("no
+space left in <folder> ..."), before any image but the first is decoded, and the
+temporary is removed.
+
+Only regular files are opened (:func:`fedpl_core.data.safeopen.open_regular`): a FIFO,
+socket, device or folder named like an image is a :class:`DataError` naming it, never a
+hang.  An image with NaN or infinite pixel values (a float TIFF, whatever its suffix)
+is refused: every such file of the load is named in one :class:`DataError` (a min-max
+scaling of NaN would give a black image that trains like a real one).
 
 Decoding (:func:`decode_image`): PIL, converted to ``"L"`` (1 channel) or ``"RGB"``
 (3 channels) and resized to ``image_size x image_size`` with bilinear filtering
@@ -31,6 +46,7 @@ the size of the first file (read from its header, not decoded).
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -43,8 +59,9 @@ from typing import Sequence
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from ..fileio import atomic_path
-from .base import DataError, check_memory
+from ..fileio import atomic_path, remove_stale_temps
+from .base import DataError, DataWarning, check_memory, fmt_bytes
+from .safeopen import not_regular, open_regular
 
 #: Bump when decoding changes so that old cache entries are not reused.
 DECODER_VERSION = "pil-bilinear-draft-v1"
@@ -127,10 +144,10 @@ def _log_source_size(name: str, path: str, image_size: int | None) -> None:
     if not image_size:
         return
     try:
-        with Image.open(path) as img:  # reads the header only
+        with open_regular(path, "image file") as f, Image.open(f) as img:  # reads the header only
             w, h = img.size
     except (OSError, UnidentifiedImageError, SyntaxError, ValueError, Image.DecompressionBombError):
-        return  # decoding reports the bad file
+        return  # decoding reports the bad file (DataError is a ValueError)
     log_resize(name, w, h, image_size, f"first image {path}")
 
 
@@ -141,15 +158,33 @@ def default_cache_dir() -> Path:
 
 
 # ---------------------------------------------------------------- decoding
-def _to_mode(img: Image.Image, channels: int) -> Image.Image:
+def _to_mode(img: Image.Image, channels: int) -> tuple[Image.Image, bool]:
+    """``img`` in mode L or RGB, and whether all its pixel values were finite (a float
+    image's NaN / inf values are set to its least finite value so that the shape can
+    still be checked; the caller refuses the image)."""
+    finite = True
     if img.mode in _HIGH_DEPTH_MODES:
         a = np.asarray(img, dtype=np.float64)
+        ok = np.isfinite(a)
+        if not ok.all():
+            finite = False
+            a = np.where(ok, a, a[ok].min() if ok.any() else 0.0)
         lo, hi = float(a.min()), float(a.max())
         a = (a - lo) * (255.0 / (hi - lo)) if hi > lo else np.zeros_like(a)
         img = Image.fromarray(np.clip(np.rint(a), 0, 255).astype(np.uint8), "L")
     if img.mode == "P" and "transparency" in img.info:
         img = img.convert("RGBA")
-    return img.convert("L" if channels == 1 else "RGB")
+    return img.convert("L" if channels == 1 else "RGB"), finite
+
+
+def nonfinite_error(paths: Sequence[str], total: int, what: str = "image file") -> DataError:
+    """One :class:`DataError` naming the files whose pixels hold NaN or infinite values
+    (the first three and how many in all)."""
+    shown = ", ".join(str(p) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    n = len(paths)
+    return DataError(f"{n} of {total} {what}s {'holds' if n == 1 else 'hold'} NaN or infinite pixel values "
+                     f"(no grey level to scale to: such an image would train as a black one): {shown}; fix or "
+                     f"remove {'it' if n == 1 else 'them'}")
 
 
 def _bomb_message(path, e: Exception) -> str:
@@ -161,18 +196,21 @@ def _bomb_message(path, e: Exception) -> str:
             "shrink the image or remove it from the data set")
 
 
-def decode_image(path: str | os.PathLike, image_size: int | None, channels: int) -> np.ndarray:
-    """One image file as uint8 ``[C, S, S]`` (``[C, H, W]`` when ``image_size`` is None)."""
+def _decode(path: str | os.PathLike, image_size: int | None, channels: int) -> tuple[np.ndarray, bool]:
+    """:func:`decode_image` without the check for NaN: the array and whether its pixel
+    values were all finite."""
     if channels not in (1, 3):
         raise DataError(f"channels must be 1 or 3, got {channels}")
     try:
-        with Image.open(path) as img:
+        with open_regular(path, "image file") as f, Image.open(f) as img:
             if image_size and img.format == "JPEG":
                 img.draft("L" if channels == 1 else "RGB", (image_size, image_size))
-            img = _to_mode(img, channels)
+            img, finite = _to_mode(img, channels)
             if image_size and img.size != (image_size, image_size):
                 img = img.resize((image_size, image_size), Image.Resampling.BILINEAR)
             arr = np.asarray(img, dtype=np.uint8)
+    except DataError:
+        raise  # not a regular file (open_regular's message)
     except FileNotFoundError:
         raise DataError(f"image file not found: {path}") from None
     except Image.DecompressionBombError as e:
@@ -181,7 +219,18 @@ def decode_image(path: str | os.PathLike, image_size: int | None, channels: int)
         raise DataError(f"cannot decode image file {path}: {e}") from None
     except MemoryError:
         raise DataError(f"image file {path} does not fit in memory when decoded at image_size {image_size}") from None
-    return arr[None] if arr.ndim == 2 else np.ascontiguousarray(arr.transpose(2, 0, 1))
+    return (arr[None] if arr.ndim == 2 else np.ascontiguousarray(arr.transpose(2, 0, 1))), finite
+
+
+def decode_image(path: str | os.PathLike, image_size: int | None, channels: int) -> np.ndarray:
+    """One image file as uint8 ``[C, S, S]`` (``[C, H, W]`` when ``image_size`` is None).
+
+    Only a regular file is opened (:func:`~fedpl_core.data.safeopen.open_regular`); an
+    image whose pixel values are not all finite is a :class:`DataError`."""
+    arr, finite = _decode(path, image_size, channels)
+    if not finite:
+        raise nonfinite_error([os.fspath(path)], 1)
+    return arr
 
 
 def decode_images(
@@ -193,23 +242,29 @@ def decode_images(
     desc: str = "decoding images",
     progress: bool = True,
 ) -> np.ndarray:
-    """Decode ``paths`` in order into ``out`` (or a new array); uint8 ``[N, C, S, S]``."""
+    """Decode ``paths`` in order into ``out`` (or a new array); uint8 ``[N, C, S, S]``.
+
+    Files whose pixel values are not all finite are decoded to the end and then named
+    together in one :class:`DataError` (:func:`nonfinite_error`)."""
     n = len(paths)
     if n == 0:
         raise DataError("no image files to decode")
-    first = decode_image(paths[0], image_size, channels)
+    first, ok = _decode(paths[0], image_size, channels)
+    bad: dict[int, str] = {} if ok else {0: os.fspath(paths[0])}
     if out is None:
         out = np.empty((n, *first.shape), np.uint8)
     out[0] = first
     workers = num_workers or min(16, os.cpu_count() or 1)
 
     def work(i: int) -> None:
-        a = decode_image(paths[i], image_size, channels)
+        a, finite = _decode(paths[i], image_size, channels)
         if a.shape != first.shape:
             raise DataError(
                 f"image {paths[i]} has shape {a.shape}, {paths[0]} has {first.shape}; "
                 "pass image_size to resize all images to one size"
             )
+        if not finite:
+            bad[i] = os.fspath(paths[i])
         out[i] = a
 
     from tqdm.auto import tqdm
@@ -224,6 +279,8 @@ def decode_images(
             with ThreadPoolExecutor(workers) as pool:
                 for _ in pool.map(work, range(1, n)):
                     bar.update(1)
+    if bad:
+        raise nonfinite_error([bad[i] for i in sorted(bad)], n)
     return out
 
 
@@ -276,6 +333,99 @@ def cache_path_for(
     return d / f"{safe}-{len(paths)}-{size}-{channels}c-{key}.npy"
 
 
+class CacheSpaceError(OSError):
+    """The decode cache's folder has no room for an array (errno ENOSPC): one line
+    naming the folder, the size needed and the space free."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(errno.ENOSPC, message)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+#: errors of posix_fallocate meaning "not supported here" (then the free space is compared)
+_NO_FALLOCATE = (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS, errno.ENODEV, errno.ESPIPE)
+
+
+def _free_bytes(folder: Path) -> int | None:
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError):
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def no_space(folder: Path, needed: int, what: str) -> CacheSpaceError:
+    """The :class:`CacheSpaceError` for ``what`` needing ``needed`` bytes in ``folder``."""
+    free = _free_bytes(folder)
+    have = f", {fmt_bytes(free)} free" if free is not None else ""
+    return CacheSpaceError(
+        f"no space left in {folder} for the decode cache ({what} need {fmt_bytes(needed)}{have}): free some "
+        "space there, set FEDPL_CACHE to a folder with room, or decode without the cache (use_cache=False; "
+        'in a run: dataset_kwargs {"use_cache": false})')
+
+
+def _reserve(fd: int, size: int, folder: Path, what: str) -> None:
+    """Allocate ``size`` bytes of the open file ``fd`` on disk now, so that writing
+    through a memory map of it cannot meet a full disk (SIGBUS); a
+    :class:`CacheSpaceError` when the disk has no room."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+        return
+    except AttributeError:  # no posix_fallocate on this platform (macOS)
+        pass
+    except OSError as e:
+        if e.errno in _NO_SPACE:
+            raise no_space(folder, size, what) from None
+        if e.errno not in _NO_FALLOCATE:
+            raise
+    free = _free_bytes(folder)
+    if free is not None and free < size:
+        raise no_space(folder, size, what)
+
+
+def write_cache_array(target: str | os.PathLike, shape: tuple[int, ...], fill, what: str = "the array"):
+    """Write a uint8 ``.npy`` array of ``shape`` to ``target`` through a memory map, with
+    nothing lost on a full disk; returns ``fill(array)``.
+
+    The array file is made under a temporary name (:func:`fedpl_core.fileio.atomic_path`:
+    ``O_EXCL``, never a link), its header written and its whole size reserved on disk
+    (:func:`os.posix_fallocate`; where that is not supported, the file system's free space
+    is compared with the size) before it is mapped; ``fill`` writes the values; the file
+    is flushed and moved to ``target``.  A disk without room is one
+    :class:`CacheSpaceError` (also when it strikes creating or extending the file), the
+    temporary is removed, and the folder's other entries are untouched.  Temporaries of
+    processes that died are removed from the folder first."""
+    target = Path(target)
+    folder = target.parent
+    nbytes = int(np.prod(shape, dtype=np.int64))
+    remove_stale_temps(folder)
+    try:
+        with atomic_path(target) as tmp:
+            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)), "fortran_order": False,
+                      "shape": tuple(int(n) for n in shape)}
+            fd = os.open(tmp, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+            with os.fdopen(fd, "r+b") as f:
+                np.lib.format.write_array_header_1_0(f, header)
+                f.flush()
+                _reserve(f.fileno(), f.tell() + nbytes, folder, what)
+            out = np.lib.format.open_memmap(tmp, mode="r+")
+            try:
+                result = fill(out)
+                out.flush()
+            finally:
+                del out
+    except CacheSpaceError:
+        raise
+    except OSError as e:
+        if e.errno in _NO_SPACE:
+            raise no_space(folder, nbytes, what) from None
+        raise
+    return result
+
+
 def load_images_cached(
     paths: Sequence[str | os.PathLike],
     decode: DecodeOptions | None = None,
@@ -314,23 +464,26 @@ def load_images_cached(
         _stat_entries(paths, root)  # clear error for a missing file before decoding
         return decode_images(paths, image_size, channels, **dkw)
     target = cache_path_for(paths, image_size, channels, opt.cache_dir, root, name)
-    if target.exists():
+    remove_stale_temps(target.parent)  # a temporary of a process that died
+    odd = not_regular(target)
+    if odd not in (None, "missing"):  # a folder or FIFO where the array belongs: never opened nor replaced
+        warnings.warn(f"cache file {target} is {odd}, not a regular file; decoding without the cache", DataWarning)
+        return decode_images(paths, image_size, channels, **dkw)
+    if odd is None:
         try:
             arr = np.load(target, mmap_mode=mmap_mode)
             if arr.dtype == np.uint8 and arr.ndim == 4 and len(arr) == len(paths) and arr.shape[1] == channels:
                 return arr
         except (OSError, ValueError):
             pass
-        warnings.warn(f"ignoring unreadable cache file {target}; decoding again")
+        warnings.warn(f"ignoring unreadable cache file {target}; decoding again", DataWarning)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        warnings.warn(f"cache folder {target.parent} is not writable ({e}); decoding without cache")
+        warnings.warn(f"cache folder {target.parent} is not writable ({e}); decoding without cache", DataWarning)
         return decode_images(paths, image_size, channels, **dkw)
-    first = decode_image(paths[0], image_size, channels)
-    with atomic_path(target) as tmp:
-        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(len(paths), *first.shape))
-        decode_images(paths, image_size, channels, out=out, **dkw)
-        out.flush()
-        del out
+    first, _ = _decode(paths[0], image_size, channels)  # its shape (a NaN image is named by decode_images)
+    write_cache_array(target, (len(paths), *first.shape),
+                      lambda out: decode_images(paths, image_size, channels, out=out, **dkw),
+                      f"{len(paths)} images of {name}")
     return np.load(target, mmap_mode=mmap_mode)

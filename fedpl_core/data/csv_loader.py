@@ -27,15 +27,17 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .base import MULTICLASS, MULTILABEL, DataError, ImageDataset
+from .base import MULTICLASS, MULTILABEL, DataError, DataWarning, ImageDataset
 from .cache import DecodeOptions, decode_options
-from .files import build_dataset, check_classes, parse_label_values, read_table, require_file
+from .files import build_dataset, check_classes, first_rows, parse_label_values, read_table, require_file
+from .safeopen import not_regular
 
 #: The 14 CheXpert observations, in the column order of CheXpert's CSVs.
 CHEXPERT_CLASSES = [
@@ -91,15 +93,27 @@ def _from_table(
             i = int(np.flatnonzero(bad)[0])
             raise DataError(f"{what}: {paths[i]} has {int(labels[i].sum())} positive classes; "
                             "a multi-class table needs exactly one")
-    exists = np.fromiter((os.path.isfile(p) for p in paths), bool, len(paths))
+    source = os.path.basename(str(info.get("csv") or info.get("metadata") or "the label table"))
+    keep &= first_rows([os.path.normpath(p) for p in paths], labels, classes, what, source, mask=mask)
+    exists = np.fromiter((os.path.isfile(p) for p in paths), bool, len(paths)) | ~keep
     if not exists.all():
         missing = [p for p, e in zip(paths, exists) if not e]
+        odd = [(p, k) for p in missing if (k := not_regular(p)) != "missing"]
         if not skip_missing:
+            if odd:
+                raise DataError(f"{what}: listed image file {odd[0][0]} is {odd[0][1]}, not a regular file"
+                                + (f" ({len(odd)} such files)" if len(odd) > 1 else "")
+                                + "; skip_missing=True drops " + ("it" if len(odd) == 1 else "them"))
             raise DataError(
                 f"{what}: image file not found: {missing[0]}"
                 + (f" ({len(missing)} of {len(paths)} listed images missing)" if len(missing) > 1 else "")
                 + "; skip_missing=True drops them"
             )
+        if odd:
+            warnings.warn(f"{what}: skipped {len(odd)} listed image file{'' if len(odd) == 1 else 's'} that "
+                          f"{'is' if len(odd) == 1 else 'are'} not regular (never opened): "
+                          + "; ".join(f"{p} ({k})" for p, k in odd[:3]) + (" ..." if len(odd) > 3 else ""),
+                          DataWarning, stacklevel=3)
         keep &= exists
     rows = np.flatnonzero(keep)
     names = [rename.get(c, c) for c in classes] if rename else classes

@@ -8,27 +8,44 @@ decode cache (:mod:`fedpl_core.data.cache`, which does the image decoding).  The
 data-set modules (``nih``, ``ham10000``, ``csv_loader``, ``tb_covid``) only know their
 own file formats.  (Formerly ``imageio.py``, a name that shadowed the ``imageio``
 library although this module reads no images.)
+
+What a listing reads (:func:`scan_files`, behind :func:`index_files`): regular files
+(and links to them) whose names end in one of the data set's suffixes, in every folder
+below the root, linked folders included (images on another disk linked into the data
+folder are the usual case; each folder is visited once, so a link back up cannot loop).
+An entry named like an image that is not a regular file (a FIFO, socket, device, a
+folder named ``x.png``, a link to nothing) is skipped and named in one
+:class:`~fedpl_core.data.base.DataWarning`.  Tables and lists are read only when they
+are regular files.  A label table that lists an image more than once
+(:func:`first_rows`) keeps its first row, with one warning naming how many and an
+example; repeats that disagree about the labels are a :class:`DataError`.
 """
 from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .base import MULTICLASS, MULTILABEL, DataError, ImageDataset
+from .base import MULTICLASS, MULTILABEL, DataError, DataWarning, ImageDataset
 from .cache import DecodeOptions, decode_options, load_images_cached
+from .safeopen import not_regular
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 
 
 # ------------------------------------------------------------------ finding files
-def find_file(root: str | os.PathLike, names: Sequence[str], max_depth: int = 3) -> Path | None:
+def find_file(root: str | os.PathLike, names: Sequence[str], max_depth: int = 3,
+              passed: list[Path] | None = None) -> Path | None:
     """The first of ``names`` (in order of preference) at ``root`` or up to ``max_depth``
-    folders below it; a shallower match wins over a preferred name found deeper."""
+    folders below it that is a regular file (or a link to one); a shallower match wins
+    over a preferred name found deeper.  Entries of those names that are something else
+    (a FIFO, a folder, a link to nothing) are passed over and, when ``passed`` is a
+    list, appended to it."""
     root = Path(root)
     level = [root]
     for _ in range(max_depth + 1):
@@ -37,6 +54,8 @@ def find_file(root: str | os.PathLike, names: Sequence[str], max_depth: int = 3)
                 p = d / name
                 if p.is_file():
                     return p
+                if passed is not None and (p.exists() or p.is_symlink()):
+                    passed.append(p)
         nxt: list[Path] = []
         for d in level:
             try:
@@ -54,26 +73,89 @@ def require_file(root: str | os.PathLike, names: Sequence[str], what: str, max_d
     """:func:`find_file` or a :class:`DataError` naming the expected file names."""
     if not Path(root).is_dir():
         raise DataError(f"{what}: data folder not found: {root}")
-    p = find_file(root, names, max_depth)
+    passed: list[Path] = []
+    p = find_file(root, names, max_depth, passed)
     if p is None:
-        raise DataError(f"{what}: none of {list(names)} found in {root} (searched {max_depth} levels deep)")
+        odd = f"; {passed[0]} is {not_regular(passed[0])}, not a regular file" if passed else ""
+        raise DataError(f"{what}: none of {list(names)} found in {root} (searched {max_depth} levels deep){odd}")
     return p
 
 
-def index_files(
-    root: str | os.PathLike, suffixes: Iterable[str] = IMAGE_SUFFIXES, key: str = "name"
-) -> dict[str, str]:
-    """``{file name (or stem): path}`` of every file with one of ``suffixes`` below
-    ``root``, from one :func:`os.walk`.  Folders are walked in sorted order and the
-    first occurrence of a name wins, so the result does not depend on the file system."""
+def scan_files(
+    root: str | os.PathLike, suffixes: Iterable[str] = IMAGE_SUFFIXES, recursive: bool = True,
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """``(files, skipped)``: the paths of the regular files (links to regular files
+    included) below ``root`` whose names end in one of ``suffixes`` (any case), and
+    ``(path, what it is)`` of each entry with such a name that is not a regular file (a
+    FIFO, socket, device, folder, a link to nothing).  Nothing is opened.
+
+    Order: a folder's files by name, then its subfolders by name, depth first (the order
+    of a sorted :func:`os.walk`), so the result does not depend on the file system.
+    Linked folders are followed (``recursive``), each real folder once (a link to a
+    folder above cannot loop); folders that cannot be listed are passed over."""
     suffixes = tuple(s.lower() for s in suffixes)
+    files: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    seen: set[tuple[int, int]] = set()
+
+    def visit(folder: str) -> None:
+        try:
+            st = os.stat(folder)
+            if (st.st_dev, st.st_ino) in seen:
+                return
+            seen.add((st.st_dev, st.st_ino))
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return
+        subdirs = []
+        for e in entries:
+            try:
+                is_dir = e.is_dir()  # follows links; d_type: no stat for a plain entry
+                is_file = not is_dir and e.is_file()
+            except OSError:
+                is_dir = is_file = False
+            if is_dir:
+                subdirs.append(e.path)
+            if e.name.lower().endswith(suffixes):
+                if is_file:
+                    files.append(e.path)
+                else:
+                    skipped.append((e.path, not_regular(e.path) or "not a regular file"))
+        if recursive:
+            for d in subdirs:
+                visit(d)
+
+    visit(os.fspath(root))
+    return files, skipped
+
+
+def warn_skipped(skipped: Sequence[tuple[str, str]], root: str | os.PathLike, what: str = "") -> None:
+    """One :class:`DataWarning` naming the entries :func:`scan_files` skipped (the first
+    three and how many in all); nothing when there are none."""
+    if not skipped:
+        return
+    shown = "; ".join(f"{p} ({kind})" for p, kind in skipped[:3])
+    more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    n = len(skipped)
+    warnings.warn(f"{what + ': ' if what else ''}skipped {n} entr{'y' if n == 1 else 'ies'} below {root} named "
+                  f"like image files but {'not a regular file' if n == 1 else 'not regular files'} (never opened): "
+                  f"{shown}{more}", DataWarning, stacklevel=3)
+
+
+def index_files(
+    root: str | os.PathLike, suffixes: Iterable[str] = IMAGE_SUFFIXES, key: str = "name", what: str = "",
+) -> dict[str, str]:
+    """``{file name (or stem): path}`` of every regular file with one of ``suffixes``
+    below ``root`` (:func:`scan_files`: linked folders followed, entries that are not
+    regular files skipped and named in a warning).  The first occurrence of a name in
+    the sorted walk wins, so the result does not depend on the file system."""
+    files, skipped = scan_files(root, suffixes)
+    warn_skipped(skipped, root, what)
     out: dict[str, str] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for f in sorted(filenames):
-            if f.lower().endswith(suffixes):
-                k = f if key == "name" else os.path.splitext(f)[0]
-                out.setdefault(k, os.path.join(dirpath, f))
+    for path in files:
+        f = os.path.basename(path)
+        out.setdefault(f if key == "name" else os.path.splitext(f)[0], path)
     return out
 
 
@@ -89,6 +171,9 @@ def read_table(path: str | os.PathLike, required: Sequence[str] = (), what: str 
     path = Path(path)
     what = what or path.name
     sep = "\t" if path.name.endswith((".tab", ".tab.gz", ".tsv", ".tsv.gz")) else ","
+    kind = not_regular(path)
+    if kind not in (None, "missing"):
+        raise DataError(f"{what}: {path} is {kind}, not a regular file")
     try:
         df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, compression="infer")
     except FileNotFoundError:
@@ -105,7 +190,10 @@ def read_table(path: str | os.PathLike, required: Sequence[str] = (), what: str 
 
 
 def read_name_list(path: str | os.PathLike) -> list[str]:
-    """Non-empty stripped lines of a text file (official split lists)."""
+    """Non-empty stripped lines of a text file (official split lists); a regular file only."""
+    kind = not_regular(path)
+    if kind not in (None, "missing"):
+        raise DataError(f"{path} is {kind}, not a regular file")
     with open(path, encoding="utf-8") as f:
         return [s.strip() for s in f if s.strip()]
 
@@ -154,6 +242,55 @@ def parse_label_values(
         if blank == "ignore":
             mask[empty.to_numpy(), j] = False
     return labels, mask
+
+
+# ------------------------------------------------------------------ repeated rows
+def first_rows(
+    keys: Sequence[str],
+    labels: np.ndarray,
+    class_names: Sequence[str],
+    what: str,
+    source: str,
+    mask: np.ndarray | None = None,
+    item: str = "image",
+) -> np.ndarray:
+    """Which rows of a label table to keep so that each image (``keys[i]``: its id or
+    path) is there once: a bool mask, True for the first row of each key.
+
+    A table that lists an image more than once would put it in the data set twice, and
+    a split could then place it in both the training and the test part.  Repeats with
+    the same labels (and ``mask``) are dropped with one :class:`DataWarning` naming how
+    many images repeat and an example; repeats whose labels disagree are a
+    :class:`DataError` naming the image and both label sets (which row is right is not
+    for the loader to guess)."""
+    n = len(keys)
+    codes, uniques = pd.factorize(pd.Series(list(keys), dtype=object))
+    if len(uniques) == n:
+        return np.ones(n, bool)
+    first_index = np.unique(codes, return_index=True)[1]  # codes number keys in order of first appearance
+    ref = first_index[codes]
+    keep = ref == np.arange(n)
+    labels = np.asarray(labels)
+    differ = (labels != labels[ref]).any(axis=1)
+    if mask is not None:
+        differ |= (np.asarray(mask) != np.asarray(mask)[ref]).any(axis=1)
+    if differ.any():
+        i = int(np.flatnonzero(differ)[0])
+
+        def show(r: int) -> str:
+            pos = [c for c, v in zip(class_names, labels[r]) if v]
+            return "|".join(pos) or "no positive class"
+
+        raise DataError(f"{what}: {source} lists {item} {keys[i]!r} more than once with different labels "
+                        f"({show(int(ref[i]))} and {show(i)}); keep one row of it")
+    repeated = np.bincount(codes)
+    example = int(np.flatnonzero(repeated > 1)[0])
+    k = int((repeated > 1).sum())
+    warnings.warn(f"{what}: {source} lists {k} {item}{'' if k == 1 else 's'} more than once "
+                  f"({n - len(uniques)} repeated row{'' if n - len(uniques) == 1 else 's'}, e.g. "
+                  f"{uniques[example]!r} {int(repeated[example])} times); each is kept once (its first row)",
+                  DataWarning, stacklevel=3)
+    return keep
 
 
 # ------------------------------------------------------------------ classes / rows

@@ -16,7 +16,9 @@ Two published forms of the same training images are read:
 Class order is ISIC's (:data:`HAM_CLASSES`); the task is single-label (one-hot);
 images are RGB.  ``groups`` are lesion ids (several images show one lesion, so splits
 must be grouped): from the metadata, else the ISIC lesion-groupings file, else the
-image id itself.
+image id itself.  An ``image_id`` (or ISIC ``image``) listed twice is kept once, with a
+warning, so that it cannot land in two splits (twice with different diagnoses: an
+error; :func:`fedpl_core.data.files.first_rows`).
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ import numpy as np
 
 from .base import MULTICLASS, DataError, ImageDataset
 from .cache import DecodeOptions, decode_options
-from .files import build_dataset, find_file, index_files, read_table, select_classes
+from .files import build_dataset, find_file, first_rows, index_files, read_table, select_classes
 
 #: ISIC 2018 Task 3 class order.
 HAM_CLASSES = ["MEL", "NV", "BCC", "AKIEC", "BKL", "DF", "VASC"]
@@ -58,7 +60,8 @@ def _read_metadata(path: Path, what: str):
         )
     labels = np.zeros((len(df), len(HAM_CLASSES)), np.float32)
     labels[np.arange(len(df)), [HAM_CLASSES.index(DX_TO_CLASS[d]) for d in dx]] = 1.0
-    return df, labels
+    first = first_rows(df["image_id"].str.strip().tolist(), labels, HAM_CLASSES, what, path.name)
+    return df[first].reset_index(drop=True), labels[first]
 
 
 def _read_ground_truth(path: Path, what: str):
@@ -75,7 +78,8 @@ def _read_ground_truth(path: Path, what: str):
             f"{what}: row {i + 2} of {path.name} (image {df['image'].iloc[i]!r}) is not one-hot: "
             f"{dict(zip(HAM_CLASSES, labels[i].tolist()))}"
         )
-    return df, labels
+    first = first_rows(df["image"].str.strip().tolist(), labels, HAM_CLASSES, what, path.name)
+    return df[first].reset_index(drop=True), labels[first]
 
 
 def load_ham10000(
@@ -157,7 +161,7 @@ def load_ham10000(
     labels, _, names, rows = select_classes(labels, None, HAM_CLASSES, classes, MULTICLASS, what)
     ids, groups = [ids[i] for i in rows], [groups[i] for i in rows]
     meta = {k: [v[i] for i in rows] for k, v in meta.items()}
-    index = index_files(root, (".jpg", ".jpeg"), key="stem")
+    index = index_files(root, (".jpg", ".jpeg"), key="stem", what=what)
     missing = [i for i in ids if i not in index]
     if missing:
         raise DataError(

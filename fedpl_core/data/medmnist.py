@@ -14,11 +14,14 @@ codes (``AKIEC, BCC, BKL, DF, MEL, NV, VASC``, MedMNIST's alphabetical order; re
 with ``classes=HAM_CLASSES``).
 
 :data:`MEDMNIST_INFO` is a hand copy of the 2-D part of ``medmnist.INFO`` because the
-``medmnist`` package is not a dependency (it is only imported for ``download=True``).
+``medmnist`` package is not a dependency (it is only imported for ``download=True``);
+so is :data:`PUBLISHED_SIZES`, the published split sizes: a file whose splits hold
+other numbers of images gets one warning naming both (:func:`check_split_sizes`).
 """
 from __future__ import annotations
 
 import os
+import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,10 +30,11 @@ from typing import Sequence
 import numpy as np
 from PIL import Image
 
-from .base import MULTICLASS, MULTILABEL, DataError, ImageDataset, check_memory
+from .base import MULTICLASS, MULTILABEL, DataError, DataWarning, ImageDataset, check_memory
 from .cache import DecodeOptions, decode_options, log_resize
 from .files import select_classes, subsample_index
 from .nih import NIH_CLASSES
+from .safeopen import not_regular, open_regular
 
 SPLITS = ("train", "val", "test")
 SIZES = (28, 64, 128, 224)
@@ -76,6 +80,57 @@ MEDMNIST_INFO: dict[str, MedMNISTInfo] = {
 }
 
 
+#: Published ``(train, val, test)`` sizes of each 2-D flag (``n_samples`` of
+#: ``medmnist/info.py``; the same for the 28, 64, 128 and 224 px files).  The Organ{A,C,S}
+#: files lost their blank images in v2.2.4, so both their older and their current sizes
+#: are published ones.
+PUBLISHED_SIZES: dict[str, tuple[tuple[int, int, int], ...]] = {
+    "pathmnist": ((89996, 10004, 7180),),
+    "chestmnist": ((78468, 11219, 22433),),
+    "dermamnist": ((7007, 1003, 2005),),
+    "octmnist": ((97477, 10832, 1000),),
+    "pneumoniamnist": ((4708, 524, 624),),
+    "retinamnist": ((1080, 120, 400),),
+    "breastmnist": ((546, 78, 156),),
+    "bloodmnist": ((11959, 1712, 3421),),
+    "tissuemnist": ((165466, 23640, 47280),),
+    "organamnist": ((34561, 6491, 17778), (34581, 6491, 17778)),
+    "organcmnist": ((12975, 2392, 8216), (13000, 2392, 8268)),
+    "organsmnist": ((13932, 2452, 8827), (13940, 2452, 8829)),
+}
+
+
+def check_split_sizes(flag: str, path: Path, images: dict[str, np.ndarray]) -> None:
+    """One :class:`DataWarning` when the splits read from ``path`` (``{split: images}``)
+    hold other numbers of images than every published release of ``flag``
+    (:data:`PUBLISHED_SIZES`), naming both sizes and how many images of such a split
+    repeat another of it: an edited, partial or foreign file gives numbers that cannot
+    be compared with published ones.  The repeats are counted only for a file that
+    differs."""
+    releases = PUBLISHED_SIZES.get(flag, ())
+    sizes = {s: len(a) for s, a in images.items()}
+    if not releases or any(all(n == r[SPLITS.index(s)] for s, n in sizes.items()) for r in releases):
+        return
+    ref = releases[0]
+    off = [s for s, n in sizes.items() if n != ref[SPLITS.index(s)]] or list(sizes)
+    parts = []
+    for s in off:
+        rep = _repeats(images[s])
+        parts.append(f"{s} {sizes[s]:,} images, published {ref[SPLITS.index(s)]:,}"
+                     + (f" ({rep:,} of them repeat another image)" if rep else ""))
+    warnings.warn(f"MedMNIST file {path}: split sizes differ from the published {flag} "
+                  f"(train {ref[0]:,}, val {ref[1]:,}, test {ref[2]:,}): {'; '.join(parts)}; an edited or partial "
+                  "copy? Its numbers cannot be compared with published ones", DataWarning, stacklevel=3)
+
+
+def _repeats(images: np.ndarray) -> int:
+    """How many of ``images`` (``[N, ...]`` uint8) are byte-for-byte repeats of an earlier one."""
+    if len(images) < 2:
+        return 0
+    rows = np.ascontiguousarray(images.reshape(len(images), -1))
+    return len(rows) - len(np.unique(rows.view(np.dtype((np.void, rows.shape[1]))).ravel()))
+
+
 def medmnist_filename(flag: str, size: int = 28) -> str:
     """``chestmnist.npz`` for 28 px, ``chestmnist_64.npz`` for 64 px, ..."""
     return f"{flag}.npz" if size == 28 else f"{flag}_{size}.npz"
@@ -116,7 +171,7 @@ def _check_npz(path: Path) -> None:
     """A clear :class:`DataError` for an ``.npz`` that cannot be one (numpy would read an
     empty file as EOF and random bytes as a pickle it refuses)."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, "MedMNIST file") as f:
             head = f.read(4)
     except OSError as e:
         raise DataError(f"cannot read MedMNIST file {path}: {e.strerror or e}") from None
@@ -190,7 +245,10 @@ def load_medmnist(
         raise DataError(f"MedMNIST split must be one of {SPLITS} or None, got {split!r}")
     root = Path(root)
     path = root / medmnist_filename(flag, size)
-    if not path.is_file() and download:
+    kind = not_regular(path)
+    if kind not in (None, "missing"):
+        raise DataError(f"MedMNIST file {path} is {kind}, not a regular file")
+    if kind == "missing" and download:
         _download(flag, size, root)
     if not path.is_file():
         raise DataError(
@@ -215,6 +273,7 @@ def load_medmnist(
     empty = [s for s, a in zip(splits, images) if len(a) == 0]
     if empty:
         raise DataError(f"MedMNIST file {path}: split(s) {empty} hold no images")
+    check_split_sizes(flag, path, dict(zip(splits, images)))
     x = np.concatenate(images)
     y = np.concatenate(labels)
     if x.ndim == 3:

@@ -18,6 +18,8 @@ with ages like ``058Y``.  ``Data_Entry_2017_v2020.csv`` says ``Patient Sex`` ins
 of ``Patient Gender`` and stores ages as integers.  Only ``Image Index``, ``Finding
 Labels`` and ``Patient ID`` are required (``View Position`` when filtering views).
 ``Finding Labels`` joins findings with ``|``; ``No Finding`` is the all-zero row.
+An ``Image Index`` listed twice is kept once, with a warning (twice with different
+findings: an error; :func:`fedpl_core.data.files.first_rows`).
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import numpy as np
 
 from .base import MULTILABEL, DataError, ImageDataset
 from .cache import DecodeOptions, decode_options
-from .files import build_dataset, check_classes, index_files, read_name_list, read_table, require_file
+from .files import build_dataset, check_classes, first_rows, index_files, read_name_list, read_table, require_file
 
 #: The 14 findings in the standard order (Wang et al.; MedMNIST's ChestMNIST order).
 NIH_CLASSES = [
@@ -113,6 +115,8 @@ def load_nih(
     df["Image Index"] = df["Image Index"].str.strip()
 
     labels = parse_finding_labels(df["Finding Labels"].tolist(), df["Image Index"].tolist(), what)
+    first = first_rows(df["Image Index"].tolist(), labels, NIH_CLASSES, what, os.path.basename(str(csv_path)))
+    df, labels = df[first].reset_index(drop=True), labels[first]
     keep = np.ones(len(df), bool)
     if split is not None:
         if split not in SPLIT_FILES:
@@ -126,7 +130,7 @@ def load_nih(
     df = df.iloc[rows].reset_index(drop=True)
     labels = labels[rows][:, [NIH_CLASSES.index(c) for c in classes]]
 
-    index = index_files(root, (".png",))
+    index = index_files(root, (".png",), what=what)
     present = df["Image Index"].isin(index.keys()).to_numpy()
     if not present.all() and not skip_missing:
         missing = df["Image Index"][~present].tolist()

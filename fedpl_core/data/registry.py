@@ -4,7 +4,9 @@
 Each entry says which loader reads the files as the publisher ships them and where
 the splits come from: the publisher's official train / test lists (``val`` is None),
 or a seeded patient- / lesion-wise split of one release by ``fractions`` (``val`` is
-None for two fractions).
+None for two fractions).  No image is in two parts: one that official lists name in
+both the training and the test part is dropped from the training part, with a warning
+(:func:`~fedpl_core.data.splits.drop_shared`).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any, Callable, NamedTuple
 
 from .base import DataError, ImageDataset
 from .cache import DECODE_FIELDS, DecodeOptions, decode_options
-from .splits import split_dataset
+from .splits import drop_shared, split_dataset
 
 log = logging.getLogger("fedpl.data")
 
@@ -115,8 +117,9 @@ def load_split(name: str, root: str | None, classes=None, seed: int = 0, *,
         raise DataError(f"{name} has the one class {info.one_class!r}; classes={list(classes)} cannot be selected "
                         "(leave classes out)")
     if info.split == "official":
-        return DataSplits(fn(root, split=info.train_split, **common), None,
-                          fn(root, split=info.test_split, **common))
+        train, test = fn(root, split=info.train_split, **common), fn(root, split=info.test_split, **common)
+        return DataSplits(drop_shared(train, [test], name), None, test)
     ds = fn(root, **common)  # HAM10000 / ISIC 2018: the training release (10,015 images)
     parts = split_dataset(ds, info.fractions, seed)
-    return DataSplits(parts[0], parts[1], parts[2]) if len(parts) == 3 else DataSplits(parts[0], None, parts[1])
+    train = drop_shared(parts[0], parts[1:], name)  # loaders keep each image once: a guard
+    return DataSplits(train, parts[1], parts[2]) if len(parts) == 3 else DataSplits(train, None, parts[1])

@@ -53,10 +53,11 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from ..fileio import atomic_path, atomic_write_text
-from .base import MULTILABEL, DataError, ImageDataset
-from .cache import DecodeOptions, cache_path_for, decode_options
+from ..fileio import atomic_write_text, remove_stale_temps
+from .base import MULTILABEL, DataError, DataWarning, ImageDataset
+from .cache import DecodeOptions, cache_path_for, decode_options, nonfinite_error, write_cache_array
 from .files import check_classes, index_files, read_table, require_file, subsample_index
+from .safeopen import not_regular, open_regular
 
 #: The five hemorrhage subtypes, the Kaggle CSV's order (``any`` is dropped).
 ICH_SUBTYPES = ["epidural", "intraparenchymal", "intraventricular", "subarachnoid", "subdural"]
@@ -128,6 +129,11 @@ def parse_labels(df: pd.DataFrame, source: str = "stage_2_train.csv", on_conflic
         raise DataError(f"{WHAT}: {source} lists {images[i]}_{CSV_SUBTYPES[j]} more than once with labels 0 and 1 "
                         "(on_conflict='max' takes the positive)")
     duplicates = len(df) - int((hi >= 0).sum())
+    if duplicates:
+        rep = np.flatnonzero(pd.Series(img_code * len(CSV_SUBTYPES) + sub_code).duplicated().to_numpy())
+        warnings.warn(f"{WHAT}: {source} repeats {duplicates} row{'' if duplicates == 1 else 's'} with the same "
+                      f"label (e.g. {ids[int(rep[0])]!r} on line {rows[int(rep[0])]}); each is counted once",
+                      DataWarning, stacklevel=2)
     missing = hi[:, :5] < 0
     if missing.any():
         i, j = map(int, np.argwhere(missing)[0])
@@ -179,20 +185,27 @@ def window(hu: np.ndarray, center: float, width: float) -> np.ndarray:
     return np.clip((hu - (center - width / 2)) / width, 0.0, 1.0).astype(np.float32)
 
 
-def window_dicom(path: str | os.PathLike, image_size: int | None, windows=BRAIN_WINDOW, channels: int = 1,
-                 fix_pixel_representation: bool = True) -> tuple[np.ndarray, dict[str, str]]:
-    """One DICOM slice as uint8 ``[C, S, S]`` (see the module docstring) and its header ids."""
+def _window(path: str | os.PathLike, image_size: int | None, windows=BRAIN_WINDOW, channels: int = 1,
+            fix_pixel_representation: bool = True) -> tuple[np.ndarray, dict[str, str], bool]:
+    """:func:`window_dicom` and whether the slice's values were all finite (NaN / inf
+    values are windowed as the window's low end; the caller refuses the slice)."""
     pydicom = _pydicom()
     wins = parse_windows(windows)
     try:
-        ds = pydicom.dcmread(path)
-        hu = dicom_hu(ds, fix_pixel_representation)
+        with open_regular(path, f"{WHAT}: DICOM file") as f:
+            ds = pydicom.dcmread(f)
+            hu = dicom_hu(ds, fix_pixel_representation)
+    except DataError:
+        raise  # not a regular file
     except FileNotFoundError:
         raise DataError(f"{WHAT}: DICOM file not found: {path}") from None
     except Exception as e:  # pydicom raises many types for bad files (InvalidDicomError, missing pixel data ...)
         raise DataError(f"{WHAT}: cannot read DICOM file {path}: {type(e).__name__}: {e}") from None
     if hu.ndim != 2:
         raise DataError(f"{WHAT}: {path} holds pixel data of shape {hu.shape}, expected one 2-D slice")
+    finite = bool(np.isfinite(hu).all())
+    if not finite:
+        hu = np.where(np.isfinite(hu), hu, -np.inf)
     planes = []
     for c, w in wins:
         p = window(hu, c, w)
@@ -201,7 +214,18 @@ def window_dicom(path: str | os.PathLike, image_size: int | None, windows=BRAIN_
         planes.append(np.clip(np.rint(p * 255.0), 0, 255).astype(np.uint8))
     if channels == 3 and len(planes) == 1:
         planes *= 3
-    return np.stack(planes), _header_ids(ds)
+    return np.stack(planes), _header_ids(ds), finite
+
+
+def window_dicom(path: str | os.PathLike, image_size: int | None, windows=BRAIN_WINDOW, channels: int = 1,
+                 fix_pixel_representation: bool = True) -> tuple[np.ndarray, dict[str, str]]:
+    """One DICOM slice as uint8 ``[C, S, S]`` (see the module docstring) and its header ids.
+    Only a regular file is opened; a slice whose values are not all finite is a
+    :class:`DataError`."""
+    arr, heads, finite = _window(path, image_size, windows, channels, fix_pixel_representation)
+    if not finite:
+        raise nonfinite_error([os.fspath(path)], 1, f"{WHAT} DICOM file")
+    return arr, heads
 
 
 def _header_ids(ds) -> dict[str, str]:
@@ -211,7 +235,10 @@ def _header_ids(ds) -> dict[str, str]:
 def _read_header_ids(path: str) -> dict[str, str]:
     pydicom = _pydicom()
     try:
-        return _header_ids(pydicom.dcmread(path, stop_before_pixels=True, specific_tags=list(HEADER_FIELDS)))
+        with open_regular(path, f"{WHAT}: DICOM file") as f:
+            return _header_ids(pydicom.dcmread(f, stop_before_pixels=True, specific_tags=list(HEADER_FIELDS)))
+    except DataError:
+        raise
     except Exception as e:
         raise DataError(f"{WHAT}: cannot read DICOM header of {path}: {type(e).__name__}: {e}") from None
 
@@ -232,20 +259,25 @@ def _parallel(fn, n: int, workers: int | None, desc: str, progress: bool) -> Non
 
 
 def _decode_all(paths, opt: DecodeOptions, windows, channels, fix, name, out=None):
-    first, h0 = window_dicom(paths[0], opt.image_size, windows, channels, fix)
+    first, h0, ok = _window(paths[0], opt.image_size, windows, channels, fix)
+    bad: dict[int, str] = {} if ok else {0: paths[0]}
     if out is None:
         out = np.empty((len(paths), *first.shape), np.uint8)
     heads: list = [None] * len(paths)
     out[0], heads[0] = first, h0
 
     def work(i: int) -> None:
-        a, heads[i] = window_dicom(paths[i], opt.image_size, windows, channels, fix)
+        a, heads[i], finite = _window(paths[i], opt.image_size, windows, channels, fix)
         if a.shape != first.shape:
             raise DataError(f"{WHAT}: slice {paths[i]} has shape {a.shape}, {paths[0]} has {first.shape}; "
                             "pass image_size to resize all slices to one size")
+        if not finite:
+            bad[i] = paths[i]
         out[i] = a
 
     _parallel(lambda i: work(i + 1), len(paths) - 1, opt.num_workers, f"decoding {name}", opt.progress)
+    if bad:
+        raise nonfinite_error([bad[i] for i in sorted(bad)], len(paths), f"{WHAT} DICOM file")
     return out, {k: [h[k] for h in heads] for k in HEADER_FIELDS}
 
 
@@ -292,7 +324,12 @@ def load_dicoms_cached(paths: Sequence[str], decode: DecodeOptions | None = None
     meta_path = target.with_name(target.stem + ".headers.json")
     mmap_mode = "r" if opt.mmap else None
     arr = None
-    if target.exists():
+    remove_stale_temps(target.parent)  # a temporary of a process that died
+    odd = not_regular(target)
+    if odd not in (None, "missing"):  # never opened nor replaced
+        warnings.warn(f"cache file {target} is {odd}, not a regular file; decoding without the cache", DataWarning)
+        return _decode_all(paths, opt, wins, channels, fix, name)
+    if odd is None:
         try:
             arr = np.load(target, mmap_mode=mmap_mode)
             if not (arr.dtype == np.uint8 and arr.ndim == 4 and len(arr) == len(paths) and arr.shape[1] == channels):
@@ -300,10 +337,10 @@ def load_dicoms_cached(paths: Sequence[str], decode: DecodeOptions | None = None
         except (OSError, ValueError):
             arr = None
         if arr is None:
-            warnings.warn(f"ignoring unreadable cache file {target}; decoding again")
+            warnings.warn(f"ignoring unreadable cache file {target}; decoding again", DataWarning)
     if arr is not None:
         heads = None
-        if meta_path.exists():
+        if not_regular(meta_path) is None:
             try:
                 heads = json.loads(meta_path.read_text(encoding="utf-8"))
                 if any(len(heads.get(k, ())) != len(paths) for k in HEADER_FIELDS):
@@ -317,15 +354,16 @@ def load_dicoms_cached(paths: Sequence[str], decode: DecodeOptions | None = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        warnings.warn(f"cache folder {target.parent} is not writable ({e}); decoding without cache")
+        warnings.warn(f"cache folder {target.parent} is not writable ({e}); decoding without cache", DataWarning)
         return _decode_all(paths, opt, wins, channels, fix, name)
-    first, _ = window_dicom(paths[0], opt.image_size, wins, channels, fix)
-    with atomic_path(target) as tmp:
-        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(len(paths), *first.shape))
+    first, _, _ = _window(paths[0], opt.image_size, wins, channels, fix)
+
+    def fill(out):
         _, heads = _decode_all(paths, opt, wins, channels, fix, name, out=out)
-        out.flush()
-        del out
         _write_atomic(meta_path, json.dumps(heads))
+        return heads
+
+    heads = write_cache_array(target, (len(paths), *first.shape), fill, f"{len(paths)} slices of {name}")
     return np.load(target, mmap_mode=mmap_mode), heads
 
 
@@ -335,7 +373,7 @@ def _write_atomic(path: Path, text: str) -> None:
     try:
         atomic_write_text(path, text)
     except OSError as e:
-        warnings.warn(f"could not write {path}: {e}")
+        warnings.warn(f"could not write {path}: {e}", DataWarning)
 
 
 # ------------------------------------------------------------------ loader
@@ -408,7 +446,7 @@ def load_rsna_ich(
         drop = np.setdiff1d(neg, neg[subsample_index(len(neg), max_negatives, seed + 1)]) if max_negatives else neg
         rows = np.setdiff1d(rows, drop)
 
-    index = index_files(root, (".dcm",), key="stem")
+    index = index_files(root, (".dcm",), key="stem", what=WHAT)
     present = np.array([ids[i] in index for i in rows], bool)
     if not present.all() and not skip_missing:
         missing = [ids[i] for i in rows[~present]]

@@ -1,11 +1,19 @@
-"""Group-wise train / validation / test splits: no patient (or lesion) in two parts."""
+"""Group-wise train / validation / test splits: no patient (or lesion) in two parts, no
+image in two parts, and a word when a test part is too small to judge a class by."""
 from __future__ import annotations
 
+import os
+import warnings
 from typing import Sequence
 
 import numpy as np
 
-from .base import DataError, ImageDataset
+from .base import DataError, DataWarning, ImageDataset
+
+#: Fewer known positives of a class than this in a test split get a warning: its AUROC
+#: (a rank statistic over the positives) then moves by 1/n or more when one positive
+#: is ranked differently.  The papers report no such floor; 10 is the usual rule of thumb.
+MIN_TEST_POSITIVES = 10
 
 
 def group_split(
@@ -64,3 +72,63 @@ def split_dataset(
                 sub.extra[k] = v[idx]
         out.append(sub)
     return tuple(out)
+
+
+def image_keys(ds: ImageDataset) -> np.ndarray | None:
+    """What identifies each image of ``ds`` across splits: its file (``extra["paths"]``,
+    normalised), else ``extra["image_id"]``; None when the data set has neither
+    (generated data, MedMNIST arrays)."""
+    if "paths" in ds.extra and len(ds.extra["paths"]) == len(ds):
+        return np.asarray([os.path.normpath(str(p)) for p in ds.extra["paths"]], dtype=object)
+    if "image_id" in ds.extra and len(ds.extra["image_id"]) == len(ds):
+        return np.asarray([str(i) for i in ds.extra["image_id"]], dtype=object)
+    return None
+
+
+def drop_shared(train: ImageDataset, others: Sequence[ImageDataset | None], name: str = "") -> ImageDataset:
+    """``train`` without the images that are also in one of ``others`` (the validation and
+    test parts), with one :class:`DataWarning` naming how many and an example; ``train``
+    itself when none is shared or the images cannot be told apart (:func:`image_keys`).
+
+    An image in both the training and the test part is scored on data it was trained
+    on.  Loaders keep each image once (:func:`fedpl_core.data.files.first_rows`) and
+    group splits place each row once, so this catches what neither can: official split
+    lists that name an image in two parts.  The test part stays as published."""
+    keys = image_keys(train)
+    if keys is None:
+        return train
+    held = set()
+    for o in others:
+        k = None if o is None else image_keys(o)
+        if k is not None:
+            held.update(k.tolist())
+    shared = np.fromiter((k in held for k in keys), bool, len(keys))
+    if not shared.any():
+        return train
+    n = int(shared.sum())
+    warnings.warn(f"{name + ': ' if name else ''}{n} image{'' if n == 1 else 's'} of the training split "
+                  f"{'is' if n == 1 else 'are'} also in the test (or validation) split (e.g. "
+                  f"{keys[int(np.flatnonzero(shared)[0])]}); dropped from the training split",
+                  DataWarning, stacklevel=2)
+    out = train.subset(np.flatnonzero(~shared))
+    out.name = train.name
+    return out
+
+
+def few_positives(ds: ImageDataset, minimum: int = MIN_TEST_POSITIVES) -> dict[str, int]:
+    """``{class: known positives}`` of the classes of ``ds`` with fewer than ``minimum``."""
+    pos = ds.positives()
+    return {c: int(p) for c, p in zip(ds.class_names, pos) if p < minimum}
+
+
+def warn_few_positives(ds: ImageDataset, minimum: int = MIN_TEST_POSITIVES, what: str = "test split") -> dict[str, int]:
+    """One :class:`DataWarning` naming each class of ``ds`` (a run's test split) with fewer
+    than ``minimum`` positives and its count: that class's AUROC (and AP) rests on too few
+    images to mean much.  Returns :func:`few_positives`."""
+    few = few_positives(ds, minimum)
+    if few:
+        listed = ", ".join(f"{c} {n}" for c, n in few.items())
+        warnings.warn(f"{ds.name}: the {what} ({len(ds)} images) has fewer than {minimum} positives of "
+                      f"{len(few)} class{'' if len(few) == 1 else 'es'} ({listed}); "
+                      f"{'its' if len(few) == 1 else 'their'} AUROC means little", DataWarning, stacklevel=2)
+    return few

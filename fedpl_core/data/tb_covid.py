@@ -19,7 +19,10 @@ Each becomes a multi-label data set with one class (``Tuberculosis`` / ``COVID-1
 the disease folder is positive, ``Normal`` negative (FedPSL's one-class clients).
 The ``.metadata.xlsx`` files only list sources and sizes and are not read.  The
 databases carry no patient ids, so each image is its own group.  Files are ordered
-naturally (``Normal-2`` before ``Normal-10``).
+naturally (``Normal-2`` before ``Normal-10``).  Only regular files (and links to them)
+are read; an entry named like an image that is not one (a FIFO, a folder, a link to
+nothing) is skipped and named in a warning.  A class folder that is a link (images on
+another disk) is followed.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ import numpy as np
 
 from .base import MULTILABEL, DataError, ImageDataset
 from .cache import DecodeOptions, decode_options
-from .files import IMAGE_SUFFIXES, build_dataset, natural_key
+from .files import IMAGE_SUFFIXES, build_dataset, natural_key, scan_files, warn_skipped
 
 TB_DIR = "TB_Chest_Radiography_Database"
 COVID_DIR = "COVID-19_Radiography_Dataset"
@@ -47,7 +50,9 @@ def _dataset_dir(root: Path, folder: str, needed: Sequence[str], what: str) -> P
 
 def _class_images(d: Path, what: str) -> list[str]:
     src = d / "images" if (d / "images").is_dir() else d
-    files = sorted((f for f in os.listdir(src) if f.lower().endswith(IMAGE_SUFFIXES)), key=natural_key)
+    found, skipped = scan_files(src, IMAGE_SUFFIXES, recursive=False)
+    warn_skipped(skipped, src, what)
+    files = sorted((os.path.basename(p) for p in found), key=natural_key)
     if not files:
         raise DataError(f"{what}: no PNG/JPG images in {src}")
     return [str(src / f) for f in files]
