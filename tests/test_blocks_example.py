@@ -1,10 +1,14 @@
-"""The README's worked example (section "Methods"): a new method composed from the blocks
-of :mod:`fedpl_core.methods.blocks` in under 50 lines, registered and run on the tiny
-setting of ``tests/test_reliability_methods.py``."""
+"""The documentation's worked example (``docs/methods.md``, section "Adding a method"): a new
+method composed from the blocks of :mod:`fedpl_core.methods.blocks` in under 50 lines,
+registered and run on the tiny setting of ``tests/test_reliability_methods.py``; and the
+catalogue of that page, which names every registered method once."""
 import dataclasses
+import inspect
 import os
+import re
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -20,7 +24,7 @@ from fedpl_core.methods import METHODS, Method, get_method, register  # noqa: E4
 from fedpl_core.methods.blocks import Proximal, record_pseudo_labels  # noqa: E402
 
 
-# ----------------------------------------------------------------- the example (README)
+# ----------------------------------------------------------------- the example (docs/methods.md)
 class TeacherProx(Method):
     """Weighted partial BCE + FedProx's proximal term + the received global model's
     confident predictions as pseudo-labels of each client's missing classes; TDMA head."""
@@ -68,8 +72,6 @@ def run(name, **method_kwargs):
 
 
 def test_the_example_is_short():
-    import inspect
-
     assert len(inspect.getsource(TeacherProx).splitlines()) < 50
 
 
@@ -137,9 +139,37 @@ def test_every_multilabel_method_trains_a_round_after_the_head_warmup():
     assert not failed, failed
 
 
-def test_the_readme_shows_this_example_verbatim():
-    import inspect
-    from pathlib import Path
+# ----------------------------------------------------------------- the methods page shows it
+METHODS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "methods.md"
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    assert inspect.getsource(TeacherProx) in readme
+
+def python_blocks(markdown: str) -> list[str]:
+    """The fenced ```python blocks of a Markdown page."""
+    return re.findall(r"^```python\n(.*?)^```", markdown, flags=re.S | re.M)
+
+
+def test_the_methods_page_shows_this_example_verbatim_and_it_runs():
+    """The page's copy is this test's class, and the page's block, imports and ``@register``
+    included, runs as printed: it registers the method under its name."""
+    blocks = [b for b in python_blocks(METHODS_PAGE.read_text()) if "class TeacherProx" in b]
+    assert len(blocks) == 1, "docs/methods.md shows the worked example once, in a ```python block"
+    assert inspect.getsource(TeacherProx) in blocks[0]
+    namespace: dict = {}
+    try:
+        exec(compile(blocks[0], str(METHODS_PAGE), "exec"), namespace)
+        assert METHODS[TeacherProx.name] is namespace["TeacherProx"]
+        assert get_method(TeacherProx.name, mu=0.0).name == TeacherProx.name
+    finally:
+        METHODS.pop(TeacherProx.name, None)
+
+
+def test_the_methods_page_lists_every_registered_method_once_with_its_class():
+    """Its catalogue links each registry name to the class that implements it."""
+    from fedpl_core.methods import available_methods
+
+    registered = available_methods()  # loads every method module
+    listed = re.findall(r"\{py:class\}`(\w+) <([\w.]+)>`", METHODS_PAGE.read_text())
+    assert sorted(name for name, _ in listed) == registered
+    for name, target in listed:
+        cls = METHODS[name]
+        assert target == f"{cls.__module__}.{cls.__qualname__}", name

@@ -6,43 +6,43 @@ all of its hooks, in the order the harness calls them (:class:`~fedpl_core.fl.si
 :mod:`fedpl_core.flower`); a method overrides the few it needs, calling ``super()``.
 
 Once per run:
-    1. ``setup(model, info)``       the working model's structure and the :class:`FederationInfo`
-                                    (on each party: the simulation, every Flower site);
-    2. ``init_server(server)``      [server] initialise ``server.state`` from the initial
-                                    ``server.global_state`` (when the server is built);
-    3. ``init_client(ctx)``         [client] per client, on its training data: constants its
-                                    losses read (class weights), so that they exist before its
-                                    first round (again after a resume: keep it idempotent).
+
+    1. ``setup(model, info)``: the working model's structure and the :class:`FederationInfo`
+       (on each party: the simulation, every Flower site).
+    2. ``init_server(server)``: [server] initialise ``server.state`` from the initial
+       ``server.global_state`` (when the server is built).
+    3. ``init_client(ctx)``: [client] per client, on its training data: constants its losses
+       read (class weights), so that they exist before its first round (again after a
+       resume: keep it idempotent).
 
 Each round (the server sees :class:`~fedpl_core.fl.server.Server` and ``ClientUpdate`` objects
 only; a client sees a :class:`~fedpl_core.fl.federation.ClientContext`: its own data and
 batches, the working model, the optimizer, its state; never the engine):
-    4. ``payload(server, k)``       [server] what sampled client k receives (may be personalised);
-    5. ``receive(ctx, payload)``    [client] load the payload and the client's local arrays (the
-                                    default), then everything the round needs before training:
-                                    an override calls ``super().receive`` first, then prepares
-                                    (teachers, pseudo-labels, prototypes, anchors).  The harness
-                                    then runs the ``warmup`` block (a client's first round,
-                                    when ``warmup_epochs`` > 0), so it sees what ``receive``
-                                    prepared;
-    6. ``local_train(ctx)``         [client] the round's local steps; returns the mean loss
-                                    (default: :func:`~fedpl_core.methods.blocks.sgd_step` over
-                                    ``ctx.batches()``; a method with a step of its own overrides
-                                    it with :func:`~fedpl_core.methods.blocks.train_batches`);
-    7. ``loss(ctx, logits, features, batch)``   [client] **abstract**: the local objective on
-                                    a batch (called by ``local_train``);
-    8. ``make_update(ctx)``         [client] after training: the shared arrays and the declared
-                                    metadata (default :func:`~fedpl_core.methods.blocks.model_update`);
-                                    an override does its after-training work, calls ``super()``
-                                    and adds its metadata (keys listed in ``metadata_keys``);
-    9. ``aggregate(server, updates)``   [server] the new global arrays (default: the ``head``
-                                    block, FedAvg unless ``head`` names a row-wise aggregation).
+
+    4. ``payload(server, k)``: [server] what sampled client k receives (may be personalised).
+    5. ``receive(ctx, payload)``: [client] load the payload and the client's local arrays (the
+       default), then everything the round needs before training: an override calls
+       ``super().receive`` first, then prepares (teachers, pseudo-labels, prototypes,
+       anchors).  The harness then runs the ``warmup`` block (a client's first round, when
+       ``warmup_epochs`` > 0), so it sees what ``receive`` prepared.
+    6. ``local_train(ctx)``: [client] the round's local steps; returns the mean loss (default:
+       :func:`~fedpl_core.methods.blocks.sgd_step` over ``ctx.batches()``; a method with a
+       step of its own overrides it with :func:`~fedpl_core.methods.blocks.train_batches`).
+    7. ``loss(ctx, logits, features, batch)``: [client] **abstract**: the local objective on a
+       batch (called by ``local_train``).
+    8. ``make_update(ctx)``: [client] after training: the shared arrays and the declared
+       metadata (default :func:`~fedpl_core.methods.blocks.model_update`); an override does
+       its after-training work, calls ``super()`` and adds its metadata (keys listed in
+       ``metadata_keys``).
+    9. ``aggregate(server, updates)``: [server] the new global arrays (default: the ``head``
+       block, FedAvg unless ``head`` names a row-wise aggregation).
 
 Whenever a model is scored (the loss reference of the divergence check, each client's
 validation split), outside local training, with ``ctx.state`` a copy and ``ctx.scratch`` empty:
-    10. ``supervised_loss(ctx, logits, batch)``   [client] the loss on the annotated labels
-                                    alone, with no per-round state (FedAvg's ``loss``; a
-                                    per-client class weighting from ``init_client`` may enter).
+
+    10. ``supervised_loss(ctx, logits, batch)``: [client] the loss on the annotated labels
+        alone, with no per-round state (FedAvg's ``loss``; a per-client class weighting from
+        ``init_client`` may enter).
 
 Configuration, not hooks (the blocks a method holds, :mod:`fedpl_core.methods.blocks`; the
 harness reads them, no method overrides them): ``clients_block`` (pooled baselines reshape the
@@ -102,18 +102,19 @@ class Method(metaclass=_CheckedOptions):
     """Abstract federated method (see the module docstring for the hooks).
 
     Class attributes a subclass sets:
-        name: registry name.
-        partial: loss over annotated entries only (True) or missing = negative (False).
-        metadata_keys: the metadata a client may send; anything else is refused.
-        evaluation: ``"global"`` (the server's model) or ``"personalised"`` (each
-            client's own model; class c's score is the mean over the clients that
-            annotate c, over all clients when none does).
-        federated: False for pooled baselines (Centralized, Oracle) and Local.
-        local_arrays: the arrays that never leave a client besides the BatchNorm policy's:
-            ``"batchnorm"`` (none), ``"head"`` (PFL) or ``"all"`` (Local).
-        tasks: the tasks the method is defined for (``"multilabel"``, ``"multiclass"``);
-            :meth:`setup` refuses any other with a clear error (FedRS and FedPU are
-            single-label methods).
+
+    * ``name``: registry name.
+    * ``partial``: loss over annotated entries only (True) or missing = negative (False).
+    * ``metadata_keys``: the metadata a client may send; anything else is refused.
+    * ``evaluation``: ``"global"`` (the server's model) or ``"personalised"`` (each
+      client's own model; class c's score is the mean over the clients that annotate c,
+      over all clients when none does).
+    * ``federated``: False for pooled baselines (Centralized, Oracle) and Local.
+    * ``local_arrays``: the arrays that never leave a client besides the BatchNorm policy's:
+      ``"batchnorm"`` (none), ``"head"`` (PFL) or ``"all"`` (Local).
+    * ``tasks``: the tasks the method is defined for (``"multilabel"``, ``"multiclass"``);
+      :meth:`setup` refuses any other with a clear error (FedRS and FedPU are single-label
+      methods).
 
     Hyper-parameters (constructor keywords): ``bn_policy`` in ``aggregate`` (FedAvg),
     ``local`` (FedBN: BatchNorm layers never leave the client) or ``frozen`` (FedBN+,

@@ -1,5 +1,5 @@
 """FedLSM (Deng, Luo, Chen; MICCAI 2023): "Scale Federated Learning for Label Set Mismatch in
-Medical Image Classification" (``shared/papers/001``).  Sec. 2.3-2.4, Eqs. 3-7, Table 4.
+Medical Image Classification".  Sec. 2.3-2.4, Eqs. 3-7, Table 4.
 
 Each client k identifies a class set I_k (its labels) and not U_k.  Per round:
 
@@ -57,7 +57,7 @@ Each client k identifies a class set I_k (its labels) and not U_k.  Per round:
   model both are initialized from the global model" and the released code rebuilds the
   EMA from the received model every round (``hooks.EMA.before_train``): ``teacher_reset=
   True`` (default).  ``teacher_reset=False`` keeps each client's teacher across rounds in
-  ``ctx.state["teacher"]`` (first initialised from the global model), as issue 11 wrote;
+  ``ctx.state["teacher"]`` (first initialised from the global model), as the package's first specification of FedLSM read it;
   with decay 0.999 and 30 steps a round that teacher stays near the random initial model
   for many rounds.
 * **Optimiser:** Adam with momentum terms 0.9 / 0.99 (Sec. 3.2; set on the optimizer's
@@ -100,7 +100,8 @@ c1c0e6f) was read: ``src/modules/cxr_trainer.py`` (multi-label step), ``skin_tra
   never apply (``~any(softmax)`` is always False), and its AWPA counts (q_c^k counted per
   sampled batch over the round's steps, ``cxr_trainer.py`` L106-107, ``skin_trainer.py`` L109).
 
-**Findings (issue 23; notebook 02's cpu profile, 3 seeds, last round):**
+**Findings** (notebook 02's cpu profile, 3 seeds, last round; recorded at commit 98c26c6, so re-run
+notebook 02 to check them on today's code):
 
 * *Which FedAvg?*  The paper's TDMA adds 5 points in Task 1 (FedAvg 0.710 -> FedAvg* 0.760).
   The released code has no FedAvg, so both readings run (``studies.fedlsm.TDMA_GRID``, same
@@ -355,19 +356,23 @@ def _cycle(pool: torch.Tensor, bs: int, generator: torch.Generator) -> Iterator[
 class FedLSM(Method):
     """FedLSM (MICCAI 2023): UE + pseudo-labelling + UDE locally, AWPA on the server.
 
-    Args (defaults: Table 4 / Sec. 3.2 unless noted; see the module docstring):
-        mode: ``"paper"`` or ``"code"`` (sets every switch of :data:`CODE_SWITCHES`).
-        awpa, ude, ue: the components of Table 3.
-        tau, tau_l: single-label thresholds (D_l u D_m, D_h); tau_p, tau_n, tau_lp, tau_ln:
-            multi-label positive / negative thresholds (D_l u D_m, D_h).
-        lambda_u: weight of L_UDE; mixup_alpha: Beta(alpha, alpha); mix_batch: pairs per step.
-        ema_decay; teacher_reset: rebuild the teacher from the global model each round.
-        n_l, n_h: sizes of D_l, D_h (count or share; ``None`` = :data:`SPLIT` by task).
-        warmup_rounds: rounds on own labels before pseudo-labelling (paper 1).
-        pos_weight: N_neg / N_pos weighting of the known-class BCE (Task 1).
-        augment: ``"paper"`` (the paper's views) or ``"fixmatch"`` (``fedpl_core.fl.views``);
-        strong_ops, strong_magnitude: ``views.strong_view``'s settings (``fixmatch`` only).
-        adam_betas: set on the optimizer when it has betas (``None``: leave it).
+    Options (defaults: Table 4 / Sec. 3.2 unless noted; see the module docstring):
+
+    * ``mode``: ``"paper"`` or ``"code"`` (sets every switch of :data:`CODE_SWITCHES`).
+    * ``awpa``, ``ude``, ``ue``: the components of Table 3.
+    * ``tau``, ``tau_l``: single-label thresholds (D_l u D_m, D_h).
+    * ``tau_p``, ``tau_n``, ``tau_lp``, ``tau_ln``: multi-label positive / negative thresholds
+      (D_l u D_m, D_h).
+    * ``lambda_u``: weight of L_UDE; ``mixup_alpha``: Beta(alpha, alpha); ``mix_batch``: pairs
+      per step.
+    * ``ema_decay``: the teacher's EMA decay; ``teacher_reset``: rebuild the teacher from the
+      global model each round.
+    * ``n_l``, ``n_h``: sizes of D_l, D_h (count or share; ``None`` = :data:`SPLIT` by task).
+    * ``warmup_rounds``: rounds on own labels before pseudo-labelling (paper 1).
+    * ``pos_weight``: N_neg / N_pos weighting of the known-class BCE (Task 1).
+    * ``augment``: ``"paper"`` (the paper's views) or ``"fixmatch"`` (``fedpl_core.fl.views``).
+    * ``strong_ops``, ``strong_magnitude``: ``views.strong_view``'s settings (``fixmatch`` only).
+    * ``adam_betas``: set on the optimizer when it has betas (``None``: leave it).
     """
 
     name = "fedlsm"

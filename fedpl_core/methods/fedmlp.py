@@ -20,7 +20,7 @@ clients that annotate class c.
   on: the released code's ``image_aug_1`` / ``image_aug_2``, losses averaged,
   ``utils/local_training.py`` L935-953), one in stage 2 (L1176-1188) and one whenever
   WPC is off, so that **every component off is FedAvg exactly** (Table 3's first row is
-  Table 2's FedAvg).  **[finding, issue 23]** The views were FixMatch's flip-and-shift
+  Table 2's FedAvg).  **[finding, recorded at commit 3d210db]** The views were FixMatch's flip-and-shift
   (1/8 of the size, zero padding) on top of an un-augmented FedAvg: on the cpu
   profile's CXR m = 7 the all-off chain lost 6 points to FedAvg through the views
   alone (``benchmarks/augmentation_cost.py``).
@@ -49,7 +49,7 @@ clients that annotate class c.
   ``cr_weight`` x MSE between the sigmoid outputs of the local model and of the received
   global model (``ctx.forward_with``, eval mode, same view) over the still-untagged missing
   entries, normalised like WPC, sum / (B C) **[choice: weight 1 and normalisation not given]**.
-* **[finding, issue 23] ST needs a warmed-up model.**  tau = d_c T, and d_c is the share of
+* **[finding, recorded at commit 5cdc5cd] ST needs a warmed-up model.**  tau = d_c T, and d_c is the share of
   sigmoid outputs outside [L, R] = [0.3, 0.7].  After 3 of the 4 warm-up rounds of notebook
   04's cpu profile (one epoch of ~150 images a round, about 15 local steps a client so far)
   the 5-95 % range of a client's outputs is 0.48-0.50 (mean over classes), so d_c = 0 and
@@ -66,10 +66,10 @@ clients that annotate class c.
 ``mode="code"`` (the released code; each a keyword; files of szbonaldo/FedMLP, lines at
 2ad28b8): ``logit_adjust=False`` (``LogitAdjust_Multilabel`` is plain BCE on the sigmoid, its
 adjustment commented out, ``utils/FedNoRo.py`` L16-22); ``wpc_norm="code"`` (stage 1: sum /
-(nominal batch x |AC_k|), ``local_training.py`` L956-957; stage 2: sum / number of supervised
+(nominal batch x ``|AC_k|``), ``local_training.py`` L956-957; stage 2: sum / number of supervised
 entries, L1188); ``cr_schedule="code"`` (CR in stage 1 on all missing classes, L958-963; none
 in stage 2, where ``loss_dis`` is computed but not added, L1185-1188); ``cr_norm="code"`` (CR
-divided by nominal batch x |NC_k|, L958-959; paper mode B x C); ``st=False`` (the counts use
+divided by nominal batch x ``|NC_k|``, L958-959; paper mode B x C); ``st=False`` (the counts use
 T_0 / T_1 with the tau factor commented out, L1069-1072 and L1093-1094; d_c computed and
 logged, tau = T); ``degree_clients="negative"`` (d_c averaged, size-weighted, over the
 clients where c is missing: ``main.py`` L223 ``FedAvg_tao(taos, dict_len,
@@ -125,7 +125,7 @@ def wpc_loss(logits: torch.Tensor, targets: torch.Tensor, known: torch.Tensor, s
 
 def cr_denominator(norm: str, batch: int, classes: int, nominal_batch: int, missing: int) -> float:
     """The normaliser of CR.  ``"classes"`` (paper mode, **[choice]**: the paper gives none):
-    B x C.  ``"code"``: the nominal batch size x |NC_k|, as szbonaldo/FedMLP
+    B x C.  ``"code"``: the nominal batch size x ``|NC_k|``, as szbonaldo/FedMLP
     ``utils/local_training.py`` L958-959 ``loss_dis[:, negetive_class_list_client].sum() /
     (self.args.batch_size * len(negetive_class_list_client))``."""
     if norm == "classes":

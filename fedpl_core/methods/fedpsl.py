@@ -19,7 +19,7 @@ Two modules on top of FedAvg with the partial loss:
 
   1. ``theta' = theta - alpha * grad_theta L_train(phi, theta)``, a differentiable SGD
      look-ahead of the encoder (``alpha`` = 1e-3 as the paper's alpha; **[choice]** plain
-     SGD for the virtual step, as the issue specifies; the paper used ``higher`` and does
+     SGD for the virtual step, as the package's specification of FedPSL asked; the paper used ``higher`` and does
      not say which inner optimiser);
   2. the head ``phi`` takes one optimiser step (Adam, lr = ``EngineConfig.lr``) on
      ``grad_phi L_train(phi, theta)``.  **[choice]** Alg. 1 line 7 writes the step size
@@ -73,7 +73,7 @@ No defect found; nothing in ``tadl_step`` changed.
 
 **TADL's cost depends on whether local training over-fits** (the small CNN, 28 px, Adam
 3e-3, first-order TADL, FedPSL Table II federation, K = 4; ``benchmarks/tadl_overfit.py``,
-2 workers on 2 shared cores).  TADL slows fitting: the encoder and the head each see half
+2 workers on 2 shared cores; recorded at commit 10466f8).  TADL slows fitting: the encoder and the head each see half
 of the minibatch.  That is pure cost where FedAVG under-fits and stops costing where it
 over-fits, but in neither regime did it beat FedAVG's best round.
 
@@ -210,14 +210,15 @@ def tadl_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn:
 class FedPSL(Method):
     """FedPSL: TDMA aggregation + TADL local training, weighted partial BCE.
 
-    Args:
-        tdma: task-dependent aggregation of the head (Eq. 9); False = FedAvg.
-        tadl: meta-learned decoupled local training (Alg. 1); False = one joint step per batch.
-        head_weights: ``"labelled"`` (n_k^c, Eq. 9) or ``"positive"`` (positives of c).
-        first_order: drop the second-order term of the TADL meta-gradient (faster).
-        alpha: step of the differentiable look-ahead theta' = theta - alpha grad.
-        pos_weight: weight the positive BCE term by N_neg / N_pos (the paper's loss).
-        bn_policy, weighting: see :class:`~fedpl_core.methods.base.Method`.
+    Options:
+
+    * ``tdma``: task-dependent aggregation of the head (Eq. 9); False = FedAvg.
+    * ``tadl``: meta-learned decoupled local training (Alg. 1); False = one joint step per batch.
+    * ``head_weights``: ``"labelled"`` (n_k^c, Eq. 9) or ``"positive"`` (positives of c).
+    * ``first_order``: drop the second-order term of the TADL meta-gradient (faster).
+    * ``alpha``: step of the differentiable look-ahead theta' = theta - alpha grad.
+    * ``pos_weight``: weight the positive BCE term by N_neg / N_pos (the paper's loss).
+    * ``bn_policy``, ``weighting``: see :class:`~fedpl_core.methods.base.Method`.
     """
 
     name = "fedpsl"

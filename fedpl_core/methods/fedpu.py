@@ -5,7 +5,7 @@ Client k labels the samples of its classes ``P_k`` (positives) and holds unlabel
 samples U_k.  FedPU minimises the expected risk of the negative classes, which a client
 cannot label, by a PU estimate over its own classes and leaves the rest to the clients
 that label them (FedAvg aggregation).  With the one-vs-rest negative loss on the softmax,
-``l_-(p_i) = -log(1 - p_i)``, the local objective is
+``l_-(p_i) = -log(1 - p_i)``, the local objective is::
 
     L_k = CE over labelled rows
           + w_pu * (1 / |P_k|) * sum_{i in P_k} [ E_U l_-(p_i) - pi_i^U * E_{P_i} l_-(p_i) ]
@@ -65,10 +65,11 @@ class FedPU(FedAvg):
     """FedPU: CE on labelled rows + ``w_pu`` * PU risk of the client's classes on its
     unlabelled rows; FedAvg aggregation.
 
-    Args:
-        pu_weight: w_pu (default 1).
-        prior: pi^U of each class among the unlabelled data (default 0: label set mismatch).
-        eps: inside ``log(1 - p + eps)``.
+    Options:
+
+    * ``pu_weight``: w_pu (default 1).
+    * ``prior``: pi^U of each class among the unlabelled data (default 0: label set mismatch).
+    * ``eps``: inside ``log(1 - p + eps)``.
     """
 
     name = "fedpu"

@@ -30,7 +30,7 @@ Server: the encoder (every working-model array; the untouched head averages to i
 the projector are averaged by FedAvg (``n_k`` weights).  The projector and predictor are
 method-owned arrays: the projector aggregate lives in ``server.state["ssp_projector"]``
 and is sent in the payload, each client's predictor in ``ctx.state["ssp_predictor"]``
-**[choice: the predictor stays local (the issue names encoder and projector as the
+**[choice: the predictor stays local (the package's specification names encoder and projector as the
 averaged parts); ``share_predictor=True`` averages it too]**; clients send their
 projector (and predictor) as extra ``ssp/...`` arrays of the update, which the server
 splits off before aggregating the model.

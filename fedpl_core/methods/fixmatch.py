@@ -121,15 +121,16 @@ def unlabelled_loss(logits_s: torch.Tensor, pl_mask: torch.Tensor, pl_target: to
 class FixMatch(Method):
     """FixMatch on partial labels (see the module docstring).
 
-    Args:
-        tau: confidence threshold (FixMatch: 0.95).
-        lambda_u: weight of the unlabelled loss (FixMatch: 1).
-        teacher: ``"current"`` (FixMatch) or ``"global"`` (the received global model).
-        num_ops, magnitude: RandAugment of the strong view (FixMatch: 2 ops; magnitude
-            10 on the 0-30 scale **[choice]**, FixMatch samples it at random).
-        restrict_known: single-label: reject pseudo-labels naming an identified class.
-        pos_weight: FedPSL's ``N_neg / N_pos`` weight of the supervised BCE (multi-label).
-        bn_policy, weighting: see :class:`~fedpl_core.methods.base.Method`.
+    Options:
+
+    * ``tau``: confidence threshold (FixMatch: 0.95).
+    * ``lambda_u``: weight of the unlabelled loss (FixMatch: 1).
+    * ``teacher``: ``"current"`` (FixMatch) or ``"global"`` (the received global model).
+    * ``num_ops``, ``magnitude``: RandAugment of the strong view (FixMatch: 2 ops; magnitude
+      10 on the 0-30 scale **[choice]**, FixMatch samples it at random).
+    * ``restrict_known``: single-label: reject pseudo-labels naming an identified class.
+    * ``pos_weight``: FedPSL's ``N_neg / N_pos`` weight of the supervised BCE (multi-label).
+    * ``bn_policy``, ``weighting``: see :class:`~fedpl_core.methods.base.Method`.
 
     ``loss`` (also used for validation loss) is the supervised term; ``train_step`` adds
     ``lambda_u L_u``.

@@ -2,7 +2,7 @@
 "*" baselines (FedAvg*, FedProx*, MOON*: "* denotes the use of task-dependent model
 aggregation in FPSL", FedLSM Tables 1-2).
 
-MOON's local objective (Eq. 3-4): ``L = L_sup + mu * L_con`` with
+MOON's local objective (Eq. 3-4): ``L = L_sup + mu * L_con`` with::
 
     L_con = -log( exp(sim(z, z_glob) / T) / (exp(sim(z, z_glob) / T) + exp(sim(z, z_prev) / T)) )
 
@@ -58,11 +58,12 @@ from .blocks import moon_contrastive, train_batches
 class MOON(Method):
     """MOON (Li et al. 2021): supervised partial loss + mu * model-contrastive loss.
 
-    Args:
-        mu: weight of the contrastive term (MOON: 1 for CIFAR-100 / Tiny-ImageNet, 5 for
-            CIFAR-10).
-        temperature: T of Eq. 3 (MOON: 0.5).
-        pos_weight: FedPSL's weighted BCE (multi-label).
+    Options:
+
+    * ``mu``: weight of the contrastive term (MOON: 1 for CIFAR-100 / Tiny-ImageNet, 5 for
+      CIFAR-10).
+    * ``temperature``: T of Eq. 3 (MOON: 0.5).
+    * ``pos_weight``: FedPSL's weighted BCE (multi-label).
     """
 
     name = "moon"

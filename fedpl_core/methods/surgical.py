@@ -146,14 +146,15 @@ def surgical_head_aggregate(local_heads: Sequence[Head], global_names: Sequence[
                             weights: Sequence[float] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Build the global head class by class (Surgical Aggregation Eq. 2 and 3).
 
-    Args:
-        local_heads: one ``(names, W, b)`` per client: its class names in its own order,
-            ``W [n_k, d]`` and ``b [n_k]`` with row j belonging to ``names[j]``.
-        global_names: the C global classes; row c of the result belongs to ``global_names[c]``.
-        previous: the previous global ``(W [C, d], b [C])``; a class that no client has
-            keeps its previous row (zeros when ``previous`` is None).
-        weights: per-client weights (default: 1 each, the plain mean of Eq. 2); class c
-            is averaged over the clients that have it, with their weights renormalised.
+    Arguments, in order:
+
+    * ``local_heads``: one ``(names, W, b)`` per client: its class names in its own order,
+      ``W [n_k, d]`` and ``b [n_k]`` with row j belonging to ``names[j]``.
+    * ``global_names``: the C global classes; row c of the result belongs to ``global_names[c]``.
+    * ``previous``: the previous global ``(W [C, d], b [C])``; a class that no client has
+      keeps its previous row (zeros when ``previous`` is None).
+    * ``weights``: per-client weights (default: 1 each, the plain mean of Eq. 2); class c
+      is averaged over the clients that have it, with their weights renormalised.
 
     Returns ``(W [C, d], b [C])``.  A class held by one client gets that client's row
     (Eq. 3).  The rows are averaged by :func:`~fedpl_core.aggregation.rowwise_average`
