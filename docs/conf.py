@@ -23,7 +23,7 @@ source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtex
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "README.md"]
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
-autodoc_default_options = {"members": True, "undoc-members": False}
+autodoc_typehints_description_target = "documented"   # no type-only lists for undocumented arguments
 suppress_warnings = ["mystnb.unknown_mime_type"]
 
 html_theme = "furo"
