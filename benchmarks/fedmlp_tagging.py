@@ -16,6 +16,10 @@ positive tags and their coverage of the missing entries (``pl/*`` of the history
 
     python benchmarks/fedmlp_tagging.py                      # 100 rounds, 28 px, 2 seeds
     python benchmarks/fedmlp_tagging.py --rounds 200 --seeds 0 1 2
+    python benchmarks/fedmlp_tagging.py --redraw             # the figure again from the saved curves
+
+It writes ``figures/bench_fedmlp_tagging_curves.csv`` (the per-round means over the seeds that
+the figure shows, with ``.md`` / ``.tex``) and ``figures/bench_fedmlp_tagging.png``.
 """
 from __future__ import annotations
 
@@ -31,10 +35,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from fedpl_core.experiments import run_many  # noqa: E402
-from fedpl_core.report.plotting import method_palette  # noqa: E402
+from fedpl_core.report.plotting import draw_lines, figure_legend, method_palette, savefig  # noqa: E402
+from fedpl_core.metrics import metric_name  # noqa: E402
 from fedpl_core.profiles import prepare  # noqa: E402
 from fedpl_core.studies import fedmlp  # noqa: E402
-from fedpl_core.report.tables import curve_frame, paired_difference  # noqa: E402
+from fedpl_core.report.tables import curve_frame, paired_difference, save_table  # noqa: E402
+
+#: What the figure shows per round: the mean AUROC of every method, and for FedMLP's two runs
+#: with tags the tags' scores against the hidden labels and the learning degree.
+KEYS = ["auroc_mean", "pl/accuracy", "pl/pos_precision", "pl/coverage", "log/learning_degree"]
+STEM = "bench_fedmlp_tagging"
 
 
 def methods(rounds: int) -> list[tuple[str, dict]]:
@@ -55,8 +65,12 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--results-dir", default="results/benchmarks/fedmlp_tagging")
-    ap.add_argument("--figure", default="figures/bench_fedmlp_tagging.png")
+    ap.add_argument("--figures", default="figures", help="where the curves table and the figure go")
+    ap.add_argument("--redraw", action="store_true", help="draw the figure again from the saved curves, run nothing")
     a = ap.parse_args()
+    if a.redraw:
+        redraw(a.figures)
+        return
     prepare("cpu")
     st = fedmlp.settings("cpu")
     base = st.config("CXR").replace(image_size=a.image_size, n_train=a.n_train, partition_kwargs={"missing": 7})
@@ -71,36 +85,56 @@ def main() -> None:
         for lab in out.index:
             if lab != ref:
                 d = paired_difference(fin, lab, ref)
-                out.loc[lab, f"vs {ref}"] = f"{d['diff']:+.1f} (p {d['p']:.3f})" if d["p"] is not None else f"{d['diff']:+.1f}"
+                out.loc[lab, f"vs {ref}"] = (f"{d['diff']:+.1f} (p {d['p']:.3f})" if d["p"] is not None
+                                             else f"{d['diff']:+.1f}")
     pd.set_option("display.width", 200)
     print(out.fillna("").to_string())
-    keys = ["auroc_mean", "pl/accuracy", "pl/pos_precision", "pl/coverage", "log/learning_degree"]
     curves = None
-    for key in keys:  # one long frame per history key, merged on (setting, label, seed, round)
-        c = curve_frame(df, key)
+    for key in KEYS:  # one long frame per history key, merged on (setting, label, seed, round)
+        c = curve_frame(df, key).drop(columns="method", errors="ignore")
         curves = c if curves is None else curves.merge(c, how="outer", on=["setting", "label", "seed", "round"])
     tagged = curves[curves["label"].str.startswith("FedMLP, ")]
-    last = tagged.dropna(subset=["pl/accuracy"]).groupby(["label", "round"])[keys[1:]].mean()
+    last = tagged.dropna(subset=["pl/accuracy"]).groupby(["label", "round"])[KEYS[1:]].mean()
     print("\ntags (mean over seeds) every 10 % of the rounds:")
     step = max(1, a.rounds // 10)
     print(last[last.index.get_level_values("round") % step == 0].round(3).to_string())
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 4))
-    pal = method_palette(list(out.index))
-    for ax, key in zip(axes, keys):
-        src = curves if key == "auroc_mean" else tagged
-        for lab, g in src.groupby("label", sort=False):
-            m = g.groupby("round")[key].mean().dropna()
-            if len(m):
-                ax.plot(m.index, m.values, label=lab, color=pal[lab])
-        ax.set_title(key)
+    means = curves.groupby(["label", "round"], sort=False)[KEYS].mean()
+    means.loc[~means.index.get_level_values("label").str.startswith("FedMLP, "), KEYS[1:]] = float("nan")
+    save_table(means.round(4), f"{STEM}_curves", folder=a.figures)
+    title = (f"FedMLP Table 3 setting (CXR, one class per client), {a.image_size} px, {a.n_train} images, "
+             f"{len(a.seeds)} seeds")
+    print(f"figure: {savefig(plot_tagging(means.reset_index(), title), STEM, a.figures, dpi=120)}")
+
+
+def plot_tagging(means: pd.DataFrame, title: str = ""):
+    """One panel per quantity of :data:`KEYS` (the mean AUROC of every method; the tags'
+    accuracy, positive precision and coverage and the learning degree of FedMLP's tagged
+    runs), from the per-round means (``means``: columns ``label``, ``round`` and the keys, as
+    saved in ``bench_fedmlp_tagging_curves.csv``), lines broken where a round has no value,
+    shares on [0, 1], one legend."""
+    labels = list(dict.fromkeys(means["label"]))
+    colors = method_palette(labels, {"FedAvg": "fedavg"})
+    fig, axes = plt.subplots(1, len(KEYS), figsize=(4.2 * len(KEYS), 3.8))
+    for ax, key in zip(axes, KEYS):
+        d = means[["label", "round", key]].dropna()
+        draw_lines(ax, d, "round", key, [lab for lab in labels if lab in set(d["label"])], colors, band=False)
+        ax.set_title(metric_name(key), fontsize=9)
+        ax.set_ylabel(metric_name(key).split(": ")[-1])
         ax.set_xlabel("round")
-    axes[0].legend(fontsize=7)
-    fig.suptitle(f"FedMLP Table 3 setting (CXR, one class per client), {a.image_size} px, {a.n_train} images, "
-                 f"{len(a.seeds)} seeds")
-    fig.tight_layout()
-    Path(a.figure).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(a.figure, dpi=120)
-    print(f"figure: {a.figure}")
+        ax.grid(alpha=0.3)
+        if key.startswith("pl/"):
+            ax.set_ylim(-0.03, 1.03)
+    if title:
+        fig.suptitle(title)
+    figure_legend(fig)
+    return fig
+
+
+def redraw(folder: str) -> None:
+    """The figure again from the saved per-round means (no run)."""
+    means = pd.read_csv(Path(folder) / f"{STEM}_curves.csv")
+    fig = plot_tagging(means, "FedMLP Table 3 setting (CXR, one class per client)")
+    print(f"figure: {savefig(fig, STEM, folder, dpi=120)}")
 
 
 if __name__ == "__main__":

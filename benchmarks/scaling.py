@@ -28,6 +28,7 @@ import torch
 
 from fedpl_core.data.base import ImageDataset
 from fedpl_core.config import EngineConfig
+from fedpl_core.fileio import atomic_write
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import get_method
 from fedpl_core.models import build_model
@@ -94,8 +95,7 @@ def main() -> None:
         print(f"{m:<8}{k:>5}{c:>4}{r['setup_s']:>9.3f}{r['train_s']:>9.3f}{r['eval_s']:>8.3f}{r['round_s']:>9.3f}"
               f"{r['train_ms_per_client']:>11.2f}", flush=True)
     out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="") as f:
+    with atomic_write(out, "w") as f:  # a link planted at --out is replaced, not written through
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)

@@ -278,17 +278,22 @@ def cmd_report(a: argparse.Namespace) -> int:
     from .report.plotting import savefig
     from .report.tables import to_markdown
 
+    from .report.tables import output_path
+
     cfg = config_from_args(a)
     if Path(a.figure).name in ("", ".", ".."):
         raise ValueError(f"--figure {a.figure!r} names no file; give a file name such as partition_report.png")
+    figure = Path(a.figure).expanduser()
+    folder, name = (figure.parent, figure.name) if figure.is_absolute() else (None, a.figure)  # absolute: as is
+    output_path(name, folder, what="--figure")  # a relative name stays under the figures folder: no '..'
     data = load_data(cfg)
     part = build_partition(cfg, data.train)
     for which, ds in {"train": data.train, "test": data.test, **data.extra}.items():
         if ds is not None:
             print(f"{which}: {ds.summary()}")
     print(f"\npositives per class (rows) and client (columns); {UNANNOTATED}: the client does not annotate the class")
-    print(to_markdown(P.label_report(part, data.train, sizes_row=True, unannotated=UNANNOTATED)))
-    path = savefig(P.plot_label_report(part, data.train), a.figure)
+    print(to_markdown(P.label_report(part, data.train, sizes_row=True, unannotated=UNANNOTATED, display=True)))
+    path = savefig(P.plot_label_report(part, data.train), name, folder)
     print(f"heatmap -> {path}")
     return 0
 
@@ -332,22 +337,18 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     return 0 if all(s == "ok" for _, s, _ in summary) else 1
 
 
-#: The methods of each paper (its own and the baselines of its tables) and the tasks the
-#: paper studies; a method in no group is listed under "Other methods".
+#: The heading of each paper's group in ``methods`` and the tasks the paper studies; which
+#: methods a group holds is read from the classes (their ``paper``: fedpl_core.report.names.by_paper);
+#: a method of no paper here is listed under "Other methods".
 _BOTH, _ML = ("multilabel", "multiclass"), ("multilabel",)
-PAPERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "Common baselines (every paper)": (_BOTH, (
-        "fedavg", "fedavg_pl", "fedprox", "fedbn", "centralized", "oracle", "local", "pfl")),
-    "FedPSL (IEEE TMI; notebook 01): multi-label chest X-rays": (_ML, (
-        "fedpsl", "fedpsl_tdma", "fedpsl_tadl", "fedavg_wbce", "fedprox_wbce", "iml_wbce", "oracle_wbce", "fixmatch",
-        "mixup_pme", "fedssp", "fedmatch", "fedmatch_plus")),
-    "FedLSM (MICCAI 2023; notebook 02): multi-label chest X-rays (Task 1), single-label skin lesions (Task 2)": (
-        _BOTH, ("fedlsm", "fedlsm_no_awpa", "fedlsm_no_ude", "fedlsm_no_ue", "fedavg_oracle", "fedavg_star",
-                "fedprox_star", "moon", "moon_star", "fedavg_fixmatch_star", "fssl_star", "fedrs", "fedpu")),
-    "Surgical Aggregation (ML4H 2024; notebook 03): multi-label chest X-rays, different label spaces": (_ML, (
-        "surgical",)),
-    "FedMLP (MICCAI 2024; notebook 04): multi-label head CT and chest X-rays": (_ML, (
-        "fedmlp", "fedfixmatch", "rscfed", "fedirm", "cbafed", "fedlsr", "fednoro")),
+PAPER_HEADINGS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "baseline": ("Common baselines (every paper)", _BOTH),
+    "FedPSL": ("FedPSL (IEEE TMI; notebook 01): multi-label chest X-rays", _ML),
+    "FedLSM": ("FedLSM (MICCAI 2023; notebook 02): multi-label chest X-rays (Task 1), single-label skin lesions "
+               "(Task 2)", _BOTH),
+    "Surgical Aggregation": ("Surgical Aggregation (ML4H 2024; notebook 03): multi-label chest X-rays, different "
+                             "label spaces", _ML),
+    "FedMLP": ("FedMLP (MICCAI 2024; notebook 04): multi-label head CT and chest X-rays", _ML),
 }
 _TASK_NAMES = {"multilabel": "multi-label", "multiclass": "single-label"}
 _ABBREV = ("al", "e.g", "i.e", "cf", "vs", "Eq", "Eqs", "Sec", "Fig", "Tab", "No")
@@ -387,12 +388,13 @@ def methods_text(width: int | None = None) -> str:
     studies), with the first sentence of its docstring; a method defined for fewer tasks
     than its paper studies says for which."""
     from .methods import METHODS, available_methods
+    from .report.names import by_paper
 
     width = width or min(110, shutil.get_terminal_size((100, 24)).columns)
     have = available_methods()
-    groups = {title: (tasks, [m for m in names if m in have]) for title, (tasks, names) in PAPERS.items()}
-    listed = {m for _, names in groups.values() for m in names}
-    groups["Other methods"] = (_BOTH, [m for m in have if m not in listed])
+    papers = by_paper()
+    groups = {title: (tasks, papers.get(paper, [])) for paper, (title, tasks) in PAPER_HEADINGS.items()}
+    groups["Other methods"] = (_BOTH, [m for p, names in papers.items() if p not in PAPER_HEADINGS for m in names])
     pad = max(len(m) for m in have) + 2
     lines: list[str] = []
     for title, (tasks, names) in groups.items():
@@ -466,8 +468,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      "class and client, and a heatmap.")
     _add_config_flags(rep, only=REPORT_FIELDS)
     rep.add_argument("--figure", default="partition_report.png",
-                     help="heatmap file; a relative name is put under the figures folder ($FEDPL_FIGURES, else "
-                          f"the checkout's figures/; now {figures_dir()}), an absolute path is used as is "
+                     help="heatmap file; a relative name (without '..') is put under the figures folder "
+                          f"($FEDPL_FIGURES, else the checkout's figures/; now {figures_dir()}), an absolute path is "
+                          "used as is; a link at the name is replaced, not written through "
                           "(default: partition_report.png)")
     rep.set_defaults(func=cmd_report)
     rp = sub.add_parser("reproduce", help="execute the notebooks with papermill")

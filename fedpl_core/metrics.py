@@ -211,15 +211,90 @@ def evaluate(y_true, y_score, task="multilabel", class_names=None, mask=None):
     raise ValueError(f"unknown task {task!r}; expected 'multilabel' or 'multiclass'")
 
 
-def per_class_table(metrics_dict, class_names=None):
+#: What a reader sees for a metric or a per-round record key, in every figure and table: the
+#: one place of these names (:func:`metric_name` reads it; a key not here is shown by its last
+#: part with spaces, ``log/tags_added`` as "tags added").
+METRIC_NAMES: dict[str, str] = {
+    # summary metrics of an evaluation record (the means over classes)
+    "auroc_mean": "mean AUROC", "map": "mAP", "bacc": "balanced accuracy", "f1": "macro F1",
+    "precision": "macro precision", "recall": "macro recall", "accuracy": "accuracy",
+    "n_defined": "classes scored", "train_loss": "training loss", "val_loss": "validation loss",
+    "score": "mean AUROC", "round": "round",
+    # per-class metrics (the columns of :func:`per_class_table`)
+    "auroc": "AUROC", "ap": "AP",
+    # the pseudo-labels scored against the hidden labels (fl/evaluation.py: pseudo_label_quality)
+    "pl/coverage": "pseudo-labels: share of missing entries tagged", "pl/accuracy": "pseudo-labels: accuracy",
+    "pl/pos_precision": "pseudo-labels: positive precision", "pl/pos_recall": "pseudo-labels: positive recall",
+    # what the methods' hooks log (``ctx.log``, recorded as ``log/<name>``, the mean over clients)
+    "log/pl_share": "share of missing entries pseudo-labelled", "log/pl_rate": "share of missing entries confident",
+    "log/share_dl": "share of images: low uncertainty", "log/share_dm": "share of images: medium uncertainty",
+    "log/share_dh": "share of images: high uncertainty", "log/uncertainty": "mean uncertainty",
+    "log/mean_uncertainty": "mean uncertainty", "log/learning_degree": "learning degree",
+    "log/tag_share": "share of missing entries tagged this round", "log/beta": "label smoothing beta",
+    "log/kd_weight": "distillation weight", "log/confident_share": "share of confident images",
+}
+#: The per-class metrics that depend on a decision threshold (multi-label: ``score >
+#: threshold``; single-label: the arg max): their column names say which.
+THRESHOLD_METRICS = ("bacc", "f1", "precision", "recall")
+_PER_CLASS_NAMES = {"bacc": "BACC", "f1": "F1", "precision": "precision", "recall": "recall"}
+
+
+def metric_name(key: str) -> str:
+    """A reader's name for a metric or a record key (:data:`METRIC_NAMES`); a panel's own
+    prefix (``"CXR (m=7): pl/accuracy"``) and an evaluation set's (``external/auroc_mean``)
+    stay; a class AUROC column ``auroc:<class>`` becomes "AUROC <class>".
+
+    >>> metric_name("auroc_mean"), metric_name("pl/pos_precision"), metric_name("log/tags_added")
+    ('mean AUROC', 'pseudo-labels: positive precision', 'tags added')
+    >>> metric_name("CXR (m=7): pl/accuracy"), metric_name("external/auroc_mean")
+    ('CXR (m=7): pseudo-labels: accuracy', 'external: mean AUROC')
+    >>> metric_name("auroc:Pleural_Thickening")
+    'AUROC Pleural Thickening'
+    """
+    key = str(key)
+    if key in METRIC_NAMES:
+        return METRIC_NAMES[key]
+    if ": " in key:
+        head, tail = key.split(": ", 1)
+        return f"{head}: {metric_name(tail)}"
+    if key.startswith("auroc:"):
+        return "AUROC " + key[len("auroc:"):].replace("_", " ")
+    if "/" in key:
+        head, tail = key.split("/", 1)
+        if head in ("log", "pl"):
+            return tail.replace("_", " ").replace("/", " ")
+        return f"{head.replace('_', ' ')}: {metric_name(tail)}"
+    return key.replace("_", " ")
+
+
+def per_class_table(metrics_dict, class_names=None, display: bool = True):
     """One row per class, one column per ``*_per_class`` metric (auroc, ap, bacc, f1, ...).
 
-    Undefined entries (None) become NaN here, for display only.
+    Undefined entries (None) become NaN here, for display only.  ``display`` (the default)
+    names the columns for a reader and says where a column depends on a decision threshold:
+    "AUROC", "AP", "BACC @ 0.5", "F1 @ 0.5", "precision @ 0.5", "recall @ 0.5" for a
+    multi-label record (a score above the record's ``threshold`` counts as positive), "F1
+    (arg max)" ... for a single-label one.  The threshold metrics are the papers' (FedMLP's
+    BACC at 0.5, FedLSM's F1 of the arg max); a model whose scores stay below 0.5 for a rare
+    class scores 0 there while its AUROC is fine, which the name makes readable.  **[choice:
+    the threshold is named, not tuned: choosing it on the validation split would change every
+    recorded number and no paper does it.]**  ``display=False``: the record's keys
+    (``auroc``, ``bacc``, ...).
+
+    >>> m = multilabel_metrics([[1, 0], [0, 1], [1, 1], [0, 0]], [[.4, .1], [.2, .3], [.3, .2], [.1, .4]])
+    >>> per_class_table(m).columns.tolist()
+    ['AUROC', 'AP', 'BACC @ 0.5', 'F1 @ 0.5', 'precision @ 0.5', 'recall @ 0.5']
     """
     cols = {k[: -len("_per_class")]: v for k, v in metrics_dict.items() if k.endswith("_per_class")}
     if class_names is None:
         class_names = metrics_dict.get("class_names")
     n = len(next(iter(cols.values()))) if cols else 0
     index = _names(class_names, n)
-    return pd.DataFrame({k: [np.nan if x is None else x for x in v] for k, v in cols.items()},
-                        index=pd.Index(index, name="class"), dtype=float)
+    out = pd.DataFrame({k: [np.nan if x is None else x for x in v] for k, v in cols.items()},
+                       index=pd.Index(index, name="class"), dtype=float)
+    if display:
+        thr = metrics_dict.get("threshold")
+        rule = f" @ {thr:g}" if thr is not None else " (arg max)"
+        out.columns = [_PER_CLASS_NAMES.get(k, METRIC_NAMES.get(k, k)) + (rule if k in THRESHOLD_METRICS else "")
+                       for k in out.columns]
+    return out

@@ -408,16 +408,16 @@ def test_study_data_blocks_pools_and_one_class_clients():
     # the ChestX-ray14-like images never carry a Tuberculosis / COVID-19 label
     assert not data.train.known[np.concatenate(pools[:4]), 6:].any()
     w = study.head_weight_frames(cfg)["TDMA"]
-    assert w.loc["5", "Tuberculosis"] == 1.0 and w.loc["1", "Infiltration"] == 1.0
-    assert w.loc[["2", "3"], "Atelectasis"].tolist() == [1 / 3, 1 / 3]
+    assert w.loc["E", "Tuberculosis"] == 1.0 and w.loc["A", "Infiltration"] == 1.0  # clients 1-6 shown as A-F
+    assert w.loc[["B", "C"], "Atelectasis"].tolist() == [1 / 3, 1 / 3]
 
 
 def test_paper_methods_skip_missing_and_set_first_order(monkeypatch, capsys):
     from fedpl_core.studies import fedpsl as study
 
     monkeypatch.setattr(study, "TABLE_II_METHODS", study.TABLE_II_METHODS + [("Ghost", "no_such_method", {})])
-    ms = study.paper_methods(["FedAVG", "FedPSL", "Ghost", "FedPSL w/ TADL"], first_order=True)
-    assert [m[0] for m in ms] == ["FedAVG", "FedPSL w/ TADL", "FedPSL"]  # the paper's order, Ghost skipped
+    ms = study.paper_methods(["FedAvg (wBCE)", "FedPSL", "Ghost", "FedPSL w/ TADL"], first_order=True)
+    assert [m[0] for m in ms] == ["FedAvg (wBCE)", "FedPSL w/ TADL", "FedPSL"]  # the paper's order, Ghost skipped
     assert "Ghost (no_such_method)" in capsys.readouterr().out
     tadl = [o for _, o in ms if o["method"] in ("fedpsl", "fedpsl_tadl")]
     assert len(tadl) == 2 and all(o["method_kwargs"]["first_order"] is True for o in tadl)
@@ -439,7 +439,7 @@ def test_study_sweeps_are_settings_of_the_one_runner(tmp_path, monkeypatch):
     for label, over in settings.items():
         n = int(label.split("=")[1])
         assert study.partition(base.replace(**over)).sizes().tolist() == [20, n, n, 20]
-    methods = study.paper_methods(["FedAVG"], verbose=False)
+    methods = study.paper_methods(["FedAvg (wBCE)"], verbose=False)
     df = E.run_many(base, methods, [0], tmp_path, settings=settings, progress=False)
     assert sorted(study.setting_value(df[df.which == "final"]).tolist()) == [10, 30]
     monkeypatch.setattr(E, "build_simulation", lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-run")))
@@ -457,7 +457,8 @@ def test_profiles_keep_the_paper_schedule_in_full_and_a_consistent_cpu_subset():
     assert full.engine.lr == 1e-3 and full.table2_labels is None and full.table4_labels == study.TABLE_IV_LABELS
     order = [label for label, _, _ in study.TABLE_II_METHODS]
     for labels in (cpu.table2_labels, cpu.table4_labels):
-        assert labels == [m for m in order if m in labels] and {"FedAVG", "FedPSL", "Oracle"} <= set(labels)
+        assert labels == [m for m in order if m in labels]
+        assert {"FedAvg (wBCE)", "FedPSL", "Oracle (wBCE)"} <= set(labels)
     assert not {"FedSSP", "FedMatch", "FedMatch+"} & set(cpu.table2_labels + cpu.table4_labels)
     assert all(cpu.total_epochs % e == 0 for e in cpu.table5_e)
     assert cpu.engine.local_epochs in cpu.table5_e and cpu.total_epochs == cpu.engine.rounds * cpu.engine.local_epochs

@@ -54,28 +54,35 @@ def test_late_gain_averages_seeds_and_skips_short_curves():
 
 
 def test_every_registered_method_and_paper_label_has_one_fixed_colour():
-    """One fixed palette: every registry name and every label of the papers' method tables
-    has its own entry in METHOD_COLORS (none falls back to a hashed colour), a table's
-    label and its registry name get the same colour, and the methods of one table have
+    """One fixed palette, declared by the methods: every registered class declares its own
+    display name (unique), colour and paper; a paper table's label is its class's display
+    name (or a variant of it), gets its class's colour, and the methods of one table have
     different colours, so a figure of that table draws them without reassigning any."""
-    from fedpl_core.methods import available_methods
-    from fedpl_core.report.plotting import METHOD_COLORS, _key, method_color, method_palette
+    import matplotlib.colors
+
+    from fedpl_core.methods import METHODS, available_methods
+    from fedpl_core.report.names import PAPERS, method_class
+    from fedpl_core.report.plotting import method_color, method_palette
     from fedpl_core.studies import fedlsm, fedmlp, fedpsl
 
-    missing = [m for m in available_methods() if _key(m) not in METHOD_COLORS]
-    assert not missing, f"registered methods without a colour in plotting.METHOD_COLORS: {missing}"
+    names = [METHODS[m].display_name for m in available_methods()]
+    assert len(set(names)) == len(names), "two methods share a display name"
+    for m in available_methods():
+        own = vars(METHODS[m])
+        assert {"display_name", "color", "paper"} <= set(own), f"{m} does not declare its own name, colour, paper"
+        assert matplotlib.colors.is_color_like(own["color"]) and own["paper"] in PAPERS, m
     pairs = {"FedPSL Table II": [(lab, name) for lab, name, _ in fedpsl.TABLE_II_METHODS],
              **{f"FedLSM {t}": [(lab, name) for lab, name, tasks in fedlsm.PAPER_METHODS if t in tasks]
                 + fedlsm.ABLATION[1:] for t in fedlsm.TASKS},
              "FedMLP Tables 1-2": list(fedmlp.PAPER_METHODS)}
     for table, rows in pairs.items():
         labels = [lab for lab, _ in rows]
-        assert all(_key(lab) in METHOD_COLORS for lab in labels), table
-        assert len({method_color(lab) for lab in labels}) == len(labels), table
-        assert method_palette(labels) == {lab: method_color(lab) for lab in labels}, table
+        methods = dict(rows)
+        assert len({method_color(lab, methods[lab]) for lab in labels}) == len(labels), table
+        assert method_palette(labels, methods) == {lab: METHODS[methods[lab]].color for lab in labels}, table
         for lab, name in rows:
-            if (lab, name) != ("FedAvg", "fedavg_pl"):  # FedLSM's "FedAvg" (partial loss) is drawn as FedAvg
-                assert method_color(lab) == method_color(name), (table, lab, name)
+            if not lab.startswith("w/o"):  # FedLSM's ablations keep the paper's own row names
+                assert lab == METHODS[name].display_name and method_class(lab) is METHODS[name], (table, lab)
 
 
 def test_committed_table_reads_the_checkout_figures_whatever_the_cwd(tmp_path, monkeypatch):

@@ -177,7 +177,7 @@ def test_json_serialisable_plain_types_no_nan(result):
 
 def test_per_class_table():
     m = multilabel_metrics(Y_ML, S_ML, class_names=["a", "b", "c"])
-    df = per_class_table(m, ["a", "b", "c"])
+    df = per_class_table(m, ["a", "b", "c"], display=False)
     assert isinstance(df, pd.DataFrame) and list(df.index) == ["a", "b", "c"]
     assert {"auroc", "ap", "bacc", "f1", "precision", "recall"} <= set(df.columns)
     assert df.loc["a", "auroc"] == pytest.approx(3 / 4)

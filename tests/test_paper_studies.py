@@ -27,7 +27,7 @@ def test_fedlsm_settings_follow_the_paper_tables():
     assert "fedpsl" in names1 and names1[-1] == names2[-1] == "fedlsm"
     assert fedlsm.missing_methods() == []
     fo = dict(fedlsm.methods("Task 1", first_order=True))
-    assert fo["FPSL"] == {"method": "fedpsl", "method_kwargs": {"first_order": True}} and fo["FedLSM"] == {"method": "fedlsm"}
+    assert fo["FedPSL"] == {"method": "fedpsl", "method_kwargs": {"first_order": True}} and fo["FedLSM"] == {"method": "fedlsm"}
     with pytest.raises(ValueError, match="unknown task"):
         st.config("Task 3")
 
@@ -68,7 +68,7 @@ def test_fedlsm_data_roots_per_task_and_clear_errors(tmp_path):
 def _ranked_runs(lsm, star, avg, metric="auroc_mean"):
     rows = [{"label": lab, "seed": s, "which": "final", "setting": "", "auroc_mean": v, "accuracy": v, "f1": v,
              "precision": v, "recall": v}
-            for lab, vals in (("FedAvg", avg), ("FedAvg*", star), ("FedLSM", lsm)) for s, v in enumerate(vals)]
+            for lab, vals in (("FedAvg-PL", avg), ("FedAvg*", star), ("FedLSM", lsm)) for s, v in enumerate(vals)]
     return pd.DataFrame(rows)
 
 
@@ -77,9 +77,9 @@ def test_fedlsm_paper_numbers_beside_ours_and_the_ranking_test():
     wp = fedlsm.with_paper(df, "Task 2")
     assert wp.columns.tolist()[:4] == ["AUC (ours)", "AUC (paper)", "Accuracy (ours)", "Accuracy (paper)"]
     assert wp.loc["FedLSM", "AUC (ours)"] == "92.0 ± 2.0" and wp.loc["FedLSM", "AUC (paper)"] == "96.0"
-    assert wp.loc["FedAvg*", "F1 (paper)"] == "62.0" and wp.loc["FPSL", "AUC (ours)"] == "not run"
+    assert wp.loc["FedAvg*", "F1 (paper)"] == "62.0" and wp.loc["FedPSL", "AUC (ours)"] == "not run"
     assert fedlsm.with_paper(df, "Task 1").loc["FedLSM", "AUC (paper)"] == "79.1"  # Table 1's average AUC
-    assert fedlsm.with_paper(df, "Task 2", not_run=False).index.tolist() == ["FedAvg", "FedAvg*", "FedLSM"]
+    assert fedlsm.with_paper(df, "Task 2", not_run=False).index.tolist() == ["FedAvg-PL", "FedAvg*", "FedLSM"]
     steps = fedlsm.ordering(df, "Task 2")
     assert steps["metric"].tolist() == ["AUC", "AUC", "Accuracy", "Accuracy", "F1", "F1"]
     auc = steps[steps["metric"] == "AUC"].set_index("A")
@@ -90,7 +90,7 @@ def test_fedlsm_paper_numbers_beside_ours_and_the_ranking_test():
     assert auc.loc["FedAvg*", "paper A - B"] == pytest.approx(2.2)  # 0.949 - 0.927
     assert auc["p"].max() < 0.05 and (auc["pairs"] == 3).all()
     text = fedlsm.describe_ordering(steps)
-    assert len(text) == 3 and text[0].startswith("AUC: FedLSM > FedAvg* > FedAvg holds (every step")
+    assert len(text) == 3 and text[0].startswith("AUC: FedLSM > FedAvg* > FedAvg-PL holds (every step")
     # FedLSM below FedAvg*: the sentence names the failing step, computed from the numbers
     worse = fedlsm.describe_ordering(fedlsm.ordering(_ranked_runs([0.84, 0.85, 0.87], [0.85, 0.86, 0.88],
                                                                   [0.80, 0.83, 0.84]), "Task 1"))

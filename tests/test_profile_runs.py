@@ -67,14 +67,14 @@ def profile_configs(results_dir: str, profile: str = "cpu") -> dict[str, list]:
     ns = _setup("01_fedpsl", results_dir)
     S, st, base2 = ns["S"], ns["study"], ns["base2"]
     with contextlib.redirect_stdout(io.StringIO()):
-        fed2 = st.paper_methods(["FedAVG", "FedPSL"], first_order=S.first_order)
+        fed2 = st.paper_methods(["FedAvg (wBCE)", "FedPSL"], first_order=S.first_order)
         grid("01", base2, ns["METHODS"], S.seeds, st.table2_settings(S))
         grid("01", base2, st.tadl_variants(S.first_order), S.seeds, st.table2_settings(S))
         grid("01", S.config("IV", data_seed=ns["data_seed"]),
              st.paper_methods(S.table4_labels, first_order=S.first_order, rounds=S.engine.rounds,
                               cache_dir=f"{ns['results_dir']}/simsiam"), S.seeds, st.table2_settings(S))
         grid("01", base2, fed2, S.seeds, st.fig3_settings(S))
-        grid("01", base2, st.paper_methods(["FedAVG", "FedPSL w/ TDMA"]), S.seeds, st.fig4_settings(S))
+        grid("01", base2, st.paper_methods(["FedAvg (wBCE)", "FedPSL w/ TDMA"]), S.seeds, st.fig4_settings(S))
         grid("01", base2, fed2, S.seeds, st.table5_settings(S))
 
     ns = _setup("02_fedlsm", results_dir)
@@ -88,8 +88,8 @@ def profile_configs(results_dir: str, profile: str = "cpu") -> dict[str, list]:
                                           "tau_ln": 0.1})],
              "Task 2": [("FedLSM, reachable thresholds", {"tau": 0.8, "tau_l": 0.7})]}
     for t in st.TASKS:
-        grid("02", base[t], [x for x in m[t] if x[0] in ("FedAvg", "FedAvg*")] + st.code_mode_methods(), seeds)
-        grid("02", base[t], [x for x in m[t] if x[0] in ("FedAvg", "FedAvg*", "FedLSM")]
+        grid("02", base[t], [x for x in m[t] if x[0] in ("FedAvg-PL", "FedAvg*")] + st.code_mode_methods(), seeds)
+        grid("02", base[t], [x for x in m[t] if x[0] in ("FedAvg-PL", "FedAvg*", "FedLSM")]
              + [(lab, {"method": "fedlsm", "method_kwargs": kw}) for lab, kw in tried[t]], seeds)
         grid("02", base[t], st.ablation_methods(), seeds)
 

@@ -1,5 +1,9 @@
-"""fedpl_core.report.tables: mean ± sd through one groupby-agg, Markdown through tabulate;
-every expected string below is computed by hand."""
+"""fedpl_core.report.tables: mean ± sd through one groupby-agg, Markdown through tabulate,
+Holm through statsmodels, tables a reader sees with names (not registry keys) and columns that
+say their threshold, written atomically inside their folder; every expected string below is
+computed by hand."""
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -62,11 +66,11 @@ def test_pivot_and_per_class_by_hand():
 def test_to_markdown_index_missing_values_and_no_number_parsing():
     t = pivot_mean_std(runs())
     assert to_markdown(t) == (
-        "| label   | s             | t            |\n"
-        "|:--------|:--------------|:-------------|\n"
-        "| A       | 72.00 ± 2.83  | 60.00 ± 0.00 |\n"
-        "| B       | 80.00         |              |\n"
-        "| C       | 50.00 ± <0.01 |              |")
+        "| method   | s             | t            |\n"
+        "|:---------|:--------------|:-------------|\n"
+        "| A        | 72.00 ± 2.83  | 60.00 ± 0.00 |\n"
+        "| B        | 80.00         |              |\n"
+        "| C        | 50.00 ± <0.01 |              |")
     d = pd.DataFrame({"x": [1.0, np.nan], "y": [None, "0.10"], "n": [3, 4]})
     assert to_markdown(d) == (  # an unnamed index is the column "index"; None and NaN are empty
         "| index   | x   | y    | n   |\n"
@@ -101,3 +105,97 @@ def test_save_table_shows_two_digit_p_values_and_no_default_index(tmp_path):
     assert md[2].split("|")[-2].strip() == "0.074"  # p to two significant digits
     assert pd.read_csv(paths["csv"], index_col=0)["p"].iloc[0] == pytest.approx(0.07417, abs=1e-5)  # every digit
     assert "0.074" in open(paths["tex"]).read() and "nan" not in open(paths["tex"]).read()
+
+
+def _old_holm(pvalues):
+    """The package's own Holm adjustment before statsmodels took over (kept here as the oracle)."""
+    idx = [i for i, p in enumerate(pvalues) if p is not None and p == p]
+    out = [None] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(sorted(idx, key=lambda i: pvalues[i])):
+        running = max(running, min(1.0, (len(idx) - rank) * float(pvalues[i])))
+        out[i] = round(running, 12)
+    return out
+
+
+def test_holm_is_statsmodels_and_equals_the_old_adjustment_exactly():
+    import fedpl_core.report.tables as T
+    from statsmodels.stats.multitest import multipletests
+
+    assert T.holm([0.01, 0.04, 0.03, None]) == [0.03, 0.06, 0.06, None]  # the old doctest's values
+    assert T.holm([None, float("nan")]) == [None, None] and T.holm([]) == []
+    rng = np.random.default_rng(0)
+    for _ in range(25):  # families of 1-8 with ties, None and NaN
+        p = list(rng.choice([rng.uniform(0, 1), rng.uniform(0, 0.05), 0.5, None, float("nan")],
+                            size=rng.integers(1, 9)))
+        assert T.holm(p) == _old_holm(p), p
+    calls = []
+    real = multipletests
+
+    def spy(*a, **k):
+        calls.append(k.get("method"))
+        return real(*a, **k)
+
+    import statsmodels.stats.multitest as M
+    M.multipletests, saved = spy, M.multipletests
+    try:
+        T.holm([0.2, 0.01])
+    finally:
+        M.multipletests = saved
+    assert calls == ["holm"]  # the kept library does the adjustment
+
+
+def test_tables_a_reader_sees_use_names_not_registry_keys():
+    from fedpl_core.report.tables import for_reading, save_table  # noqa: F401
+
+    df = pd.DataFrame({"label": ["fedavg_star", "fedavg_star", "FL + SA"], "setting": ["s"] * 3,
+                       "which": "final", "seed": [0, 1, 0], "auroc_mean": [0.7, 0.72, 0.8],
+                       "auroc:Pleural_Thickening": [0.6, 0.7, 0.8]})
+    t = pivot_mean_std(df)
+    assert list(t.index) == ["FedAvg*", "FL + SA"] and t.index.name == "method"
+    p = per_class_mean_std(df)
+    assert list(p.columns) == ["Pleural Thickening", "Mean"] and list(p.index) == ["FedAvg*", "FL + SA"]
+    claims = pd.DataFrame({"metric": ["auroc_mean", "pl/coverage"], "vs": ["fedavg_pl", "FedAvg*"],
+                           "pairs": [3.0, float("nan")], "auroc_mean vs FedAvg": [1.0, 2.0]})
+    shown, index = for_reading(claims)
+    assert list(shown.columns) == ["metric", "vs", "pairs", "mean AUROC vs FedAvg"] and not index
+    assert shown["metric"].tolist() == ["mean AUROC", "pseudo-labels: share of missing entries tagged"]
+    assert shown["vs"].tolist() == ["FedAvg-PL", "FedAvg*"]
+    assert to_markdown(shown, index=False).splitlines()[2].split("|")[3].strip() == "3"  # not "3.0"
+
+
+def test_per_class_table_names_the_threshold_of_its_threshold_metrics():
+    """The README's res.per_class() showed "bacc 0.5" and f1 / precision / recall 0.0 for every
+    class, unexplained: metrics at a 0.5 threshold that low scores never reach."""
+    from fedpl_core.metrics import multiclass_metrics, multilabel_metrics, per_class_table
+    from fedpl_core.runs.results import RunResult
+
+    y = np.array([[1, 0], [0, 1], [1, 1], [0, 0]])
+    s = np.array([[0.4, 0.1], [0.2, 0.3], [0.3, 0.2], [0.1, 0.4]])  # every score below 0.5
+    m = multilabel_metrics(y, s, class_names=["Effusion", "Pleural_Thickening"])
+    res = RunResult(config={}, history=[], final=m, best={}, class_names=m["class_names"], timings={})
+    t = res.per_class()
+    assert list(t.columns) == ["AUROC", "AP", "BACC @ 0.5", "F1 @ 0.5", "precision @ 0.5", "recall @ 0.5"]
+    assert t.loc["Effusion", "AUROC"] == 1.0 and t.loc["Effusion", "F1 @ 0.5"] == 0.0  # ranked right, none above 0.5
+    assert (per_class_table(m, display=False).values == t.values).all()  # the same numbers
+    assert list(per_class_table(multilabel_metrics(y, s, threshold=0.25)).columns)[2] == "BACC @ 0.25"
+    mc = multiclass_metrics(np.array([0, 1, 1]), np.array([[0.6, 0.4], [0.3, 0.7], [0.6, 0.4]]))
+    assert list(per_class_table(mc).columns) == ["AUROC", "precision (arg max)", "recall (arg max)", "F1 (arg max)"]
+
+
+def test_save_table_writes_atomically_inside_its_folder_never_through_a_link(tmp_path):
+    from fedpl_core.report.tables import save_table
+
+    folder, victim = tmp_path / "figures", tmp_path / "victim.md"
+    folder.mkdir()
+    victim.write_text("precious")
+    os.symlink(victim, folder / "00_mean_auroc.md")
+    paths = save_table(pd.DataFrame({"a": [1]}), "00_mean_auroc", folder)
+    assert victim.read_text() == "precious" and not os.path.islink(paths["md"])
+    assert open(paths["md"]).read().startswith("| a")
+    for bad in ("../T", "../../T", str(tmp_path / "T"), "", "a/../../T"):
+        with pytest.raises(ValueError, match="leaves its folder"):
+            save_table(pd.DataFrame({"a": [1]}), bad, folder)
+    assert not list(tmp_path.glob("T.*"))
+    leftovers = [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []

@@ -104,6 +104,8 @@ class Method(metaclass=_CheckedOptions):
     Class attributes a subclass sets:
 
     * ``name``: registry name.
+    * ``display_name``, ``color``, ``paper``: the name, colour and paper every figure, table and
+      listing shows (:mod:`fedpl_core.report.names` reads them).
     * ``partial``: loss over annotated entries only (True) or missing = negative (False).
     * ``metadata_keys``: the metadata a client may send; anything else is refused.
     * ``evaluation``: ``"global"`` (the server's model) or ``"personalised"`` (each
@@ -138,6 +140,15 @@ class Method(metaclass=_CheckedOptions):
     """
 
     name: ClassVar[str] = "method"
+    #: What a reader sees for the method in every figure, table and ``python -m fedpl_core
+    #: methods``: the name its paper prints (the papers' common spelling, FedAvg), unique in the
+    #: registry; a variant that differs from a namesake says how ("FedAvg (wBCE)").
+    display_name: ClassVar[str] = ""
+    #: Its colour in every figure (a matplotlib colour); the variants of one concept may share it.
+    color: ClassVar[str] = ""
+    #: The paper whose tables hold it: ``"FedPSL"``, ``"FedLSM"``, ``"Surgical Aggregation"``,
+    #: ``"FedMLP"``, or ``"baseline"`` (every paper's).
+    paper: ClassVar[str] = ""
     partial: ClassVar[bool] = False
     metadata_keys: ClassVar[tuple[str, ...]] = ("class_mask", "label_counts", "positive_counts")
     evaluation: ClassVar[str] = "global"

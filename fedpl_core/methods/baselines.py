@@ -19,6 +19,9 @@ class FedAvgPL(FedAvg):
     (Surgical Aggregation Eq. 4, FedMLP's FedAvg-PL, FedPSL's FedAVG baseline)."""
 
     name = "fedavg_pl"
+    display_name = "FedAvg-PL"
+    color = "#ff7f0e"
+    paper = "baseline"
     partial = True
 
 
@@ -29,6 +32,9 @@ class FedProx(Method):
     mu = 0.001).  With mu = 0 it equals FedAvg exactly."""
 
     name = "fedprox"
+    display_name = "FedProx"
+    color = "#17becf"
+    paper = "baseline"
     option_ranges = {"mu": ">=0"}
 
     def __init__(self, mu: float = 0.01, partial: bool = False, **kw: Any):
@@ -52,6 +58,9 @@ class FedBN(FedAvg):
     is scored by the clients' own models (personalised evaluation, see Method)."""
 
     name = "fedbn"
+    display_name = "FedBN"
+    color = "#bcbd22"
+    paper = "baseline"
 
     def __init__(self, partial: bool = False, **kw: Any):
         kw.setdefault("bn_policy", "local")
@@ -65,6 +74,9 @@ class Centralized(FedAvg):
     centralised IML).  One round = one epoch over the pooled data."""
 
     name = "centralized"
+    display_name = "Centralized"
+    color = "#8c8c8c"
+    paper = "baseline"
     federated = False
     default_clients = "pooled"
 
@@ -76,6 +88,9 @@ class Oracle(FedAvg):
     """The upper bound: pooled data with every true label (fully supervised)."""
 
     name = "oracle"
+    display_name = "Oracle"
+    color = "#222222"
+    paper = "baseline"
     federated = False
     default_clients = "pooled_true_labels"
 
@@ -85,6 +100,9 @@ class FedAvgOracle(FedAvg):
     client annotating every class with the true labels."""
 
     name = "fedavg_oracle"
+    display_name = "FedAvg (100% labels)"
+    color = "#222222"
+    paper = "FedLSM"
     default_clients = "true_labels"
 
 
@@ -93,6 +111,9 @@ class Local(FedAvg):
     that annotate the class (personalised evaluation)."""
 
     name = "local"
+    display_name = "Local"
+    color = "#8c564b"
+    paper = "baseline"
     evaluation = "personalised"
     federated = False
 
@@ -110,6 +131,9 @@ class PFL(FedAvg):
     ``bn_policy``), each client keeps its own head, trained with the partial loss."""
 
     name = "pfl"
+    display_name = "PFL"
+    color = "#8c564b"
+    paper = "baseline"
     evaluation = "personalised"
     partial = True
     local_arrays = "head"  # and the BatchNorm policy's arrays

@@ -57,6 +57,9 @@ class CBAFed(FedAvg):
     """CBAFed: class-balanced adaptive thresholds, residual weight connection."""
 
     name = "cbafed"
+    display_name = "CBAFed"
+    color = "#ff9896"
+    paper = "FedMLP"
     option_ranges = {"t_base": "[0,1]", "upper": "[0,1]", "lower": "[0,1]", "res_every": "int>=0",
                      "res_weight": "[0,1]"}
     partial = True

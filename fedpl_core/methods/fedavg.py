@@ -21,6 +21,9 @@ class FedAvg(Method):
     """FedAvg (McMahan et al. 2017): missing labels are negatives; size-weighted mean."""
 
     name = "fedavg"
+    display_name = "FedAvg"
+    color = "#1f77b4"
+    paper = "baseline"
 
     @property
     def batchable(self) -> bool:

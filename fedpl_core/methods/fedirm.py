@@ -62,6 +62,9 @@ class FedIRM(FedAvg):
     """FedIRM: class relation matrices from labelled data, matched on the missing classes."""
 
     name = "fedirm"
+    display_name = "FedIRM"
+    color = "#b5cf6b"
+    paper = "FedMLP"
     option_ranges = {"temperature": ">0", "consistency": ">=0", "rampup": ">=0", "ema_decay": "[0,1]",
                      "confidence": "[0,1]"}
     partial = True

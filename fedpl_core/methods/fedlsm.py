@@ -376,6 +376,9 @@ class FedLSM(Method):
     """
 
     name = "fedlsm"
+    display_name = "FedLSM"
+    color = "#7f3c8d"
+    paper = "FedLSM"
     option_ranges = {"tau": "[0,1]", "tau_l": "[0,1]", "tau_p": "[0,1]", "tau_n": "[0,1]", "tau_lp": "[0,1]",
                      "tau_ln": "[0,1]", "lambda_u": ">=0", "ema_decay": "[0,1]", "mixup_alpha": ">0",
                      "mix_batch": "int>=0", "n_l": "[0,1]", "n_h": "[0,1]", "warmup_rounds": "int>=0",
@@ -635,6 +638,9 @@ class FedLSMNoAWPA(FedLSM):
     """Table 3 "Ours* w/o AWPA": masked aggregation of the proxies instead of Eq. 7."""
 
     name = "fedlsm_no_awpa"
+    display_name = "FedLSM w/o AWPA"
+    color = "#a55194"
+    paper = "FedLSM"
 
     def __init__(self, **kw: Any):
         kw.setdefault("awpa", False)
@@ -646,6 +652,9 @@ class FedLSMNoUDE(FedLSM):
     """Table 3 "Ours w/o UDE": no MixUp of D_l with D_h."""
 
     name = "fedlsm_no_ude"
+    display_name = "FedLSM w/o UDE"
+    color = "#de9ed6"
+    paper = "FedLSM"
 
     def __init__(self, **kw: Any):
         kw.setdefault("ude", False)
@@ -657,6 +666,9 @@ class FedLSMNoUE(FedLSM):
     """Table 3 "Ours w/o UE": no uncertainty split (see the module docstring)."""
 
     name = "fedlsm_no_ue"
+    display_name = "FedLSM w/o UE"
+    color = "#d6616b"
+    paper = "FedLSM"
 
     def __init__(self, **kw: Any):
         kw.setdefault("ue", False)

@@ -59,6 +59,9 @@ class FedLSR(FedAvg):
     """FedLSR: BCE on the sharpened mix of two views + ramped JS self-distillation."""
 
     name = "fedlsr"
+    display_name = "FedLSR"
+    color = "#c7c7c7"
+    paper = "FedMLP"
     option_ranges = {"gamma": ">=0", "t_w": ">=0", "distill_t": ">0", "sharpen_t": ">0", "mix_alpha": ">0"}
     partial = False
     tasks = ("multilabel",)

@@ -102,6 +102,9 @@ class FedMatch(Method):
     """FedMatch adapted to partial labels (see the module docstring)."""
 
     name = "fedmatch"
+    display_name = "FedMatch"
+    color = "#e7ba52"
+    paper = "FedPSL"
     option_ranges = {"num_helpers": "int>=0", "confidence": "[0,1]", "psi_factor": ">=0", "h_interval": "int>=1",
                      "lambda_s": ">=0", "lambda_i": ">=0", "lambda_a": ">=0", "lambda_l1": ">=0", "lambda_l2": ">=0"}
     partial = True
@@ -241,4 +244,7 @@ class FedMatchPlus(SimSiamPretraining, FedMatch):
     reused); psi is split from the pre-trained model when fine-tuning starts."""
 
     name = "fedmatch_plus"
+    display_name = "FedMatch+"
+    color = "#8ca252"
+    paper = "FedPSL"
     metadata_keys = FedMatch.metadata_keys + SimSiamPretraining.SSP_METADATA

@@ -230,6 +230,9 @@ class FedMLP(FedAvg):
     """
 
     name = "fedmlp"
+    display_name = "FedMLP"
+    color = "#11a579"
+    paper = "FedMLP"
     option_ranges = {"warmup_rounds": "int>=0", "lower": "[0,1]", "upper": "[0,1]", "t0": ">=0", "t1": ">=0",
                      "num_views": "int>=1", "cr_weight": ">=0", "degree_empty": "[0,1]"}
     partial = True

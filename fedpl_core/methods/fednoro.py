@@ -60,6 +60,9 @@ class FedNoRo(FedAvg):
     """FedNoRo stage 2: logit-adjusted BCE + ramped distillation from the global model."""
 
     name = "fednoro"
+    display_name = "FedNoRo"
+    color = "#74c476"
+    paper = "FedMLP"
     option_ranges = {"a": "[0,1]", "begin": "int>=0", "end": "int>=0", "temperature": ">0", "tau": ">=0"}
     partial = True
     tasks = ("multilabel",)

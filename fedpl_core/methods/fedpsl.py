@@ -222,6 +222,9 @@ class FedPSL(Method):
     """
 
     name = "fedpsl"
+    display_name = "FedPSL"
+    color = "#d62728"
+    paper = "FedPSL"
     option_ranges = {"alpha": ">=0"}
     partial = True
     default_loss = "wbce"
@@ -267,6 +270,9 @@ class FedPSLTDMA(FedPSL):
     """Ablation "FedPSL w/ TDMA": TDMA aggregation, ordinary joint local training."""
 
     name = "fedpsl_tdma"
+    display_name = "FedPSL w/ TDMA"
+    color = "#e377c2"
+    paper = "FedPSL"
 
     def __init__(self, **kw: Any):
         kw.setdefault("tadl", False)
@@ -278,6 +284,9 @@ class FedPSLTADL(FedPSL):
     """Ablation "FedPSL w/ TADL": TADL local training, plain FedAvg aggregation."""
 
     name = "fedpsl_tadl"
+    display_name = "FedPSL w/ TADL"
+    color = "#9467bd"
+    paper = "FedPSL"
 
     def __init__(self, **kw: Any):
         kw.setdefault("tdma", False)
@@ -290,6 +299,9 @@ class FedAvgStar(FedPSL):
     i.e. ``fedpsl_tdma`` (FedPSL with TADL off) under FedLSM's name."""
 
     name = "fedavg_star"
+    display_name = "FedAvg*"
+    color = "#6baed6"
+    paper = "FedLSM"
 
     def __init__(self, **kw: Any):
         kw.setdefault("tadl", False)
@@ -302,6 +314,9 @@ class FedAvgWBCE(FedAvg):
     """The paper's FedAVG: FedAvg with the partial loss, positive term weighted N_neg/N_pos."""
 
     name = "fedavg_wbce"
+    display_name = "FedAvg (wBCE)"
+    color = "#1f77b4"
+    paper = "FedPSL"
     partial = True
     default_loss = "wbce"
 
@@ -311,6 +326,9 @@ class FedProxWBCE(FedProx):
     """The paper's FedProx: weighted partial BCE + mu/2 ||w - w_global||^2 (mu = 0.001)."""
 
     name = "fedprox_wbce"
+    display_name = "FedProx (wBCE)"
+    color = "#17becf"
+    paper = "FedPSL"
     default_loss = "wbce"
 
     def __init__(self, mu: float = 0.001, partial: bool = True, **kw: Any):
@@ -323,6 +341,9 @@ class IMLWBCE(FedAvg):
     missing labels ignored, weighted BCE (weights over the pooled labelled data)."""
 
     name = "iml_wbce"
+    display_name = "IML"
+    color = "#8c8c8c"
+    paper = "FedPSL"
     federated = False
     default_loss = "wbce"
     default_clients = "pooled"
@@ -337,6 +358,9 @@ class OracleWBCE(FedAvg):
     source data set itself never annotated (``ImageDataset.label_mask``) stay ignored."""
 
     name = "oracle_wbce"
+    display_name = "Oracle (wBCE)"
+    color = "#222222"
+    paper = "FedPSL"
     partial = True
     federated = False
     default_loss = "wbce"

@@ -73,6 +73,9 @@ class FedPU(FedAvg):
     """
 
     name = "fedpu"
+    display_name = "FedPU"
+    color = "#e7969c"
+    paper = "FedLSM"
     option_ranges = {"pu_weight": ">=0", "eps": ">=0"}
     tasks = ("multiclass",)
     partial = True

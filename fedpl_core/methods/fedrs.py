@@ -47,6 +47,9 @@ class FedRS(FedAvg):
     """FedRS: CE over labelled rows on restricted-softmax logits (``alpha`` = 0.5)."""
 
     name = "fedrs"
+    display_name = "FedRS"
+    color = "#637939"
+    paper = "FedLSM"
     option_ranges = {"alpha": "[0,1]"}
     tasks = ("multiclass",)
     partial = True

@@ -71,6 +71,9 @@ class FedSSP(SimSiamPretraining, FedAvg):
     """
 
     name = "fedssp"
+    display_name = "FedSSP"
+    color = "#393b79"
+    paper = "FedPSL"
     partial = True
     default_loss = "wbce"
     metadata_keys = FedAvg.metadata_keys + SimSiamPretraining.SSP_METADATA

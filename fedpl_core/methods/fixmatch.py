@@ -210,6 +210,9 @@ class FedFixMatch(FixMatch):
     hard labels), FedAvg aggregation, plain partial BCE."""
 
     name = "fedfixmatch"
+    display_name = "FedFixMatch"
+    color = "#e7cb94"
+    paper = "FedMLP"
 
 
 @register
@@ -218,6 +221,9 @@ class FedAvgFixMatchStar(FixMatch):
     supervised BCE weighted by N_neg / N_pos as FedLSM's Task 1 ("as in FPSL")."""
 
     name = "fedavg_fixmatch_star"
+    display_name = "FedAvg-FixMatch*"
+    color = "#bd9e39"
+    paper = "FedLSM"
     default_head = "tdma"
 
     def __init__(self, pos_weight: bool = True, **kw: Any):
@@ -241,6 +247,9 @@ class FSSLStar(FixMatch):
     """
 
     name = "fssl_star"
+    display_name = "FSSL*"
+    color = "#e7298a"
+    paper = "FedLSM"
     default_head = "tdma"
 
     def __init__(self, tau: float = 0.5, teacher: str = "global", pos_weight: bool = True, **kw: Any):
@@ -255,6 +264,9 @@ class CentralFixMatch(FixMatch):
     Sec. VII-D-3, used for all its methods)."""
 
     name = "fixmatch"
+    display_name = "FixMatch"
+    color = "#98df8a"
+    paper = "FedPSL"
     federated = False
     default_clients = "pooled"
 

@@ -57,6 +57,9 @@ class MixUpPME(FedAvg):
     the unannotated entries (see the module docstring for every choice)."""
 
     name = "mixup_pme"
+    display_name = "MixUp-PME"
+    color = "#c49c94"
+    paper = "FedPSL"
     option_ranges = {"alpha": ">0", "warmup_rounds": "int>=0"}
     federated = False
     default_loss = "wbce"

@@ -67,6 +67,9 @@ class MOON(Method):
     """
 
     name = "moon"
+    display_name = "MOON"
+    color = "#5254a3"
+    paper = "FedLSM"
     option_ranges = {"mu": ">=0", "temperature": ">0"}
     partial = True
     default_loss = "wbce"
@@ -113,6 +116,9 @@ class MOONStar(MOON):
     """FedLSM's MOON*: MOON local training, TDMA head aggregation."""
 
     name = "moon_star"
+    display_name = "MOON*"
+    color = "#9c9ede"
+    paper = "FedLSM"
     default_head = "tdma"
 
 
@@ -121,6 +127,9 @@ class FedProxStar(FedProx):
     """FedLSM's FedProx*: FedProx (weighted partial loss, mu = 0.001) + TDMA."""
 
     name = "fedprox_star"
+    display_name = "FedProx*"
+    color = "#9edae5"
+    paper = "FedLSM"
     default_loss = "wbce"
     default_head = "tdma"
 

@@ -81,6 +81,9 @@ class RSCFed(FedAvg):
     sub-consensus models averaged (see the module docstring)."""
 
     name = "rscfed"
+    display_name = "RSCFed"
+    color = "#6b6ecf"
+    paper = "FedMLP"
     option_ranges = {"num_subsets": "int>=1", "subset_size": "int>=1", "dist_scale": ">0", "ema_decay": "[0,1]",
                      "lambda_u": ">=0", "sharpen_t": ">0"}
     partial = True

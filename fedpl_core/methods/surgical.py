@@ -263,6 +263,9 @@ class SurgicalAggregation(FedAvg):
     """
 
     name = "surgical"
+    display_name = "Surgical Aggregation"
+    color = "#2ca02c"
+    paper = "Surgical Aggregation"
     partial = True
     metadata_keys = ("class_names",)
 

@@ -32,7 +32,8 @@ from .paper_tables import (FEDLSM_ISIC_CLASS_ORDER, FEDLSM_NIH_CLASS_ORDER, FEDL
                            FEDPSL_CLASSES_I, FEDPSL_CLASSES_III, FEDPSL_TABLE_I, FEDPSL_TABLE_I_COUNTS,
                            FEDPSL_TABLE_III, FEDPSL_TABLE_III_COUNTS, table_assignment)
 from .partition import ClientSpec, Draws, Partition, PartitionWarning, assigned_classes
-from .report import client_sizes, label_report, plot_label_report, plot_mask
+from .report import (client_names, client_sizes, label_report, plot_label_report, plot_label_reports, plot_mask,
+                     plot_masks)
 from .splits import IID, BySource, Contiguous, Dirichlet, FedLSMSplit, Pools, SampleSplit, SplitRule
 
 __all__ = [
@@ -46,5 +47,6 @@ __all__ = [
     "FEDPSL_TABLE_I", "FEDPSL_TABLE_III", "FEDPSL_CLASSES_I", "FEDPSL_CLASSES_III", "FEDPSL_TABLE_I_COUNTS",
     "FEDPSL_TABLE_III_COUNTS", "FEDLSM_TABLE_5", "FEDLSM_TABLE_6", "FEDLSM_NIH_CLASS_ORDER",
     "FEDLSM_ISIC_CLASS_ORDER", "table_assignment",
-    "label_report", "client_sizes", "plot_label_report", "plot_mask",
+    "label_report", "client_sizes", "client_names", "plot_label_report", "plot_label_reports", "plot_mask",
+    "plot_masks",
 ]

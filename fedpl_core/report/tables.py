@@ -58,19 +58,30 @@ def summarize(df: pd.DataFrame, metrics: Sequence[str] = ("auroc_mean",), by: Se
 
 def pivot_mean_std(df: pd.DataFrame, metric: str = "auroc_mean", rows: str = "label", cols: str = "setting",
                    which: str | None = "final", scale: float = 100.0, decimals: int = 2) -> pd.DataFrame:
-    """A paper-style table: rows (methods) x columns (settings) of ``mean ± std``."""
+    """A paper-style table: rows (methods, by their display names: :func:`~fedpl_core.report.names.display_name`)
+    x columns (settings) of ``mean ± std``; the index is named "method" when the rows are the labels."""
+    from .names import display_name
+
     s = summarize(df, [metric], by=[cols, rows], which=which, scale=scale, decimals=decimals)
-    return s[metric].unstack(0).reindex(columns=list(dict.fromkeys(df[cols])), index=list(dict.fromkeys(df[rows])))
+    out = s[metric].unstack(0).reindex(columns=list(dict.fromkeys(df[cols])), index=list(dict.fromkeys(df[rows])))
+    if rows == "label":
+        out.index = pd.Index([display_name(v) for v in out.index], name="method")
+    out.columns.name = None if cols == "setting" else cols
+    return out
 
 
 def per_class_mean_std(df: pd.DataFrame, label_col: str = "label", which: str = "final",
                        scale: float = 100.0, decimals: int = 1) -> pd.DataFrame:
-    """Rows: methods; columns: classes (``auroc:<class>`` columns) plus the mean."""
+    """Rows: methods (by their display names); columns: classes (``auroc:<class>`` columns,
+    ``_`` as a space) plus the mean."""
+    from .names import class_name, display_name
+
     d = df[df["which"] == which] if "which" in df else df
     cols = [c for c in d.columns if c.startswith("auroc:")] + ["auroc_mean"]
     mean, std, _ = _mean_std_n(d, label_col, cols, scale)
     out = _fmt_frame(mean, std, decimals)
-    out.columns = [c.replace("auroc:", "") if c != "auroc_mean" else "Mean" for c in cols]
+    out.columns = [class_name(c.replace("auroc:", "")) if c != "auroc_mean" else "Mean" for c in cols]
+    out.index = pd.Index([display_name(v) for v in out.index], name="method")
     return out
 
 
@@ -84,8 +95,10 @@ def paired_ttest(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
 
 
 def curve_frame(df: pd.DataFrame, metric: str = "auroc_mean") -> pd.DataFrame:
-    """Per-round values of ``metric`` as long rows (setting, label, seed, round, metric),
-    from the histories that ``run_many(..., histories=True)`` keeps in ``df.attrs``.
+    """Per-round values of ``metric`` as long rows (setting, label, seed, round, metric), from
+    the histories that ``run_many(..., histories=True)`` keeps in ``df.attrs``; with a
+    ``method`` column (the registry key of each run, which the figures colour by) when ``df``
+    has one.
 
     >>> df = pd.DataFrame()
     >>> df.attrs["histories"] = {("K=2", "FL", 0): [{"round": 1, "auroc_mean": 0.6}, {"round": 2, "train_loss": 1.0},
@@ -97,7 +110,11 @@ def curve_frame(df: pd.DataFrame, metric: str = "auroc_mean") -> pd.DataFrame:
         raise KeyError("no per-round histories: call run_many(..., histories=True)")
     rows = [{"setting": st, "label": lab, "seed": seed, "round": h["round"], metric: h[metric]}
             for (st, lab, seed), hist in df.attrs["histories"].items() for h in hist if h.get(metric) is not None]
-    return pd.DataFrame(rows, columns=["setting", "label", "seed", "round", metric])
+    out = pd.DataFrame(rows, columns=["setting", "label", "seed", "round", metric])
+    if {"method", "setting", "label", "seed"} <= set(df.columns) and len(out):
+        runs = df.drop_duplicates(["setting", "label", "seed"]).set_index(["setting", "label", "seed"])["method"]
+        out["method"] = [runs.get(k) for k in zip(out["setting"], out["label"], out["seed"])]
+    return out
 
 
 def late_gain(curves: pd.DataFrame, metric: str = "auroc_mean", scale: float = 100.0) -> pd.DataFrame:
@@ -269,19 +286,22 @@ def verdict(d: dict, direction: int = 1, alpha: float = 0.05) -> str:
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
-    """Holm's step-down adjustment of a family of p-values (None stays None): the i-th
-    smallest of m becomes max over j <= i of min(1, (m - j + 1) p_(j)).  Use it where one
-    notebook tests several claims at once.
+    """Holm's step-down adjustment of a family of p-values (None and NaN stay None):
+    ``statsmodels.stats.multitest.multipletests(method="holm")`` over the given ones, the
+    i-th smallest of m becoming max over j <= i of min(1, (m - j + 1) p_(j)), rounded to 12
+    digits.  Use it where one notebook tests several claims at once.
 
     >>> holm([0.01, 0.04, 0.03, None])  # m = 3: 3 x 0.01; max(0.03, 2 x 0.03); max(0.06, 1 x 0.04)
     [0.03, 0.06, 0.06, None]
     """
+    from statsmodels.stats.multitest import multipletests
+
     idx = [i for i, p in enumerate(pvalues) if p is not None and p == p]
     out: list[float | None] = [None] * len(pvalues)
-    running = 0.0
-    for rank, i in enumerate(sorted(idx, key=lambda i: pvalues[i])):
-        running = max(running, min(1.0, (len(idx) - rank) * float(pvalues[i])))
-        out[i] = round(running, 12)
+    if idx:
+        adjusted = multipletests([float(pvalues[i]) for i in idx], method="holm")[1]
+        for i, v in zip(idx, adjusted):
+            out[i] = round(float(v), 12)
     return out
 
 
@@ -341,34 +361,111 @@ def _is_p(column) -> bool:
     return name == "p" or name.startswith(("p (", "p-value"))
 
 
+#: Count columns of result tables: shown as whole numbers (a missing value makes pandas hold
+#: them as floats, "3.0").
+COUNT_COLUMNS = ("pairs", "n", "classes", "seeds", "runs", "clients", "round", "rounds", "best round",
+                 "last round", "start", "end")
+_KEY = __import__("re").compile(r"[A-Za-z0-9*+]+(?:[_/][A-Za-z0-9*+]+)+")
+
+
+def reader_text(value):
+    """A header or cell as a reader sees it: a method registry key by its display name, a
+    metric or record key by its name, the frame column ``label`` as "method" (also inside a
+    header: ``"auroc_mean vs FedAvg"`` -> "mean AUROC vs FedAvg"); anything else as it is.
+
+    >>> reader_text("fedavg_star"), reader_text("auroc_mean vs FedAvg"), reader_text("pl/coverage"), reader_text(3)
+    ('FedAvg*', 'mean AUROC vs FedAvg', 'pseudo-labels: share of missing entries tagged', 3)
+    """
+    if not isinstance(value, str):
+        return value
+    from ..metrics import METRIC_NAMES, metric_name
+    from .names import display_name, method_classes
+
+    def one(word: str) -> str:
+        if word in method_classes():
+            return display_name(word)
+        if word in METRIC_NAMES or word.startswith(("pl/", "log/")):
+            return metric_name(word)
+        return word
+
+    if value == "label":
+        return "method"
+    if value in method_classes() or value in METRIC_NAMES:
+        return one(value)
+    return _KEY.sub(lambda m: one(m.group(0)), value)
+
+
 def for_reading(df: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
     """The table as the Markdown and LaTeX files show it: p-values to two significant
-    digits (the CSV keeps every digit) and no default 0..n-1 index column.  Returns the
-    table and whether to write its index.
+    digits (the CSV keeps every digit), count columns (:data:`COUNT_COLUMNS`) as whole
+    numbers, registry keys in headers, index and cells by their names (:func:`reader_text`),
+    and no default 0..n-1 index column.  Returns the table and whether to write its index.
 
-    >>> t, index = for_reading(pd.DataFrame({"diff": [1.5], "p": [0.049437148533]}))
+    >>> t, index = for_reading(pd.DataFrame({"label": ["fedavg_pl"], "diff": [1.5], "pairs": [3.0],
+    ...                                      "p": [0.049437148533]}))
     >>> t.to_dict("records"), index
-    ([{'diff': 1.5, 'p': '0.049'}], False)
+    ([{'method': 'FedAvg-PL', 'diff': 1.5, 'pairs': 3, 'p': '0.049'}], False)
     """
     shown = df.copy()
     for c in shown.columns:
         if _is_p(c):
             shown[c] = [None if v is None or v != v else f"{float(v):.2g}" for v in shown[c]]
+        elif str(c) in COUNT_COLUMNS and pd.api.types.is_float_dtype(shown[c]):
+            vals = shown[c].dropna()
+            if len(vals) and np.all(np.asarray(vals) == np.round(np.asarray(vals))):
+                shown[c] = shown[c].astype("Int64")
+        elif pd.api.types.is_object_dtype(shown[c]) or pd.api.types.is_string_dtype(shown[c]):
+            shown[c] = [reader_text(v) for v in shown[c]]
+    shown = shown.rename(columns=lambda c: reader_text(c) if isinstance(c, str) else
+                         tuple(reader_text(x) for x in c) if isinstance(c, tuple) else c)
+    shown.columns.names = [reader_text(n) for n in shown.columns.names]
+    if not (isinstance(df.index, pd.RangeIndex) and df.index.name is None):
+        shown.index = shown.index.map(lambda v: tuple(reader_text(x) for x in v) if isinstance(v, tuple)
+                                      else reader_text(v))
+        shown.index.names = [reader_text(n) for n in df.index.names]
     default_index = isinstance(df.index, pd.RangeIndex) and df.index.name is None
     return shown, not default_index
 
 
-def save_table(df: pd.DataFrame, stem: str, folder: str | Path | None = None) -> dict[str, str]:
-    """Write ``<stem>.csv`` (every digit), ``.md`` and ``.tex`` (:func:`for_reading`) into
-    ``folder`` (default :func:`figures_dir`); returns the paths."""
-    folder = figures_dir() if folder is None else folder
-    from pathlib import Path
+def output_path(name: str | Path, folder: str | Path | None = None, what: str = "table") -> Path:
+    """Where a figure or table named ``name`` goes: ``folder / name`` (default folder
+    :func:`figures_dir`).  A name must stay inside its folder: an empty name, an absolute one,
+    one with a ``..`` part, or one whose sub-folders lead out of the folder through a link is
+    refused with a ``ValueError`` of one line, before anything is written.
 
-    p = Path(folder)
-    p.mkdir(parents=True, exist_ok=True)
-    paths = {"csv": str(p / f"{stem}.csv"), "md": str(p / f"{stem}.md"), "tex": str(p / f"{stem}.tex")}
-    df.to_csv(paths["csv"])
+    >>> output_path("01_table2.csv", "/tmp/f").as_posix()
+    '/tmp/f/01_table2.csv'
+    >>> output_path("../x.png", "/tmp/f", what="figure")
+    Traceback (most recent call last):
+    ...
+    ValueError: figure name '../x.png' leaves its folder: give a name inside it (no '..', not absolute)
+    """
+    text = str(name)
+    parts = Path(text).parts
+    if not text.strip() or Path(text).is_absolute() or ".." in parts or Path(text).name in ("", ".", ".."):
+        raise ValueError(f"{what} name {text!r} leaves its folder: give a name inside it "
+                         "(no '..', not absolute)")
+    base = Path(figures_dir() if folder is None else folder).expanduser()
+    target = base / text
+    if len(parts) > 1:  # a sub-folder: it must not lead out of the folder through a link
+        root, parent = base.resolve(), target.parent.resolve()
+        if parent != root and root not in parent.parents:
+            raise ValueError(f"{what} name {text!r} leads out of its folder {base} through a link")
+    return target
+
+
+def save_table(df: pd.DataFrame, stem: str, folder: str | Path | None = None) -> dict[str, str]:
+    """Write ``<stem>.csv`` (every digit, the frame as it is), ``.md`` and ``.tex`` (for a
+    reader: :func:`for_reading`) into ``folder`` (default :func:`figures_dir`), each through
+    :func:`fedpl_core.fileio.atomic_write` (a link planted at a name is replaced, never written
+    through); returns the paths.  A stem that would leave the folder is refused before
+    anything is written (:func:`output_path`)."""
+    from ..fileio import atomic_write_text
+
+    output_path(str(stem), folder)  # the stem itself: not empty, not absolute, no '..'
+    paths = {ext: output_path(f"{stem}.{ext}", folder) for ext in ("csv", "md", "tex")}
     shown, index = for_reading(df)
-    Path(paths["md"]).write_text(to_markdown(shown, index=index) + "\n")
-    Path(paths["tex"]).write_text(to_latex(shown, index=index))
-    return paths
+    texts = {"csv": df.to_csv(), "md": to_markdown(shown, index=index) + "\n", "tex": to_latex(shown, index=index)}
+    for ext, path in paths.items():
+        atomic_write_text(path, texts[ext])
+    return {ext: str(path) for ext, path in paths.items()}

@@ -154,10 +154,15 @@ def leaderboard(df: pd.DataFrame, metric: str = "score", which: str = "final", d
 
 
 def rank_table(board: pd.DataFrame) -> pd.DataFrame:
-    """Methods x settings of ranks, plus the mean rank (sorted by it)."""
+    """Methods (by their display names, :func:`fedpl_core.report.names.display_name`) x
+    settings of ranks, plus the mean rank (sorted by it)."""
+    from ..report.names import display_name
+
     r = board.pivot(index="method", columns="setting", values="rank")
     r = r.reindex(columns=[s for s in SETTINGS if s in r.columns])
     r["mean rank"] = r.mean(axis=1)
+    r.index = pd.Index([display_name(m) for m in r.index], name="method")
+    r.columns.name = "setting"
     return r.sort_values("mean rank")
 
 

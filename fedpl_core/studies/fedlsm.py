@@ -61,47 +61,53 @@ from ..data import synthetic as S
 from ..experiments import ExperimentConfig
 from ..methods import available_methods
 from ..profiles import engine_options
+from ..report.names import display_name
 from ..report.tables import fmt_mean_std
 
 TASKS = ("Task 1", "Task 2")
-#: (label, registry name, task(s)): the methods of Tables 1 and 2 in the paper's order.
-PAPER_METHODS: list[tuple[str, str, tuple[str, ...]]] = [
-    ("FedAvg (100% labels)", "fedavg_oracle", TASKS),
-    ("FedAvg", "fedavg_pl", TASKS),
-    ("FedAvg*", "fedavg_star", TASKS),
-    ("FedProx*", "fedprox_star", TASKS),
-    ("MOON*", "moon_star", TASKS),
-    ("FedRS", "fedrs", ("Task 2",)),
-    ("FedPU", "fedpu", ("Task 2",)),
-    ("FPSL", "fedpsl", ("Task 1",)),
-    ("FedAvg-FixMatch*", "fedavg_fixmatch_star", TASKS),
-    ("FSSL*", "fssl_star", TASKS),
-    ("FedLSM", "fedlsm", TASKS),
-]
-ABLATION = [("FedLSM", "fedlsm"), ("w/o AWPA", "fedlsm_no_awpa"), ("w/o UDE", "fedlsm_no_ude"),
+#: (label, registry name, task(s)): the methods of Tables 1 and 2 in the paper's order, each
+#: labelled by its class's ``display_name`` (the paper's "FedAvg" trains with the partial loss:
+#: "FedAvg-PL"; its "FPSL" is FedPSL).
+PAPER_METHODS: list[tuple[str, str, tuple[str, ...]]] = [(display_name(key), key, tasks) for key, tasks in (
+    ("fedavg_oracle", TASKS),
+    ("fedavg_pl", TASKS),
+    ("fedavg_star", TASKS),
+    ("fedprox_star", TASKS),
+    ("moon_star", TASKS),
+    ("fedrs", ("Task 2",)),
+    ("fedpu", ("Task 2",)),
+    ("fedpsl", ("Task 1",)),
+    ("fedavg_fixmatch_star", TASKS),
+    ("fssl_star", TASKS),
+    ("fedlsm", TASKS),
+)]
+#: Table 3: the study's own labels of FedLSM's ablations (the paper's "w/o AWPA" ...).
+ABLATION = [(display_name("fedlsm"), "fedlsm"), ("w/o AWPA", "fedlsm_no_awpa"), ("w/o UDE", "fedlsm_no_ude"),
             ("w/o UE", "fedlsm_no_ue")]
 TABLE2_METRICS = {"AUC": "auroc_mean", "Accuracy": "accuracy", "F1": "f1", "Precision": "precision",
                   "Recall": "recall"}
 #: The paper's Table 1 (NIH ChestX-ray14), "Average AUC" row, by our method labels.
-PAPER_TABLE1: dict[str, dict[str, float]] = {lab: {"AUC": v} for lab, v in (
-    ("FedAvg (100% labels)", 0.807), ("FedAvg", 0.710), ("FedAvg*", 0.760), ("FedProx*", 0.766), ("MOON*", 0.772),
-    ("FedRS", 0.697), ("FPSL", 0.760), ("FedAvg-FixMatch*", 0.776), ("FSSL*", 0.740), ("FedLSM", 0.791))}
+PAPER_TABLE1: dict[str, dict[str, float]] = {display_name(key): {"AUC": v} for key, v in (
+    ("fedavg_oracle", 0.807), ("fedavg_pl", 0.710), ("fedavg_star", 0.760), ("fedprox_star", 0.766),
+    ("moon_star", 0.772), ("fedrs", 0.697), ("fedpsl", 0.760), ("fedavg_fixmatch_star", 0.776), ("fssl_star", 0.740),
+    ("fedlsm", 0.791))}
 #: The paper's Table 2 (ISIC 2018 / HAM10000), macro AUC, accuracy, F1, precision, recall, by our
-#: method labels ("FedAvg* + FixMatch" is FedAvg-FixMatch*, "Ours" FedLSM).
-PAPER_TABLE2: dict[str, dict[str, float]] = {lab: dict(zip(TABLE2_METRICS, v)) for lab, v in (
-    ("FedAvg (100% labels)", (0.977, 0.889, 0.809, 0.743, 0.800)),
-    ("FedAvg", (0.927, 0.810, 0.576, 0.721, 0.622)),
-    ("FedAvg*", (0.949, 0.817, 0.620, 0.753, 0.597)),
-    ("FedProx*", (0.952, 0.820, 0.630, 0.768, 0.612)),
-    ("MOON*", (0.948, 0.826, 0.652, 0.755, 0.620)),
-    ("FedPU", (0.927, 0.796, 0.550, 0.699, 0.570)),
-    ("FedRS", (0.926, 0.800, 0.577, 0.716, 0.597)),
-    ("FPSL", (0.952, 0.825, 0.638, 0.728, 0.613)),
-    ("FedAvg-FixMatch*", (0.940, 0.789, 0.564, 0.681, 0.541)),
-    ("FSSL*", (0.939, 0.807, 0.608, 0.740, 0.580)),
-    ("FedLSM", (0.960, 0.846, 0.713, 0.763, 0.699)))}
-#: The ranking both tables report, best first, and the metrics :func:`ordering` tests it on.
-RANKING = ("FedLSM", "FedAvg*", "FedAvg")
+#: method labels (the paper's "FedAvg* + FixMatch" is FedAvg-FixMatch*, "Ours" FedLSM).
+PAPER_TABLE2: dict[str, dict[str, float]] = {display_name(key): dict(zip(TABLE2_METRICS, v)) for key, v in (
+    ("fedavg_oracle", (0.977, 0.889, 0.809, 0.743, 0.800)),
+    ("fedavg_pl", (0.927, 0.810, 0.576, 0.721, 0.622)),
+    ("fedavg_star", (0.949, 0.817, 0.620, 0.753, 0.597)),
+    ("fedprox_star", (0.952, 0.820, 0.630, 0.768, 0.612)),
+    ("moon_star", (0.948, 0.826, 0.652, 0.755, 0.620)),
+    ("fedpu", (0.927, 0.796, 0.550, 0.699, 0.570)),
+    ("fedrs", (0.926, 0.800, 0.577, 0.716, 0.597)),
+    ("fedpsl", (0.952, 0.825, 0.638, 0.728, 0.613)),
+    ("fedavg_fixmatch_star", (0.940, 0.789, 0.564, 0.681, 0.541)),
+    ("fssl_star", (0.939, 0.807, 0.608, 0.740, 0.580)),
+    ("fedlsm", (0.960, 0.846, 0.713, 0.763, 0.699)))}
+#: The ranking both tables report, best first (FedLSM > FedAvg* > FedAvg-PL, the paper's FedAvg),
+#: and the metrics :func:`ordering` tests it on.
+RANKING = tuple(display_name(k) for k in ("fedlsm", "fedavg_star", "fedavg_pl"))
 RANKING_METRICS = {"Task 1": {"AUC": "auroc_mean"},
                    "Task 2": {"AUC": "auroc_mean", "Accuracy": "accuracy", "F1": "f1"}}
 
@@ -328,7 +334,7 @@ def with_paper(df: pd.DataFrame, task: str, which: str = "final", decimals: int 
 
 
 def ordering(df: pd.DataFrame, task: str, ranking: Sequence[str] = RANKING, which: str = "final") -> pd.DataFrame:
-    """The paper's ranking (``ranking``, best first: FedLSM > FedAvg* > FedAvg) step by step,
+    """The paper's ranking (``ranking``, best first: FedLSM > FedAvg* > FedAvg-PL) step by step,
     on the metrics of :data:`RANKING_METRICS`: for each metric and each neighbouring pair
     ``A - B``, the difference in points (x 100) paired on the seed, its sd, the number of
     pairs, the two-sided paired t-test's p (:func:`fedpl_core.report.tables.paired_difference`;
@@ -408,7 +414,60 @@ def describe_tdma_drift(table: pd.DataFrame, paper_gain: float = 5.0, alpha: flo
     return out
 
 
+# =========================================================================== figures (notebook 02)
+#: The methods whose pseudo-labels and uncertainty split notebook 02 follows round by round.
+DIAGNOSED = tuple(display_name(k) for k in ("fedlsm", "fedavg_fixmatch_star", "fssl_star"))
+
+
+def plot_task_curves(results: dict[str, pd.DataFrame], metric: str = "auroc_mean",
+                     title: str = "{task}: {metric} per round"):
+    """Per-round curves of both tasks side by side (``results``: ``{task: run_many frame with
+    histories}``), one panel per task, one legend (the notebook's ``02_curves``)."""
+    import matplotlib.pyplot as plt
+
+    from ..metrics import metric_name
+    from ..report.plotting import plot_curves
+    from ..report.tables import curve_frame
+
+    fig, axes = plt.subplots(1, len(results), figsize=(7 * len(results), 4.2), squeeze=False)
+    for ax, (task, res) in zip(axes[0], results.items()):
+        seeds = res["seed"].nunique() if "seed" in res else 0
+        plot_curves(curve_frame(res, metric), metric, ax=ax,
+                    title=title.format(task=task, metric=metric_name(metric)) + (f" ({seeds} seeds)" if seeds else ""))
+    return fig
+
+
+def diagnostic_curves(res: pd.DataFrame, labels: Sequence[str] | None = None) -> pd.DataFrame:
+    """The per-round pseudo-label scores (``pl/*``) and logged diagnostics (``log/*``) of the
+    runs of ``res`` (``run_many(..., histories=True)``) as long rows (``label``, ``seed``,
+    ``round``, ``metric``, ``value``[, ``method``]), for ``labels`` only when given."""
+    from ..report.tables import curve_frame
+
+    keys = sorted({k for h in res.attrs["histories"].values() for r in h for k in r if k.startswith(("pl/", "log/"))})
+    frames = [curve_frame(res, metric=k).rename(columns={k: "value"}).assign(metric=k) for k in keys]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=["setting", "label", "seed", "round", "value", "metric"])
+    out = pd.concat(frames, ignore_index=True)
+    return out if labels is None else out[out["label"].isin(list(labels))]
+
+
+def plot_diagnostics(res: pd.DataFrame, task: str, labels: Sequence[str] = DIAGNOSED):
+    """The pseudo-labels and FedLSM's uncertainty split per round (:func:`diagnostic_curves`
+    of ``labels``): one panel per recorded quantity that changes over the rounds (a constant
+    one is listed under the figure instead), shares and accuracies on [0, 1], one colour and
+    marker per method (the notebook's ``02_diagnostics_task1/2``)."""
+    from ..report.plotting import plot_metric_panels
+
+    cv = diagnostic_curves(res, labels)
+    seeds = cv["seed"].nunique() if len(cv) else 0
+    return plot_metric_panels(cv, sorted(cv["metric"].unique()),
+                              title=f"{task}: pseudo-labels and FedLSM's uncertainty split, mean ± sd over "
+                                    f"{seeds} seed(s)")
+
+
 __all__ = ["TASKS", "PAPER_METHODS", "ABLATION", "TDMA_GRID", "tdma_methods", "tdma_effect", "code_mode_methods", "TABLE2_METRICS", "PAPER_TABLE1", "PAPER_TABLE2", "RANKING",
            "RANKING_METRICS", "PROFILES", "Settings", "check_data_roots", "settings", "methods", "missing_methods",
            "ablation_methods", "table1", "table2", "best_and_last", "paper_table", "with_paper", "ordering",
-           "describe_ordering", "describe_tdma_drift"]
+           "describe_ordering", "describe_tdma_drift", "DIAGNOSED", "plot_task_curves", "diagnostic_curves",
+           "plot_diagnostics"]

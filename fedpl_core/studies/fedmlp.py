@@ -52,14 +52,15 @@ from ..data import synthetic as S
 from ..experiments import ExperimentConfig
 from ..methods import available_methods
 from ..profiles import engine_options
+from ..report.names import display_name
 from ..report.tables import fmt_mean_std
 
 TABLES = ("ICH", "CXR")
 #: (label, registry name): the methods of Tables 1 and 2 in the paper's order.
-PAPER_METHODS = [("FedAvg", "fedavg"), ("FedAvg-PL", "fedavg_pl"), ("RSCFed", "rscfed"),
-                 ("FedFixMatch", "fedfixmatch"), ("FedIRM", "fedirm"), ("CBAFed", "cbafed"),
-                 ("FedLSR", "fedlsr"), ("FedNoRo", "fednoro"), ("FedMLP", "fedmlp")]
-#: Table 3: (label, FedMLP switches); the first row is FedAvg itself (every component off).
+PAPER_METHODS = [(display_name(key), key) for key in ("fedavg", "fedavg_pl", "rscfed", "fedfixmatch", "fedirm",
+                                                       "cbafed", "fedlsr", "fednoro", "fedmlp")]
+#: Table 3: (label, FedMLP switches), the paper's row names; the first row is FedAvg itself (every
+#: component off).
 ABLATION = [("FedAvg", dict(mld=False, wpc=False, cr=False, st=False)),
             ("+ MLD", dict(mld=True, wpc=False, cr=False, st=False)),
             ("+ MLD + WPC", dict(mld=True, wpc=True, cr=False, st=False)),
@@ -260,6 +261,42 @@ def hot_cool_gap(df: pd.DataFrame, cfg: ExperimentConfig, setting: str, a: str =
             "hot_clients": (int(n[hot].min()), int(n[hot].max())) if hot else None, "table": hc}
 
 
+# =========================================================================== figures (notebook 04)
+#: The pseudo-label (tag) scores notebook 04 follows round by round.
+TAG_KEYS = ("pl/coverage", "pl/accuracy", "pl/pos_precision", "pl/pos_recall")
+
+
+def tag_curves(results: dict[str, pd.DataFrame], st: Settings, keys: Sequence[str] = TAG_KEYS) -> pd.DataFrame:
+    """The tags' scores per round at each table's highest missing level (``results``:
+    ``{table: run_many frame with histories}``), as long rows (``label``, ``seed``,
+    ``round``, ``metric`` = ``"<table> (m=<m>): <key>"``, ``value``[, ``method``])."""
+    from ..report.tables import curve_frame
+
+    frames = []
+    for t, res in results.items():
+        top = f"m={st.missing[t][-1]}"
+        for k in keys:
+            cv = curve_frame(res, metric=k)
+            cv = cv[cv["setting"] == top]
+            frames.append(cv.rename(columns={k: "value"}).assign(metric=f"{t} ({top}): {k}"))
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["setting", "label", "seed", "round", "value", "metric"])
+
+
+def plot_tag_quality(results: dict[str, pd.DataFrame], st: Settings, keys: Sequence[str] = TAG_KEYS):
+    """The tags' quality per round (:func:`tag_curves`): one panel per table and score, on
+    [0, 1], a line broken at rounds without a value (a method that tags nothing in a round
+    has no accuracy there), one legend (the notebook's ``04_tag_quality``)."""
+    from ..report.plotting import plot_metric_panels
+
+    cv = tag_curves(results, st, keys)
+    seeds = cv["seed"].nunique() if len(cv) else 0
+    return plot_metric_panels(cv, list(dict.fromkeys(cv["metric"])), ncols=len(keys),
+                              title=f"Pseudo-label (tag) quality per round, mean ± sd over {seeds} seed(s)")
+
+
 __all__ = ["TABLES", "PAPER_METHODS", "ABLATION", "METRICS", "PROFILES", "Settings", "settings", "methods",
            "missing_methods",
-           "level_settings", "ablation_methods", "one_class_setting", "results_table", "hot_cool", "hot_cool_gap"]
+           "level_settings", "ablation_methods", "one_class_setting", "results_table", "hot_cool", "hot_cool_gap",
+           "TAG_KEYS", "tag_curves", "plot_tag_quality"]

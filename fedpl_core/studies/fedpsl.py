@@ -48,29 +48,33 @@ from ..data.base import DataError, ImageDataset, concat_datasets
 from ..datasets import DataBundle, register_source
 from ..experiments import ExperimentConfig, build_partition, load_data
 from ..methods import available_methods
+from ..report.names import display_name
 from ..report.tables import fmt_mean_std, per_class_mean_std
 
 CLASSES_II = list(P.FEDPSL_CLASSES_I)
 CLASSES_IV = list(P.FEDPSL_CLASSES_III)
 ONE_CLASS = {"Tuberculosis": 0.167, "COVID-19": 0.262}  # Table III: 167 / 262 positives per 1,000
 
-#: (label, registry name, kwargs): the paper's methods in the order of Table II.  Methods
-#: that are not registered (yet) are skipped by :func:`paper_methods`.
-TABLE_II_METHODS: list[tuple[str, str, dict]] = [
-    ("FedAVG", "fedavg_wbce", {}),
-    ("FedProx", "fedprox_wbce", {"mu": 1e-3}),
-    ("FedSSP", "fedssp", {}),
-    ("FedMatch", "fedmatch", {}),
-    ("FedMatch+", "fedmatch_plus", {}),
-    ("IML", "iml_wbce", {}),
-    ("FixMatch", "fixmatch", {}),
-    ("MixUp-PME", "mixup_pme", {}),
-    ("FedPSL w/ TDMA", "fedpsl_tdma", {}),
-    ("FedPSL w/ TADL", "fedpsl_tadl", {}),
-    ("FedPSL", "fedpsl", {}),
-    ("Oracle", "oracle_wbce", {}),
-]
-TABLE_IV_LABELS = ["FedAVG", "FedMatch+", "FedPSL w/ TDMA", "FedPSL w/ TADL", "FedPSL", "Oracle"]
+#: (label, registry name, kwargs): the paper's methods in the order of Table II, each labelled
+#: by its class's ``display_name`` (the paper's FedAVG, FedProx and Oracle train with the
+#: weighted partial BCE: "FedAvg (wBCE)", "FedProx (wBCE)", "Oracle (wBCE)").  Methods that are
+#: not registered (yet) are skipped by :func:`paper_methods`.
+TABLE_II_METHODS: list[tuple[str, str, dict]] = [(display_name(key), key, kw) for key, kw in (
+    ("fedavg_wbce", {}),
+    ("fedprox_wbce", {"mu": 1e-3}),
+    ("fedssp", {}),
+    ("fedmatch", {}),
+    ("fedmatch_plus", {}),
+    ("iml_wbce", {}),
+    ("fixmatch", {}),
+    ("mixup_pme", {}),
+    ("fedpsl_tdma", {}),
+    ("fedpsl_tadl", {}),
+    ("fedpsl", {}),
+    ("oracle_wbce", {}),
+)]
+TABLE_IV_LABELS = [display_name(k) for k in ("fedavg_wbce", "fedmatch_plus", "fedpsl_tdma", "fedpsl_tadl", "fedpsl",
+                                             "oracle_wbce")]
 TADL_METHODS = ("fedpsl", "fedpsl_tadl")
 
 
@@ -121,13 +125,13 @@ def paper_methods(labels: Sequence[str] | None = None, first_order: bool = False
 
 
 def tadl_variants(first_order: bool = True) -> list[tuple[str, dict]]:
-    """A diagnosis of TADL against FedAVG's local step, one difference at a time, as
-    ``(label, config overrides)`` for ``run_many`` (the first and third rows are Table II's
-    FedAVG and FedPSL w/ TADL, so their runs are shared):
+    """A diagnosis of TADL against FedAvg (wBCE)'s local step (the paper's FedAVG), one
+    difference at a time, as ``(label, config overrides)`` for ``run_many`` (the first and
+    third rows are Table II's FedAvg (wBCE) and FedPSL w/ TADL, so their runs are shared):
 
-    * ``FedAVG, batch 16``: FedAVG on TADL's half-batches: smaller gradient batches and
-      BatchNorm statistics over 16 images, without any meta-learning;
-    * ``TADL, batch 64``: TADL whose halves have FedAVG's 32 images;
+    * ``FedAvg (wBCE), batch 16``: FedAvg (wBCE) on TADL's half-batches: smaller gradient
+      batches and BatchNorm statistics over 16 images, without any meta-learning;
+    * ``TADL, batch 64``: TADL whose halves have FedAvg (wBCE)'s 32 images;
     * ``TADL, alpha = 0.1``: a look-ahead that moves the encoder (with alpha = 1e-3 the
       SGD step theta - alpha grad is tiny next to the Adam steps, so TADL is close to
       training the encoder on one half with the head updated on the other);
@@ -135,9 +139,10 @@ def tadl_variants(first_order: bool = True) -> list[tuple[str, dict]]:
       it is then the Table II row).
     """
     tadl = {"method": "fedpsl_tadl", "method_kwargs": {"first_order": first_order}}
-    rows = [("FedAVG", {"method": "fedavg_wbce", "method_kwargs": {}}),
-            ("FedAVG, batch 16", {"method": "fedavg_wbce", "method_kwargs": {}, "batch_size": 16}),
-            ("FedPSL w/ TADL", tadl),
+    avg = display_name("fedavg_wbce")
+    rows = [(avg, {"method": "fedavg_wbce", "method_kwargs": {}}),
+            (f"{avg}, batch 16", {"method": "fedavg_wbce", "method_kwargs": {}, "batch_size": 16}),
+            (display_name("fedpsl_tadl"), tadl),
             ("TADL, batch 64", {**tadl, "batch_size": 64}),
             ("TADL, alpha = 0.1", {"method": "fedpsl_tadl", "method_kwargs": {"first_order": first_order, "alpha": 0.1}})]
     if first_order:
@@ -394,51 +399,57 @@ def sweep_trend(df: pd.DataFrame, x: str, label: str, which: str = "final") -> d
 
 
 def plot_sweep(df: pd.DataFrame, x: str = "n", xlabel: str | None = None, title: str = "", logx: bool = True):
-    """Mean AUROC (mean ± std over seeds) against ``x``: best round (left) and last round (right)."""
+    """Mean AUROC (mean ± std over seeds) against ``x``: best round (left) and last round
+    (right), a shared y axis, one legend for the figure, the sweep's values as the x ticks."""
     import matplotlib.pyplot as plt
 
-    from ..report.plotting import method_palette
+    from ..report.plotting import figure_legend, method_palette
 
-    colors = method_palette(df["label"])
+    d0 = df.assign(label=df["label"].map(display_name))
+    methods = dict(zip(d0["label"], df["method"])) if "method" in df else {}
+    colors = method_palette(list(dict.fromkeys(d0["label"])), methods)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    values = sorted(d0[x].dropna().unique())
     for ax, which, name in zip(axes, ("best", "final"), ("best round* (paper)", "last round")):
-        d = df[df["which"] == which].groupby(["label", x], sort=False)["auroc_mean"].agg(["mean", "std"]).reset_index()
-        for label, g in d.groupby("label", sort=False):
+        d = d0[d0["which"] == which].groupby(["label", x], sort=False)["auroc_mean"].agg(["mean", "std"]).reset_index()
+        for i, (label, g) in enumerate(d.groupby("label", sort=False)):
             g = g.sort_values(x)
-            ax.errorbar(g[x], g["mean"], yerr=g["std"].fillna(0.0), marker="o", capsize=3, label=label,
+            ax.errorbar(g[x], g["mean"], yerr=g["std"].fillna(0.0), marker="osD^v"[i % 5], capsize=3, label=label,
                         color=colors[label])
         if logx:
             ax.set_xscale("log")
             ax.minorticks_off()
-        values = sorted(df[x].dropna().unique())
         ax.set_xticks(values)
         ax.set_xticklabels([f"{v:g}" for v in values])
         ax.set_xlabel(xlabel or x)
         ax.set_title(name)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("mean AUROC")
-    axes[0].legend()
-    fig.suptitle(title)
-    fig.tight_layout()
+    if title:
+        fig.suptitle(title)
+    figure_legend(fig)
     return fig
 
 
 def head_weight_frames(cfg: ExperimentConfig) -> dict[str, pd.DataFrame]:
     """Weight of each client in each class's head row: FedAvg (n_k / n) and TDMA
-    (n_k^c / sum_k n_k^c, Eq. 9), clients x classes."""
+    (n_k^c / sum_k n_k^c, Eq. 9), clients (named by :func:`fedpl_core.partitions.client_names`)
+    x classes."""
     train = load_data(cfg).train
     part = partition(cfg)
     n = part.sizes().astype(float)
     counts = np.stack([part.client_labels(train, k)[1].sum(0) for k in range(part.num_clients)]).astype(float)
-    names = [c.name for c in part.clients]
+    names = P.client_names(part)
     fedavg = np.repeat((n / n.sum())[:, None], counts.shape[1], 1)
     tdma = counts / np.where(counts.sum(0) > 0, counts.sum(0), 1.0)
-    cols = list(train.class_names)
+    cols = [c.replace("_", " ") for c in train.class_names]
     return {"FedAvg": pd.DataFrame(fedavg, index=names, columns=cols),
             "TDMA": pd.DataFrame(tdma, index=names, columns=cols)}
 
 
 def plot_head_weights(cfg: ExperimentConfig, title: str = ""):
+    """The weight of each client in each class's head row under FedAvg and under TDMA
+    (Eq. 9): two heatmaps (:func:`head_weight_frames`)."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -449,17 +460,21 @@ def plot_head_weights(cfg: ExperimentConfig, title: str = ""):
         ax.set_title(f"{name}: weight of client k in head row c")
         ax.set_ylabel("client")
         ax.tick_params(axis="x", rotation=45)
-    fig.suptitle(title)
+        plt.setp(ax.get_xticklabels(), ha="right", rotation_mode="anchor")
+    if title:
+        fig.suptitle(title)
     fig.tight_layout()
     return fig
 
 
 def plot_sources(cfg: ExperimentConfig, per_client: int = 4):
-    """A few training images of every client (the one-class clients' domain shift)."""
+    """A few training images of every client (the one-class clients' domain shift), each
+    row named by the client (:func:`fedpl_core.partitions.client_names`) and its classes."""
     import matplotlib.pyplot as plt
 
     train = load_data(cfg).train
     part = partition(cfg)
+    names = P.client_names(part)
     fig, axes = plt.subplots(part.num_clients, per_client, figsize=(1.3 * per_client, 1.3 * part.num_clients))
     axes = np.atleast_2d(axes)
     for k, c in enumerate(part.clients):
@@ -468,14 +483,14 @@ def plot_sources(cfg: ExperimentConfig, per_client: int = 4):
             ax.imshow(train.images[c.indices[j], 0], cmap="gray", vmin=0, vmax=255)
             ax.set_xticks([])
             ax.set_yticks([])
-        axes[k, 0].set_ylabel(f"client {c.name}\n" + ", ".join(x[:5] for x in train.extra["client_classes"][c.name]),
-                              fontsize=6)
+        classes = [part.class_names[i] for i in np.flatnonzero(c.class_mask)]
+        axes[k, 0].set_ylabel(f"client {names[k]}\n" + ", ".join(x[:5] for x in classes), fontsize=6)
     fig.tight_layout()
     return fig
 
 
 # =========================================================================== settings
-_NO_SIMSIAM = ("FedSSP", "FedMatch", "FedMatch+")
+_NO_SIMSIAM = tuple(display_name(k) for k in ("fedssp", "fedmatch", "fedmatch_plus"))
 #: The notebook's profiles (:mod:`fedpl_core.profiles`): named fields of :class:`Settings`.
 #:
 #: * ``smoke``: 32 px, small CNN, 60 images per client, 2 rounds x 1 epoch, 1 seed,
@@ -488,9 +503,9 @@ _NO_SIMSIAM = ("FedSSP", "FedMatch", "FedMatch+")
 #:   ``notebooks/05_benchmark.ipynb`` runs them on the Table I federation), so that the
 #:   notebook fits 15 minutes on 2 cores.  **[choice]** lr 3e-3 instead of the paper's
 #:   1e-3 (also TADL's outer step beta; its look-ahead alpha stays 1e-3): the small CNN,
-#:   trained from scratch for a few hundred steps, gets further in the same rounds (FedAVG,
+#:   trained from scratch for a few hundred steps, gets further in the same rounds (FedAvg (wBCE),
 #:   32 px, round 12, 3 seeds: 0.720 against 0.688); 28 px instead of 32 costs about a
-#:   quarter less a round and learns no worse (FedAVG, lr 3e-3, round 20: 0.793 against
+#:   quarter less a round and learns no worse (FedAvg (wBCE), lr 3e-3, round 20: 0.793 against
 #:   0.792).  ``benchmarks/cpu_schedule.py`` measures both.
 #: * ``gpu``: the paper's DenseNet-121 (random init) at 128 px with the ImageNet stem, 64
 #:   images per client (label scarcity), the paper's proportions: 10 synchronisations of
@@ -626,3 +641,24 @@ def table5_settings(s: Settings) -> dict[str, dict]:
 def setting_value(df: pd.DataFrame) -> pd.Series:
     """The number in a sweep's setting label (``"n=120"`` -> 120, ``"E=2"`` -> 2)."""
     return df["setting"].str.split("=").str[1].astype(int)
+
+
+# =========================================================================== figures (notebook 01)
+def plot_per_class_selection(df: pd.DataFrame, title: str = "Table II per class"):
+    """Per-class AUROC of every method at the paper's best round* (left) and the last round
+    (right), bars from 0, one legend (the notebook's ``01_table2_per_class``)."""
+    import matplotlib.pyplot as plt
+
+    from ..report.plotting import per_class_long, plot_per_class
+
+    fig, axes = plt.subplots(1, 2, figsize=(15, 4.2), sharey=True)
+    for ax, which, name in zip(axes, ("best", "final"), ("best round*", "last round")):
+        plot_per_class(per_class_long(df, which), ax=ax, title=f"{title}, {name}")
+    axes[1].set_ylabel("")
+    return fig
+
+
+def fig4_xlabel(s: "Settings") -> str:
+    """The x label of Fig. 4's sweep: the size of the two extreme clients (B and C: the
+    second and third, :func:`fig4_settings`) and of the others."""
+    return f"images in clients B and C (the others: {s.fig4_base})"

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(seeds=[0], rounds=2, lr=2e-3, size=32, n_train=800, n_test=400, model="cnn",
                   model_kwargs={"width": 8}, batch_size=32, eval_every=1),
@@ -33,4 +35,66 @@ PROFILES: dict[str, dict[str, Any]] = {
                  model_kwargs={}, batch_size=64, eval_every=2),
 }
 
-__all__ = ["PROFILES"]
+
+
+# =========================================================================== figures
+def plot_finding_atlas(atlas: dict):
+    """Every finding of :func:`fedpl_core.data.synthetic.finding_atlas` (``name -> (image
+    without, image with)``): one column each, the chest without it (top) and with it (bottom);
+    the notebook's "what the synthetic findings look like" figure."""
+    import matplotlib.pyplot as plt
+
+    from ..report.names import class_name
+
+    names = list(atlas)
+    fig, axes = plt.subplots(2, len(names), figsize=(1.1 * len(names), 2.8), squeeze=False)
+    for j, name in enumerate(names):
+        for i in (0, 1):
+            axes[i, j].imshow(atlas[name][i], cmap="gray", vmin=0, vmax=255)
+            axes[i, j].set_xticks([])
+            axes[i, j].set_yticks([])
+        axes[0, j].set_title(class_name(name).replace(" ", "\n"), fontsize=6)
+    axes[0, 0].set_ylabel("without", fontsize=7)
+    axes[1, 0].set_ylabel("with", fontsize=7)
+    return fig
+
+
+def plot_prevalence(dataset):
+    """The training set's labels: each class's prevalence (left, bars from 0) and the
+    histogram of the pairwise label correlations between classes (right: how many class
+    pairs, integer counts)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    from ..report.names import class_name
+
+    labels = np.asarray(dataset.labels, float)
+    names = [class_name(c) for c in dataset.class_names]
+    corr = np.corrcoef(labels.T)[np.triu_indices(len(names), 1)]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    axes[0].bar(names, labels.mean(0), color="#4c72b0")
+    axes[0].set_ylim(0, None)
+    axes[0].set_ylabel("share of images with the finding")
+    axes[0].set_title("prevalence")
+    axes[0].tick_params(axis="x", rotation=60)
+    plt.setp(axes[0].get_xticklabels(), ha="right", rotation_mode="anchor")
+    axes[1].hist(corr[np.isfinite(corr)], bins=20, color="#4c72b0")
+    axes[1].xaxis.set_major_locator(MaxNLocator(nbins=5))
+    axes[1].yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[1].set_xlabel("correlation of two classes' labels")
+    axes[1].set_ylabel("number of class pairs")
+    axes[1].set_title("pairwise label correlations")
+    fig.tight_layout()
+    return fig
+
+
+def plot_partitions(partitions: dict, dataset):
+    """The notebook's label settings side by side (``{title: Partition}``): positives per
+    class and client, unannotated cells hatched
+    (:func:`fedpl_core.partitions.report.plot_label_reports`)."""
+    from ..partitions import plot_label_reports
+
+    return plot_label_reports(partitions, dataset)
+
+
+__all__ = ["PROFILES", "plot_finding_atlas", "plot_prevalence", "plot_partitions"]
