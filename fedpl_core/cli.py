@@ -12,14 +12,18 @@ The help of every config flag is the docstring of its ``ExperimentConfig`` /
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import inspect
 import json
 import logging
+import os
 import re
 import shutil
+import signal
 import sys
 import textwrap
+import threading
 import time
 import typing
 from pathlib import Path
@@ -27,6 +31,7 @@ from typing import Any, Sequence
 
 from . import __version__
 from .data.base import DataError
+from .messages import one_line_warnings
 from .profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,6 +203,20 @@ def check_results_dir(path: str | None) -> None:
         raise NotADirectoryError(f"--results-dir {path} is a file, not a folder")
 
 
+def check_needs_results_dir(cfg, results_dir: str | None, keep_stale: bool | None = None) -> None:
+    """Settings that only a results folder gives a meaning are refused without one:
+    ``--checkpoint-every`` (checkpoints are kept there) and ``--keep-stale`` (cached
+    results live there)."""
+    if results_dir is not None:
+        return
+    if cfg.engine.checkpoint_every:
+        raise ValueError(f"--checkpoint-every {cfg.engine.checkpoint_every} would be ignored: checkpoints are kept in "
+                         "the results folder; give --results-dir, or leave it out")
+    if keep_stale:
+        raise ValueError("--keep-stale would be ignored: cached results live in the results folder; give "
+                         "--results-dir, or leave it out")
+
+
 def preflight(cfg) -> None:
     """What the config classes cannot check without this machine or the files: the
     device is there, the weights file loads."""
@@ -232,6 +251,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     if a.out is not None:
         check_out(a.out)  # before any training
     check_results_dir(a.results_dir)
+    check_needs_results_dir(cfg, a.results_dir, a.keep_stale)
     preflight(cfg)
     res = run(cfg, results_dir=a.results_dir, keep_stale=a.keep_stale)
     out = {"run_id": res.run_id, "config": res.config, "class_names": res.class_names,
@@ -248,9 +268,10 @@ def cmd_grid(a: argparse.Namespace) -> int:
     from .runs.study import run_many
     from .report.tables import summarize
 
-    backend = check_args(a.backend, a.workers, a.retries)  # before any work
+    backend = check_args(a.backend, a.workers, a.retries, a.ray_address, a.keep_stale, a.results_dir)  # before any work
     cfg = config_from_args(a)  # CONFIG with the flags given on top
     check_results_dir(a.results_dir)
+    check_needs_results_dir(cfg, a.results_dir)
     preflight(cfg)
     try:
         df = run_many(cfg, a.methods, a.seeds, results_dir=a.results_dir, progress=cfg.engine.progress,
@@ -311,12 +332,41 @@ def discover_notebooks(names: Sequence[str] | None = None) -> list[Path]:
     return nbs
 
 
+def check_kernel(name: str) -> None:
+    """A ``ValueError`` naming the installed Jupyter kernels when ``--kernel`` is none of them."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    ksm = KernelSpecManager()
+    try:
+        ksm.get_kernel_spec(name)
+    except NoSuchKernel:
+        have = ", ".join(sorted(ksm.find_kernel_specs())) or "none"
+        raise ValueError(f"--kernel {name!r} is not an installed Jupyter kernel; installed: {have}") from None
+
+
+def check_output_dir(path: str, flag: str = "--output") -> Path:
+    """``path`` as a folder to write into, checked before any work: not a file, not a
+    link to nowhere, no file among its parents."""
+    p = Path(path)
+    if p.is_symlink() and not p.exists():
+        raise FileNotFoundError(f"{flag} {path} is a link to {os.readlink(p)}, which does not exist; give a folder")
+    if p.exists() and not p.is_dir():
+        raise NotADirectoryError(f"{flag} {path} is a file, not a folder; give a folder")
+    for parent in p.parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise NotADirectoryError(f"{flag} {path}: {parent} is not a folder")
+            break
+    return p
+
+
 def cmd_reproduce(a: argparse.Namespace) -> int:
     import papermill as pm
     from tqdm.auto import tqdm
 
     nbs = discover_notebooks(a.notebooks)
-    out_dir = Path(a.output)
+    check_kernel(a.kernel)
+    out_dir = check_output_dir(a.output)
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = []
     for nb in tqdm(nbs, desc="notebooks", unit="nb"):
@@ -509,7 +559,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fedpl: error: {empty} is empty; give a value or leave the option out", file=sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        with one_line_warnings(), _terminate_as_interrupt():
+            return int(args.func(args) or 0)
     except (DataError, ValueError, FileNotFoundError, KeyError, TypeError, RuntimeError, OSError) as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         print(f"fedpl: error: {msg}", file=sys.stderr)
@@ -517,3 +568,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError:
         print("fedpl: error: out of memory; lower n_train / n_test / image_size / batch_size", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (_terminate_as_interrupt): the workers are stopped by now
+        how, code = ("terminated (SIGTERM)", 143) if isinstance(e, Terminated) else ("interrupted", 130)
+        print(f"fedpl: error: {how}; results and checkpoints written so far are kept, and the same command "
+              "resumes from them", file=sys.stderr)
+        return code
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C, so that a command stops as it does
+    on Ctrl-C: a grid stops its workers, and one line says so."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM raises :class:`Terminated` for the block (in the main thread; the handler
+    before it is restored after)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Terminated()
+
+    before = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -250,6 +250,15 @@ class EngineConfig:
         "rounds": ">=1", "local_epochs": ">0", "local_iters": ">=1", "batch_size": ">=1",
         "client_fraction": "(0,1]", "lr": ">0", "weight_decay": ">=0", "momentum": "[0,1)", "eval_every": ">=1",
         "eval_batch_size": ">=1", "patience": ">=1", "client_val_fraction": "[0,1)", "checkpoint_every": ">=0"}
+    #: Settings that other settings make meaningless: ``field -> (applies(config), why not)``;
+    #: a value other than the default where it does not apply is refused (:func:`check_ignored`).
+    _IGNORED: typing.ClassVar[dict[str, tuple[typing.Callable[[Any], bool], str]]] = {
+        "momentum": (lambda c: c.optimizer == "sgd", "it is sgd's momentum, and optimizer is {optimizer}"),
+        "local_epochs": (lambda c: c.local_iters is None, "local_iters ({local_iters}) sets the local steps"),
+        "patience": (lambda c: c.selection is not None, "early stopping follows the selection key, and selection "
+                                                         "is none"),
+        "selection_mode": (lambda c: c.selection is not None, "there is no selection key (selection is none)"),
+    }
 
     def __post_init__(self) -> None:
         validate(self)
@@ -259,6 +268,7 @@ class EngineConfig:
         if self.selection is not None and self.selection.rsplit("/", 1)[-1] not in SELECTION_METRICS:
             raise ConfigError(f"unknown selection key {self.selection!r}; use one of {', '.join(SELECTION_METRICS)} "
                               "(optionally '<eval set>/<metric>'), or None")
+        check_ignored(self, self._IGNORED)
 
     @property
     def maximise(self) -> bool:
@@ -266,6 +276,19 @@ class EngineConfig:
         if self.selection_mode != "auto":
             return self.selection_mode == "max"
         return (self.selection or "").rsplit("/", 1)[-1] not in LOSS_KEYS
+
+
+def check_ignored(obj: Any, rules: dict[str, tuple[typing.Callable[[Any], bool], str]], prefix: str = "") -> None:
+    """A :class:`ConfigError` for the first field of dataclass ``obj`` set to other than
+    its default where ``rules[field][0](obj)`` says it does not apply: a setting that
+    would be ignored is refused, not dropped in silence.  ``rules[field][1]`` says why,
+    formatted with ``obj``'s fields."""
+    defaults = {f.name: f.default for f in dataclasses.fields(obj)}
+    for name, (applies, why) in rules.items():
+        value = getattr(obj, name)
+        if value != defaults[name] and not applies(obj):
+            reason = why.format(**{f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
+            raise ConfigError(f"{prefix}{name} {value!r} would be ignored: {reason}; leave it out")
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -312,6 +335,79 @@ class _UniqueKeyLoader:
         return cls.cls
 
 
+#: What one config file may hold, so that a small file cannot make a huge config: its size
+#: in bytes, its nodes (every mapping, list, key and value) counted once per place they
+#: appear once every YAML alias is expanded (a "billion laughs" file of 9 lists of 9 aliases
+#: is 1 KB of text and 400 million nodes), and the depth of its nesting.  A config of this
+#: package holds a few hundred nodes; explicit client tables a few thousand.
+CONFIG_MAX_BYTES = 1 << 20
+CONFIG_MAX_NODES = 100_000
+CONFIG_MAX_DEPTH = 64
+
+
+def check_expanded_size(root: Any, children: typing.Callable[[Any], typing.Iterable[Any]],
+                        what: str = "the config") -> int:
+    """The number of nodes of the tree below ``root`` once every shared node is expanded
+    (counted once per place it appears), computed without expanding anything: each
+    distinct node is visited once (its expanded size memoised), so a chain of aliases
+    costs its length, not its expansion.  ``children(node)`` lists a node's children (the
+    same object for a repeated alias).  Raises :class:`ConfigError` when the expansion
+    would exceed :data:`CONFIG_MAX_NODES` nodes or :data:`CONFIG_MAX_DEPTH` levels, or when
+    a node contains itself (a YAML anchor used inside its own value), which no config
+    can be written out as.  No paper equation; the limits are this package's choice."""
+    size: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, list | None]] = [(root, None)]
+    while stack:
+        node, kids = stack[-1]
+        key = id(node)
+        if kids is None:  # first visit: expand its children
+            if key in size:
+                stack.pop()
+                continue
+            kids = list(children(node))
+            stack[-1] = (node, kids)
+            on_path.add(key)
+            if len(on_path) > CONFIG_MAX_DEPTH:
+                raise ConfigError(f"{what} is nested more than {CONFIG_MAX_DEPTH} levels deep; a config nests at most "
+                                  f"{CONFIG_MAX_DEPTH}")
+            for k in kids:
+                if id(k) in on_path:
+                    raise ConfigError(f"{what} refers to itself (an anchor used inside its own value): it has no "
+                                      "finite form")
+                if id(k) not in size:
+                    stack.append((k, None))
+            continue
+        stack.pop()
+        on_path.discard(key)
+        size[key] = 1 + sum(size[id(k)] for k in kids)
+        if size[key] > CONFIG_MAX_NODES:
+            raise ConfigError(f"{what} expands to more than {CONFIG_MAX_NODES:,} values (a YAML alias counts as every "
+                              f"value it repeats); a config holds at most {CONFIG_MAX_NODES:,}")
+    return size[id(root)]
+
+
+def _yaml_children(node: Any) -> list:
+    value = node.value
+    if isinstance(value, list):  # a sequence (nodes) or a mapping ((key, value) node pairs)
+        return [x for item in value for x in (item if isinstance(item, tuple) else (item,))]
+    return []
+
+
+def _object_children(obj: Any) -> list:
+    if isinstance(obj, dict):
+        return [x for kv in obj.items() for x in kv]
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return list(obj)
+    return []
+
+
+def check_config_size(obj: Any, what: str = "the config") -> int:
+    """:func:`check_expanded_size` of a parsed config (mappings, lists, values): the
+    same limits for a config built in Python, whose lists and mappings may be shared."""
+    return check_expanded_size(obj, _object_children, what)
+
+
 def _json_pairs(pairs: list) -> dict:
     d: dict = {}
     for k, v in pairs:
@@ -327,13 +423,26 @@ def _first_line(e: Exception) -> str:
 
 
 def parse_yaml(text: str) -> Any:
-    import yaml
-
-    return yaml.load(text, Loader=_UniqueKeyLoader.get())  # a SafeLoader: no !!python tags
+    """YAML with a ``SafeLoader`` (no ``!!python`` tags) that refuses a key given twice;
+    the document's node graph is measured (:func:`check_expanded_size`) before any
+    value is built, so a file of nested aliases is refused before it is expanded."""
+    loader = _UniqueKeyLoader.get()(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        check_expanded_size(node, _yaml_children)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 def parse_json(text: str) -> Any:
-    return json.loads(text, object_pairs_hook=_json_pairs)
+    """JSON that refuses a key given twice, within :data:`CONFIG_MAX_DEPTH` and
+    :data:`CONFIG_MAX_NODES` (JSON has no aliases: its nodes are bounded by its size)."""
+    d = json.loads(text, object_pairs_hook=_json_pairs)
+    check_config_size(d)
+    return d
 
 
 def read_config_file(path: str | Path) -> Any:
@@ -344,8 +453,13 @@ def read_config_file(path: str | Path) -> Any:
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"config file not found: {p}" + (" (it is a folder)" if p.is_dir() else ""))
+    with open(p, "rb") as f:
+        raw = f.read(CONFIG_MAX_BYTES + 1)
+    if len(raw) > CONFIG_MAX_BYTES:
+        raise ConfigError(f"config file {p} is over {CONFIG_MAX_BYTES // 2**20} MiB: a config is a few lines of "
+                          "settings; is it the right file?")
     try:
-        text = p.read_bytes().decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError(f"config file {p} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
                           "save it as UTF-8") from None

@@ -56,19 +56,36 @@ class DataBundle:
 SOURCES: dict[str, Callable[..., DataBundle]] = {}
 #: sources whose tables fix the classes (the studies' ``fedpsl``, ``surgical-*``): ``classes`` is refused
 FIXED_CLASSES: set[str] = set()
+#: the task of a source's data (``"multilabel"`` / ``"multiclass"``) where its registration
+#: declares it, so that a grid can refuse a method not defined for it without loading the data
+SOURCE_TASKS: dict[str, str] = {}
 
 
-def register_source(name: str, fixed_classes: bool = False) -> Callable:
+def register_source(name: str, fixed_classes: bool = False, task: str | None = None) -> Callable:
     """Decorator registering a data source builder under ``name``.  ``fixed_classes``: the
-    source's own tables fix its classes, so a ``classes`` setting is refused, not ignored."""
+    source's own tables fix its classes, so a ``classes`` setting is refused, not ignored.
+    ``task``: the task of every bundle it builds, when it is always the same (see
+    :func:`source_task`)."""
     def deco(fn: Callable[..., DataBundle]) -> Callable[..., DataBundle]:
         SOURCES[name] = fn
         if fixed_classes:
             FIXED_CLASSES.add(name)
         else:
             FIXED_CLASSES.discard(name)
+        if task is None:
+            SOURCE_TASKS.pop(name, None)
+        else:
+            SOURCE_TASKS[name] = task
         return fn
     return deco
+
+
+def source_task(name: str) -> str | None:
+    """The task of source ``name``'s data as its registration declares it; None where it
+    is known only once the data are loaded (the real data sets, a source that declares none)."""
+    if name not in SOURCES and name not in SYNTHETIC:
+        _load_study_sources()
+    return SOURCE_TASKS.get(name)
 
 
 def _load_study_sources() -> None:
@@ -78,9 +95,9 @@ def _load_study_sources() -> None:
         importlib.import_module(f"fedpl_core.studies.{mod}")
 
 
-@register_source("synthetic-cxr")
-@register_source("synthetic-skin")
-@register_source("synthetic-ich")
+@register_source("synthetic-cxr", task="multilabel")
+@register_source("synthetic-skin", task="multiclass")
+@register_source("synthetic-ich", task="multilabel")
 def _synthetic(name: str, data_root, classes, image_size, n_train, n_test, data_seed, **kw) -> DataBundle:
     from .data import synthetic as S
 
@@ -220,5 +237,5 @@ def known_sources() -> list[str]:
     return sorted(set(SOURCES) | set(DATASETS)) + ["medmnist:<flag>"]
 
 
-__all__ = ["DataBundle", "SOURCES", "register_source", "load_bundle", "known_sources", "check_source",
+__all__ = ["DataBundle", "SOURCES", "SOURCE_TASKS", "register_source", "source_task", "load_bundle", "known_sources", "check_source",
            "check_data_settings", "SYNTHETIC_SIZES", "REAL_SIZES"]

@@ -17,6 +17,7 @@ that is not a regular file alone.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import socket
@@ -96,14 +97,34 @@ def make_temp(target: str | Path, mode: str = "w") -> tuple[Path, IO]:
         raise
 
 
+#: The errors of a full disk or an exhausted quota.
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def no_space_error(e: OSError, target: str | Path) -> OSError:
+    """``e`` (a full disk, :data:`NO_SPACE`) said with the folder it happened in: "no
+    space left in <folder> to write <name>"; its errno kept."""
+    target = Path(target)
+    why = "the disk quota is used up" if e.errno == errno.EDQUOT else "no space left"
+    out = OSError(f"{why} in {target.parent} to write {target.name}; free some space there")
+    out.errno = e.errno
+    return out
+
+
 @contextlib.contextmanager
 def atomic_write(target: str | Path, mode: str = "w", fsync: bool = True) -> Iterator[IO]:
     """``with atomic_write(path) as f: f.write(...)``: the content lands at ``path`` in
     one :func:`os.replace` when the block ends without an error; on an error the target
-    is left as it was and the temporary file is removed."""
+    is left as it was and the temporary file is removed (a full disk is said as such,
+    naming the folder: :func:`no_space_error`)."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp, f = make_temp(target, mode)
+    try:
+        tmp, f = make_temp(target, mode)
+    except OSError as e:
+        if e.errno in NO_SPACE:
+            raise no_space_error(e, target) from None
+        raise
     try:
         with f:
             yield f
@@ -113,6 +134,10 @@ def atomic_write(target: str | Path, mode: str = "w", fsync: bool = True) -> Ite
         os.replace(tmp, target)
         if fsync:
             _fsync_dir(target.parent)
+    except OSError as e:
+        if e.errno in NO_SPACE:
+            raise no_space_error(e, target) from None
+        raise
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -145,15 +170,36 @@ def atomic_write_bytes(target: str | Path, data: bytes, fsync: bool = True) -> N
         f.write(data)
 
 
+#: Bytes :func:`check_writable` reserves for a moment: a disk without them is full.
+PROBE_BYTES = 4096
+
+
 def check_writable(target: str | Path) -> Path:
-    """Raise ``OSError`` now when :func:`atomic_write` could not write ``target``."""
+    """Raise ``OSError`` now when :func:`atomic_write` could not write ``target``: a
+    folder there, a place this process may not write, or a disk without
+    :data:`PROBE_BYTES` free (reserved with ``posix_fallocate`` in a temporary file, then
+    released: an empty file can still be made on a full disk)."""
     p = Path(target)
     if p.is_dir():
         raise IsADirectoryError(f"{p} is a folder; give a file name")
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp, f = make_temp(p)
-    f.close()
-    os.unlink(tmp)
+    try:
+        tmp, f = make_temp(p, "wb")
+        try:
+            with f:
+                if hasattr(os, "posix_fallocate"):
+                    try:
+                        os.posix_fallocate(f.fileno(), 0, PROBE_BYTES)
+                    except OSError as e:
+                        if e.errno in NO_SPACE:
+                            raise
+                        # EOPNOTSUPP, EINVAL: the file system cannot say in advance
+        finally:
+            os.unlink(tmp)
+    except OSError as e:
+        if e.errno in NO_SPACE:
+            raise no_space_error(e, p) from None
+        raise
     return p
 
 
@@ -215,6 +261,7 @@ def remove_stale_temps(folder: str | Path, stale_s: float | None = None) -> list
     return sorted(removed)
 
 
-__all__ = ["atomic_write", "atomic_write_text", "atomic_write_bytes", "make_temp", "check_writable",
+__all__ = ["atomic_write", "atomic_write_text", "atomic_write_bytes", "make_temp", "check_writable", "no_space_error",
+           "NO_SPACE",
            "remove_stale_temps", "parse_temp_name", "stale_after", "host_tag", "temp_prefix", "pid_alive",
            "STALE_ENV", "DEFAULT_STALE_S"]

@@ -23,6 +23,7 @@ False
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import socket
@@ -49,8 +50,21 @@ class RunLock:
         holder's host, pid and time replace what an earlier holder wrote."""
         st = os.fstat(fd)
         self._inode = (st.st_dev, st.st_ino)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{socket.gethostname()} {os.getpid()} {time.time():.0f}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{socket.gethostname()} {os.getpid()} {time.time():.0f}\n".encode(), 0)
+        except OSError as e:  # a full disk (ENOSPC), a quota: no lock left behind, and the path named
+            self._remove_own_file()
+            raise _named(e, f"cannot write the run lock {self.path}") from None
+
+    def _remove_own_file(self) -> None:
+        """Remove the lock's file if it is still the one this process locked."""
+        try:
+            st = os.lstat(self.path)
+            if (st.st_dev, st.st_ino) == self._inode:
+                os.unlink(self.path)
+        except OSError:
+            pass
 
     def acquire(self, timeout: float = 0) -> bool:
         """True once held; False when another process still holds it after ``timeout``
@@ -60,6 +74,10 @@ class RunLock:
             self._lock.acquire(timeout=timeout)
         except Timeout:
             return False
+        except OSError as e:
+            if str(self.path) in str(e):  # said by _mark
+                raise
+            raise _named(e, f"cannot take the run lock {self.path}") from None
         return True
 
     def release(self) -> None:
@@ -67,11 +85,7 @@ class RunLock:
         if not self._lock.is_locked:
             return
         try:
-            st = os.lstat(self.path)
-            if (st.st_dev, st.st_ino) == self._inode:
-                os.unlink(self.path)
-        except OSError:
-            pass
+            self._remove_own_file()
         finally:
             self._lock.release()
 
@@ -80,6 +94,16 @@ class RunLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def _named(e: OSError, what: str) -> OSError:
+    """``e`` said as ``<what>: <why>`` (a full disk: "no space left on the device"), its
+    errno kept."""
+    why = {errno.ENOSPC: "no space left on the device; free some space",
+           errno.EDQUOT: "the disk quota is used up; free some space"}.get(e.errno, e.strerror or str(e))
+    out = OSError(f"{what}: {why}")
+    out.errno = e.errno
+    return out
 
 
 def _clear_non_file(path: Path) -> None:

@@ -124,7 +124,8 @@ def read_weights(path: str | Path, name: str, net: nn.Module | None = None) -> d
     """A state dict from ``path`` (a plain state dict or ``{"state_dict": ...}``) read with
     ``torch.load(weights_only=True)``: a pickle of anything but tensors and plain
     containers is refused, never run.  A file that is not a torch file, holds something
-    else, or does not fit ``net`` is a ``ValueError`` naming the file and why."""
+    else, holds NaN or infinite values, or does not fit ``net`` is a ``ValueError``
+    naming the file and why."""
     import warnings
 
     p = Path(path)
@@ -145,6 +146,10 @@ def read_weights(path: str | Path, name: str, net: nn.Module | None = None) -> d
     if not isinstance(sd, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in sd.items()):
         raise ValueError(f"weights file {p} does not hold a state dict (parameter names -> tensors), "
                          f"but a {type(sd).__name__}")
+    bad = [k for k, v in sd.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if bad:
+        raise ValueError(f"weights file {p} holds NaN or infinite values in {len(bad)} array(s) (e.g. {bad[0]}): "
+                         "the file is broken, or was saved from a model that had diverged; use other weights")
     if net is not None:
         own = net.state_dict()
         missing = [k for k in own if k not in sd]

@@ -88,11 +88,16 @@ def prepare(profile: str, device: str = "auto") -> str:
     2-core machine can make a run many times slower.  The gpu profile on a CPU keeps
     torch's threads (its backbones are large).  On CUDA each run sets cuDNN up itself
     (``EngineConfig.deterministic``, :func:`fedpl_core.fl.site.configure_cuda`: the
-    autotuner unless determinism is asked for).
+    autotuner unless determinism is asked for).  Warnings print as one line each,
+    ``fedpl: warning: ...``, as on the command line (:mod:`fedpl_core.messages`), not with
+    the package's source line under them.
     """
     import torch
 
+    from .messages import use_one_line_warnings
+
     check_profile(profile)
+    use_one_line_warnings()
     on_cpu = device == "cpu" or (device == "auto" and not torch.cuda.is_available())
     if profile in ("smoke", "cpu") and on_cpu:
         torch.set_num_threads(1)

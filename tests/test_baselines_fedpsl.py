@@ -162,5 +162,5 @@ def test_fedmatch_refuses_single_label_tasks():
 
     info = SimpleNamespace(task="multiclass", num_classes=3)
     for name in ("fedmatch", "fedmatch_plus"):
-        with pytest.raises(ValueError, match="multilabel"):
+        with pytest.raises(ValueError, match="multi-label tasks only"):
             get_method(name).setup(build_model("cnn", 3, 1, 16, width=4), info)

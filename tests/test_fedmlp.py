@@ -268,7 +268,7 @@ def test_modes_and_unknown_options():
     assert (c.logit_adjust, c.wpc_norm, c.cr_schedule, c.st, c.degree_clients, c.prototype_weighting) == \
         (False, "code", "code", False, "negative", "mean")
     assert isinstance(get_method("fedmlp", warmup_rounds=3), FedMLP)
-    with pytest.raises(ValueError, match="multilabel"):
+    with pytest.raises(ValueError, match="multi-label tasks only"):
         p.setup(torch.nn.Linear(2, 2), FederationInfo(2, ["x", "y"], "multiclass", ["a", "b"]))
     for kw in ({"mode": "x"}, {"wpc_norm": "x"}, {"degree_weighting": "x"}, {"lower": 0.8, "upper": 0.2}):
         with pytest.raises(ValueError):

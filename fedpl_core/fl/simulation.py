@@ -170,7 +170,10 @@ class Simulation:
         r, cfg = self.round, self.cfg
         if r == 0 and self.guard.scale is None:
             start = self.loss_reference()
-            self.guard.scale = start if start is not None and math.isfinite(start) else None
+            if start is not None and not math.isfinite(start):  # before any step: no learning rate to blame
+                raise DivergenceError(f"before any training the initial model's loss is {start}: its weights (e.g. "
+                                      "model_kwargs weights_path) or its inputs hold non-finite values; check them")
+            self.guard.scale = start
         t0 = time.perf_counter()
         clients = sample_clients(len(self.sites), cfg.client_fraction, cfg.seed, r)
         batched_round = self._train_batched(clients, r) if cfg.batched_clients else None

@@ -90,6 +90,12 @@ def _in_range(x: float, rule: str) -> bool:
     return x > float(rule[1:])
 
 
+def _rule_holds(x: float, rule: str) -> bool:
+    """One rule of ``option_ranges``: a range, ``int`` before it for a whole number."""
+    whole, rule = rule.startswith("int"), rule.removeprefix("int")
+    return _in_range(x, rule) and (not whole or x.is_integer())
+
+
 class _CheckedOptions(ABCMeta):
     """Builds a method only once its keyword options pass :meth:`Method.check_options`."""
 
@@ -135,8 +141,9 @@ class Method(metaclass=_CheckedOptions):
 
     ``option_ranges`` (a class attribute, merged along the MRO) declares the range of each
     numeric constructor option: ``">=0"``, ``">0"``, ``"[0,1]"``, ``"(0,1]"``...,
-    ``"int>=1"`` for a whole number.  A value out of range, NaN, infinite or not a number
-    is refused before the method is built (:meth:`check_options`).
+    ``"int>=1"`` for a whole number, alternatives joined by ``|`` (``"[0,1)|int>=1"``: a
+    share or a count).  A value out of range, NaN, infinite or not a number is refused
+    before the method is built (:meth:`check_options`).
     """
 
     name: ClassVar[str] = "method"
@@ -172,20 +179,21 @@ class Method(metaclass=_CheckedOptions):
         ranges: dict[str, str] = {}
         for c in reversed(cls.__mro__):
             ranges.update(vars(c).get("option_ranges", {}))
-        for key, rule in ranges.items():
+        for key, rules in ranges.items():
             v = options.get(key)
             if v is None:
                 continue
-            whole, rule = rule.startswith("int"), rule.removeprefix("int")
             try:
                 x = None if isinstance(v, bool) else float(v)
             except (TypeError, ValueError, OverflowError):
                 x = None
             if x is None:
                 raise ConfigError(f"method {cls.name!r}: option {key} must be a number, got {v!r}")
-            if not (math.isfinite(x) and _in_range(x, rule) and (not whole or x.is_integer())):
-                what = f"a whole number {rule}" if whole else rule
-                raise ConfigError(f"method {cls.name!r}: option {key} must be {what.replace(',', ', ')}, got {v!r}")
+            alternatives = rules.split("|")  # "[0,1)|int>=1": a share or a count
+            if not (math.isfinite(x) and any(_rule_holds(x, r) for r in alternatives)):
+                what = " or ".join((f"a whole number {r[3:]}" if r.startswith("int") else r).replace(",", ", ")
+                                   for r in alternatives)
+                raise ConfigError(f"method {cls.name!r}: option {key} must be {what}, got {v!r}")
 
     def __init__(self, bn_policy: str = "aggregate", weighting: str = "size", *, partial: bool | None = None,
                  loss: str | None = None, pos_weight: bool | None = None, head: str | None = None,
@@ -228,11 +236,19 @@ class Method(metaclass=_CheckedOptions):
         return self._local_keys
 
     # ------------------------------------------------------------ once per run
+    @classmethod
+    def check_task(cls, task: str, data: str = "this") -> None:
+        """A :class:`~fedpl_core.config.ConfigError` when the method is not defined for
+        ``task`` (``"multilabel"`` / ``"multiclass"``, see ``tasks``), naming the data set
+        ``data``: found before any training (a grid checks every run before the first)."""
+        if task not in cls.tasks:
+            words = {"multilabel": "multi-label", "multiclass": "single-label"}
+            raise ConfigError(f"method {cls.name!r} is defined for {' / '.join(words.get(t, t) for t in cls.tasks)} "
+                              f"tasks only, not for {data} {words.get(task, task)} data set")
+
     def setup(self, model: torch.nn.Module, info: FederationInfo) -> None:
         """Called once with the working model (structure only) and the federation info."""
-        if info.task not in self.tasks:
-            raise ValueError(f"method {self.name!r} is defined for {' / '.join(self.tasks)} tasks only, "
-                             f"not for this {info.task} data set")
+        self.check_task(info.task)
         self.info = info
         self._local_keys = local_keys(model, self.local_arrays, self.batchnorm)
         self.batchnorm.freeze(model)

@@ -10,7 +10,8 @@ Each client k identifies a class set I_k (its labels) and not U_k.  Per round:
   the rest D_m.  **[choice]** The paper "empirically determine[s]" n_l, n_h without values
   (Table 4 has none): defaults are fractions of the client's data from the released
   configs, ``certain_num`` 2000 / ``uncertain_num`` 500 of ~9,800 CXR images per client
-  (0.2 / 0.05) and 200 / 50 of ~1,400 ISIC images (0.14 / 0.036); an int is a count.
+  (0.2 / 0.05) and 200 / 50 of ~1,400 ISIC images (0.14 / 0.036); a whole number >= 1
+  is a count (the paper's "top-n"), a number in [0, 1) a share.
 * **Pseudo-labelling** on D_l u D_m (Eqs. 4-5): an EMA teacher (decay 0.999, Table 4;
   parameters averaged, buffers copied) labels a weak view, the student trains on a strong
   view.  **[choice]** ``augment="paper"`` (default): the paper's views (Sec. 3.2: weak =
@@ -169,8 +170,9 @@ def uncertainty(logits: torch.Tensor, class_mask: torch.Tensor, task: str, code:
 
 
 def split_counts(n: int, n_l: float, n_h: float) -> tuple[int, int]:
-    """(n_l, n_h) as counts: an int is a count, a float in (0, 1) a share of n; capped so
-    that D_l and D_h are disjoint."""
+    """(n_l, n_h) as counts: a whole number >= 1 is a count of samples (the paper's
+    "top-n_k^l lowest entropy", Sec. 2.3), a number in [0, 1) a share of n (rounded);
+    capped so that D_l and D_h are disjoint (D_h first)."""
     def count(v):
         return int(v) if float(v) >= 1 else int(round(float(v) * n))
     h = min(count(n_h), n)
@@ -367,7 +369,9 @@ class FedLSM(Method):
       per step.
     * ``ema_decay``: the teacher's EMA decay; ``teacher_reset``: rebuild the teacher from the
       global model each round.
-    * ``n_l``, ``n_h``: sizes of D_l, D_h (count or share; ``None`` = :data:`SPLIT` by task).
+    * ``n_l``, ``n_h``: sizes of D_l, D_h: a whole number >= 1 is a count of samples (the
+      paper's top-n), a number in [0, 1) a share of the client's samples; ``None`` =
+      :data:`SPLIT` by task.
     * ``warmup_rounds``: rounds on own labels before pseudo-labelling (paper 1).
     * ``pos_weight``: N_neg / N_pos weighting of the known-class BCE (Task 1).
     * ``augment``: ``"paper"`` (the paper's views) or ``"fixmatch"`` (``fedpl_core.fl.views``).
@@ -381,7 +385,7 @@ class FedLSM(Method):
     paper = "FedLSM"
     option_ranges = {"tau": "[0,1]", "tau_l": "[0,1]", "tau_p": "[0,1]", "tau_n": "[0,1]", "tau_lp": "[0,1]",
                      "tau_ln": "[0,1]", "lambda_u": ">=0", "ema_decay": "[0,1]", "mixup_alpha": ">0",
-                     "mix_batch": "int>=0", "n_l": "[0,1]", "n_h": "[0,1]", "warmup_rounds": "int>=0",
+                     "mix_batch": "int>=0", "n_l": "[0,1)|int>=1", "n_h": "[0,1)|int>=1", "warmup_rounds": "int>=0",
                      "strong_ops": "int>=0", "strong_magnitude": ">=0"}
     partial = True
     metadata_keys = Method.metadata_keys + ("class_counts",)

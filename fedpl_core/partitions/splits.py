@@ -166,13 +166,18 @@ class Dirichlet(SplitRule):
             batches: list[list[int]] = [[] for _ in range(K)]
             for v in np.unique(keys):
                 idx = rng.permutation(np.flatnonzero(keys == v))
-                p = rng.dirichlet(np.full(K, float(self.alpha)))
+                with np.errstate(all="ignore"):  # a tiny alpha: the draw may underflow to 0 / 0
+                    p = rng.dirichlet(np.full(K, float(self.alpha)))
                 p = p * np.array([len(b) < n / K for b in batches])
-                p = p / p.sum()
+                total = p.sum()
+                if not (np.isfinite(total) and total > 0):  # every client with mass is full: a failed try
+                    batches = []
+                    break
+                p = p / total
                 cuts = (np.cumsum(p) * len(idx)).astype(int)[:-1]
                 for b, part in zip(batches, np.split(idx, cuts)):
                     b.extend(part.tolist())
-            if min(len(b) for b in batches) >= self.min_size:
+            if batches and min(len(b) for b in batches) >= self.min_size:
                 break
         else:
             raise DataError(f"dirichlet: no split with min_size {self.min_size} in {self.max_tries} "

@@ -16,7 +16,7 @@ from ..config import ConfigError
 from ..data.base import ImageDataset
 from ..datasets import DataBundle, load_bundle
 from ..fl.simulation import Simulation
-from ..methods import get_method
+from ..methods import METHODS, get_method
 from ..methods.blocks import calibrate_batchnorm
 from ..models import build_model
 from ..fl.selection import check_selection_key
@@ -27,6 +27,20 @@ def load_data(cfg: ExperimentConfig) -> DataBundle:
     """The run's data (:mod:`fedpl_core.datasets`, cached in memory per process)."""
     return load_bundle(cfg.dataset, cfg.data_root, cfg.classes, cfg.image_size, cfg.n_train, cfg.n_test,
                        cfg.data_seed, cfg.dataset_kwargs, progress=cfg.engine.progress)
+
+
+def check_data_fit(cfg: ExperimentConfig, data: DataBundle) -> None:
+    """What a run's data makes impossible, found before anything is built: a method not
+    defined for the data's task (a single-label method on multi-label data), a selection
+    key the run never records, ``calibrate_bn`` without public images to calibrate with.
+    A :class:`~fedpl_core.config.ConfigError` naming it."""
+    METHODS[cfg.method].check_task(data.train.task, f"data set {cfg.dataset!r}, a")
+    check_selection_key(cfg.engine.selection, {**({"": data.test.task} if data.test is not None else {}),
+                                               **{k: v.task for k, v in data.extra.items()}},
+                        cfg.engine.client_val_fraction > 0)
+    if cfg.calibrate_bn and (data.public is None or not len(data.public)):
+        raise ConfigError(f"calibrate_bn would be ignored: data set {cfg.dataset!r} provides no public images to "
+                          "calibrate BatchNorm with; leave it out")
 
 
 def build_partition(cfg: ExperimentConfig, train: ImageDataset) -> P.Partition:
@@ -87,18 +101,16 @@ _INIT_LOCK = threading.Lock()
 def build_simulation(cfg: ExperimentConfig, checkpoint_path: str | Path | None = None) -> Simulation:
     method = get_method(cfg.method, **cfg.method_kwargs)  # fail fast on a bad hyper-parameter
     data = load_data(cfg)
-    check_selection_key(cfg.engine.selection, {**({"": data.test.task} if data.test is not None else {}),
-                                               **{k: v.task for k, v in data.extra.items()}},
-                        cfg.engine.client_val_fraction > 0)
+    check_data_fit(cfg, data)
     partition = build_partition(cfg, data.train)
     train = data.train
     with _INIT_LOCK:
         torch.manual_seed(cfg.seed)
         model = build_model(cfg.model, train.num_classes, train.channels, train.image_size, **cfg.model_kwargs)
-    if cfg.calibrate_bn and data.public is not None:
+    if cfg.calibrate_bn:
         calibrate_batchnorm(model, data.public, normalize=cfg.engine.normalize)
     return Simulation(method, model, train, partition, data.test, cfg.engine_config(), extra_eval=data.extra,
                       checkpoint_path=checkpoint_path)
 
 
-__all__ = ["load_data", "build_partition", "partition_option_error", "build_simulation"]
+__all__ = ["load_data", "check_data_fit", "build_partition", "partition_option_error", "build_simulation"]

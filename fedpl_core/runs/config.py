@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import partitions as P
-from ..config import ConfigError, EngineConfig, check_engine_conflicts, check_kwargs_types, check_seed, \
-    read_config_file, validate
+from ..config import ConfigError, EngineConfig, check_config_size, check_engine_conflicts, check_kwargs_types, \
+    check_seed, read_config_file, validate
 from ..datasets import check_data_settings
 from ..methods import METHODS, available_methods
 from ..models import MODELS, check_model_kwargs
@@ -94,6 +94,9 @@ class ExperimentConfig:
     def __post_init__(self) -> None:
         if isinstance(self.engine, dict):
             self.engine = EngineConfig(**self.engine)
+        # lists and mappings shared in Python (or by YAML aliases) are copied out by to_dict: bounded first
+        check_config_size([self.classes, self.dataset_kwargs, self.partition_kwargs, self.split_kwargs,
+                           self.model_kwargs, self.method_kwargs])
         validate(self)
         check_seed(self.seed)
         if self.classes is not None:
@@ -102,6 +105,9 @@ class ExperimentConfig:
             raise ConfigError(f"unknown partition {self.partition!r}; choose one of {', '.join(PARTITIONS)}")
         if self.split is not None and self.split not in P.SPLITS:
             raise ConfigError(f"unknown split {self.split!r}; choose one of {', '.join(P.SPLITS)}")
+        if self.split is None and self.split_kwargs:
+            raise ConfigError(f"split_kwargs {self.split_kwargs!r} would be ignored: there is no split (split is none); "
+                              "name a split, or leave split_kwargs out")
         if self.split is not None and self.partition not in P.LABEL_SETS:
             raise ConfigError(f"with a split, partition names a label-set rule; choose one of "
                               f"{', '.join(P.LABEL_SETS)}, got {self.partition!r}")
@@ -169,20 +175,29 @@ class ExperimentConfig:
         return dataclasses.replace(self.engine, seed=self.seed)
 
     def run_id(self) -> str:
-        """``<method>-s<seed>-<hash of everything that changes the numbers>``."""
-        d = self.to_dict()
-        for k in ("name",):
-            d.pop(k)
-        for k in ("progress", "device", "checkpoint_every"):
-            d["engine"].pop(k, None)
-        for k in ("batched_clients", "deterministic"):  # off (the default): ids made before the fields existed
-            if not d["engine"].get(k):
-                d["engine"].pop(k, None)
+        """``<method>-s<seed>-<hash of everything that changes the numbers>``
+        (:func:`run_identity`)."""
+        d = run_identity(self.to_dict())
         h = hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:10]
         return f"{self.method}-s{self.seed}-{h}"
 
 
 ENGINE_FIELDS = {f.name for f in dataclasses.fields(EngineConfig)} - {"seed"}
+
+
+def run_identity(d: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a config (:meth:`ExperimentConfig.to_dict`'s form) that change the
+    numbers, which :meth:`ExperimentConfig.run_id` hashes: all but the ``name``, the
+    device, the progress bars and the checkpoint interval; ``batched_clients`` and
+    ``deterministic`` only when on (ids made before those fields existed stay valid).
+    A copy; ``d`` is not changed."""
+    d = {k: v for k, v in d.items() if k != "name"}
+    engine = {k: v for k, v in dict(d.get("engine") or {}).items() if k not in ("progress", "device", "checkpoint_every")}
+    for k in ("batched_clients", "deterministic"):  # off (the default): ids made before the fields existed
+        if not engine.get(k):
+            engine.pop(k, None)
+    d["engine"] = engine
+    return d
 
 
 def check_settings(cfg: Any) -> None:
@@ -194,4 +209,4 @@ def check_settings(cfg: Any) -> None:
     check_data_settings(cfg.dataset, cfg.data_root, cfg.classes, cfg.image_size)
 
 
-__all__ = ["ExperimentConfig", "ENGINE_FIELDS", "PARTITIONS", "check_settings", "ConfigError"]
+__all__ = ["ExperimentConfig", "ENGINE_FIELDS", "PARTITIONS", "check_settings", "run_identity", "ConfigError"]

@@ -12,26 +12,39 @@ Every backend executes the same :func:`fedpl_core.runs.runner.run`, so the resul
 keeps its files, skipping, resume and lock semantics: a worker calls ``run(cfg,
 results_dir, wait=False)``; a run that another process holds (its ``<run_id>.lock``)
 comes back as ``None`` and is submitted again once everything else is done, then waiting
-for that process.  :func:`run_grid` drives a backend: it submits the runs, collects their
-:class:`RunResult`, resubmits a run that raised (``retries`` times, warning each time)
-without touching the others, and raises one :class:`GridError` naming every run that
-still failed, after all the other runs finished and were written.
+for that process.  :func:`run_grid` drives a backend: it first checks every run it has to
+do (:func:`check_runs`: what would fail on every attempt is refused before the first
+run), submits the runs, collects their :class:`RunResult`, resubmits a run that raised
+(``retries`` times, warning each time; not a run whose error is one it raises every time,
+:data:`DETERMINISTIC`) without touching the others, and raises one :class:`GridError`
+naming every run that still failed, after all the other runs finished and were written.
+
+An interrupted grid (Ctrl-C, SIGTERM through the command line, an error of the driver)
+stops its runs: the process backend's workers are killed (:func:`kill_pools`), the
+threads' runs stop at their next round boundary.  A process worker also ends by itself
+when its driver is gone (:func:`watch_driver`), even after ``kill -9``.
 """
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import logging
 import os
+import signal
+import sys
+import threading
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..datasets import SOURCES
+from ..messages import one_line_warnings_on, use_one_line_warnings
 from ..provenance import keep_stale_default, stale_reason
 from .results import StaleResultWarning, read_result, stale_message
-from .runner import run
+from .runner import check_targets, run
 
 log = logging.getLogger("fedpl")
 
@@ -70,10 +83,55 @@ def worker_init(modules: Sequence[str], threads: int) -> None:
         importlib.import_module(m)
 
 
-def _run_one(cfg, results_dir, wait: bool):
+#: Seconds between two looks of a process worker at its driver (:func:`watch_driver`).
+DRIVER_POLL_S = 0.5
+
+
+def watch_driver(driver: int, poll_s: float = DRIVER_POLL_S) -> threading.Thread:
+    """A daemon thread that ends this process (``os._exit``) once its parent is no longer
+    the process ``driver``: the driver was killed (even by ``kill -9``, which no handler
+    sees) and this process was handed to another parent.
+
+    **[choice]** A watchdog on the parent's pid rather than Linux's parent-death signal
+    (``prctl(PR_SET_PDEATHSIG)``): that signal fires when the *thread* that started the
+    worker ends (a pool started from a notebook's or a grid's helper thread would lose its
+    workers while its process lives on) and exists on Linux only; and rather than watching
+    the job pipe for end-of-file: a forked worker inherits the pipe's write end too, and
+    a worker busy training reads no pipe.  A worker stops within ``poll_s`` seconds; its
+    run's lock goes with it (the kernel frees it), its temporary files are removed by the
+    next run on the folder, and the run resumes from its last checkpoint."""
+    def watch() -> None:
+        while os.getppid() == driver:
+            time.sleep(poll_s)
+        try:
+            sys.stderr.write(f"fedpl: warning: the grid's driver (process {driver}) is gone; worker process "
+                             f"{os.getpid()} stops\n")
+            sys.stderr.flush()
+        finally:
+            os._exit(1)
+
+    t = threading.Thread(target=watch, name="fedpl-watch-driver", daemon=True)
+    t.start()
+    return t
+
+
+def process_worker_init(modules: Sequence[str], threads: int, driver: int, one_line: bool = False) -> None:
+    """A worker of the process backend: :func:`worker_init`, then it leaves Ctrl-C to its
+    driver (a terminal sends SIGINT to the whole process group; the driver stops the
+    workers itself, see :func:`kill_pools`), ends on SIGTERM, watches its driver
+    (:func:`watch_driver`) and prints warnings as the driver does (:mod:`fedpl_core.messages`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked worker inherits the command line's handler
+    watch_driver(driver)
+    if one_line:
+        use_one_line_warnings()
+    worker_init(modules, threads)
+
+
+def _run_one(cfg, results_dir, wait: bool, stop=None):
     # run_grid already warned about (and kept, if asked) the stale cached results: a
     # result the worker still finds stale is done again without another warning
-    return run(cfg, results_dir, wait=wait, keep_stale=False, warn_stale=False)
+    return run(cfg, results_dir, wait=wait, keep_stale=False, warn_stale=False, stop=stop)
 
 
 # --------------------------------------------------------------------------- backends
@@ -88,11 +146,12 @@ class Backend:
     def __enter__(self) -> "Backend":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(interrupted=exc_type is not None)
 
-    def close(self) -> None:
-        pass
+    def close(self, interrupted: bool = False) -> None:
+        """Release the backend; ``interrupted``: the grid stops now (Ctrl-C, SIGTERM, an
+        error of the driver), so runs still going are stopped, not waited for."""
 
     def submit(self, cfg, results_dir, wait: bool) -> Any:
         raise NotImplementedError
@@ -152,12 +211,15 @@ class ProcessBackend(Backend):
     def finished(self, handles):
         return _futures_done(handles)
 
-    def close(self):
-        """Cancel this grid's runs that have not started (an interrupted grid); the pool
-        stays for the next grid."""
+    def close(self, interrupted: bool = False):
+        """Cancel this grid's runs that have not started; the pool stays for the next
+        grid.  An interrupted grid stops its workers at once (:func:`kill_pools`): their
+        runs resume from their checkpoints."""
         for f in self._futures:
             f.cancel()
         self._futures = []
+        if interrupted:
+            kill_pools()
 
 
 def _futures_done(handles) -> list[tuple[Any, Any, BaseException | None]]:
@@ -168,7 +230,7 @@ def _futures_done(handles) -> list[tuple[Any, Any, BaseException | None]]:
     return [(f, None if f.exception() is not None else f.result(), f.exception()) for f in done]
 
 
-def _run_on_own_stream(cfg, results_dir, wait: bool):
+def _run_on_own_stream(cfg, results_dir, wait: bool, stop=None):
     """A run in a thread: on a GPU inside a CUDA stream of its own (its kernels may overlap
     the other threads' runs), synchronised before the result is handed back."""
     import torch
@@ -177,10 +239,10 @@ def _run_on_own_stream(cfg, results_dir, wait: bool):
 
     device = resolve_device(cfg.engine.device)
     if device.type != "cuda":
-        return _run_one(cfg, results_dir, wait)
+        return _run_one(cfg, results_dir, wait, stop)
     stream = torch.cuda.Stream(device)
     with torch.cuda.stream(stream):
-        out = _run_one(cfg, results_dir, wait)
+        out = _run_one(cfg, results_dir, wait, stop)
     stream.synchronize()
     return out
 
@@ -205,17 +267,25 @@ class ThreadBackend(Backend):
         self.workers = workers
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="fedpl-run")
         self._futures: list = []
+        self._stop = threading.Event()  # set: each run stops at its next round boundary
 
     def submit(self, cfg, results_dir, wait):
-        f = self._pool.submit(_run_on_own_stream, cfg, results_dir, wait)
+        f = self._pool.submit(_run_on_own_stream, cfg, results_dir, wait, self._stop)
         self._futures.append(f)
         return f
 
     def finished(self, handles):
         return _futures_done(handles)
 
-    def close(self):
-        """Cancel the runs that have not started; wait for the running ones."""
+    def close(self, interrupted: bool = False):
+        """Cancel the runs that have not started and wait for the running ones; an
+        interrupted grid asks them to stop at their next round boundary (a thread cannot
+        be killed), after their checkpoint of that round."""
+        if interrupted:
+            self._stop.set()
+            running = sum(f.running() for f in self._futures)
+            if running:
+                log.warning("interrupted: stopping %d running run(s) at their next round boundary", running)
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -253,7 +323,8 @@ def shared_pool(workers: int, threads: int, modules: tuple[str, ...]):
         return pool
     shutdown_pools(wait=False)
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(start_method()),
-                               initializer=worker_init, initargs=(list(modules), threads))
+                               initializer=process_worker_init,
+                               initargs=(list(modules), threads, os.getpid(), one_line_warnings_on()))
     _POOLS[key] = pool
     return pool
 
@@ -263,6 +334,24 @@ def shutdown_pools(wait: bool = True) -> None:
     while _POOLS:
         _, pool = _POOLS.popitem()
         pool.shutdown(wait=wait, cancel_futures=True)
+
+
+def kill_pools(grace_s: float = 5.0) -> None:
+    """Stop the kept worker processes now, running runs and all (an interrupted grid):
+    SIGTERM to each, SIGKILL to one still there after ``grace_s`` seconds.  A killed run
+    loses the rounds since its last checkpoint and nothing else (its lock goes with it)."""
+    while _POOLS:
+        _, pool = _POOLS.popitem()
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.join(grace_s)
+                if p.is_alive():
+                    p.kill()
 
 
 atexit.register(shutdown_pools, wait=False)
@@ -383,8 +472,13 @@ def check_unique(methods: Sequence[Any], seeds: Sequence[Any]) -> None:
                          "variant)")
 
 
-def check_args(backend: str | None, workers: int, retries: int) -> str:
-    """The backend to use (``None``: ``process`` when ``workers > 1``, else ``serial``)."""
+def check_args(backend: str | None, workers: int, retries: int, ray_address: str | None = None,
+               keep_stale: bool | None = None, results_dir: str | Path | None = None) -> str:
+    """The backend to use (``None``: ``process`` when ``workers > 1``, else ``serial``).
+    A setting the grid would ignore is refused: ``workers > 1`` on the serial backend (one
+    run at a time), or on a Ray cluster joined at ``ray_address`` (its own CPUs count); a
+    ``ray_address`` on another backend; ``keep_stale`` without a ``results_dir`` (no
+    cached results to keep)."""
     if not (isinstance(workers, int) and not isinstance(workers, bool) and workers >= 1):
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
     if not (isinstance(retries, int) and not isinstance(retries, bool) and retries >= 0):
@@ -392,6 +486,18 @@ def check_args(backend: str | None, workers: int, retries: int) -> str:
     backend = backend or ("process" if workers > 1 else "serial")
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if backend == "serial" and workers > 1:
+        raise ValueError(f"workers {workers} would be ignored: the serial backend does one run at a time in this "
+                         "process; choose backend process or threads, or leave workers at 1")
+    if ray_address and backend != "ray":
+        raise ValueError(f"ray_address {ray_address!r} would be ignored: the {backend} backend does not use Ray; "
+                         "choose backend ray, or leave it out")
+    if ray_address and workers > 1:
+        raise ValueError(f"workers {workers} would be ignored: a Ray cluster joined at {ray_address!r} runs on its own "
+                         "CPUs (workers sets the CPUs of a local Ray); leave workers at 1")
+    if keep_stale and results_dir is None:
+        raise ValueError("keep_stale would be ignored: without a results folder there are no cached results to keep; "
+                         "give a results folder, or leave it out")
     return backend
 
 
@@ -428,6 +534,7 @@ def run_grid(cfgs: Sequence, results_dir: str | Path | None, backend: str = "ser
     failures: list[tuple[int, BaseException]] = []
     if not todo:
         return results
+    check_runs([cfgs[i] for i in todo], results_dir)  # what would fail every attempt: refused before the first
     with make_backend(backend, workers, ray_address) as b:
         desc = "runs" if b.name == "serial" else f"runs ({b.name}, {b.workers} workers)"
         with tqdm(total=len(todo), desc=desc, disable=not progress) as bar:
@@ -442,13 +549,36 @@ def run_grid(cfgs: Sequence, results_dir: str | Path | None, backend: str = "ser
     return results
 
 
+def check_runs(cfgs: Sequence, results_dir: str | Path | None) -> None:
+    """What would make a run of the grid fail on every attempt, found in this process
+    before any run starts, without loading any data (the workers load it): a folder where
+    a run's result or checkpoint goes (:func:`~fedpl_core.runs.runner.check_targets`), a
+    method not defined for its data's task where the data source declares its task
+    (:func:`fedpl_core.datasets.source_task`: the built-in and the studies' sources; a
+    real data set's task is known once loaded: there the run's own check,
+    :func:`~fedpl_core.runs.build.check_data_fit`, fails it, once, without retries)."""
+    from ..datasets import source_task
+    from ..methods import METHODS
+
+    for cfg in cfgs:
+        if results_dir is not None:
+            check_targets(results_dir, cfg.run_id())
+        task = source_task(cfg.dataset)
+        if task is not None:
+            METHODS[cfg.method].check_task(task, f"data set {cfg.dataset!r}, a")
+
+
+#: Errors a run raises on every attempt (a setting it cannot have, a bug): not retried.
+DETERMINISTIC = (ValueError, TypeError, LookupError, NotImplementedError, AssertionError)
+
+
 def _cached(cfg, results_dir):
     """The finished result of ``cfg`` in ``results_dir``; None when absent or unreadable
     (then ``run`` reads it again, warns, and does the run)."""
     if results_dir is None:
         return None
     try:
-        return read_result(Path(results_dir) / f"{cfg.run_id()}.json")  # checked: keys, types, no NaN
+        return read_result(Path(results_dir) / f"{cfg.run_id()}.json", cfg.to_dict())  # checked, and this run's
     except (OSError, ValueError, TypeError):
         return None
 
@@ -466,7 +596,7 @@ def _drive(b: Backend, jobs: list[_Job], results_dir, retries: int, results: lis
             elif err is None:
                 results[j.index] = res
                 tick(1)
-            elif j.attempt < retries:
+            elif j.attempt < retries and not isinstance(err, DETERMINISTIC):
                 warnings.warn(f"run {j.cfg.run_id()} failed ({type(err).__name__}: {_first_line(err)}); "
                               f"retrying ({j.attempt + 1} of {retries})", RuntimeWarning, stacklevel=2)
                 j.attempt += 1
@@ -481,4 +611,4 @@ def _drive(b: Backend, jobs: list[_Job], results_dir, retries: int, results: lis
 
 __all__ = ["BACKENDS", "GridError", "check_unique", "Backend", "SerialBackend", "ProcessBackend", "ThreadBackend",
            "RayBackend", "make_backend", "run_grid", "needs_gpu", "worker_init", "source_modules", "shared_pool", "shutdown_pools",
-           "start_method"]
+           "kill_pools", "process_worker_init", "watch_driver", "start_method"]

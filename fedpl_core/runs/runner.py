@@ -32,6 +32,9 @@ its result file :mod:`~fedpl_core.runs.results`.
 from __future__ import annotations
 
 import logging
+import os
+import stat
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -47,8 +50,8 @@ from ..provenance import keep_stale_default, stale_reason
 from ..provenance import provenance as make_provenance
 from .build import build_simulation
 from .config import ExperimentConfig
-from .results import ResultFileError, RunResult, StaleResultWarning, atomic_write_json, finite_or_none, \
-    read_result, stale_message
+from .results import ResultFileError, RunResult, StaleResultWarning, atomic_write_json, final_record, \
+    finite_or_none, read_result, stale_message
 
 log = logging.getLogger("fedpl")
 
@@ -60,11 +63,12 @@ def clean_stale_files(results_dir: str | Path) -> list[Path]:
     return remove_stale_temps(results_dir)
 
 
-def _read_result(out: Path, warned: set | None = None) -> RunResult | None:
-    """The cached result at ``out``, or None (no file; or a corrupt one: then a warning
-    names the file and what is wrong, once per ``warned`` set, and the run is done again)."""
+def _read_result(out: Path, warned: set | None = None, cfg: ExperimentConfig | None = None) -> RunResult | None:
+    """The cached result at ``out``, or None (no file; or a corrupt one, or one of another
+    run than ``cfg``: then a warning names the file and what is wrong, once per ``warned``
+    set, and the run is done again)."""
     try:
-        return read_result(out)
+        return read_result(out, None if cfg is None else cfg.to_dict())
     except FileNotFoundError:
         return None
     except (OSError, ValueError, TypeError) as e:
@@ -76,6 +80,22 @@ def _read_result(out: Path, warned: set | None = None) -> RunResult | None:
         return None
 
 
+def check_targets(results_dir: str | Path, rid: str) -> None:
+    """Raise ``IsADirectoryError`` now (before training) when a folder stands where run
+    ``rid``'s result (``<rid>.json``) or checkpoint (``<rid>.ckpt``) goes: no file can be
+    moved onto it, so the run's work would be lost when it is written (a link or a file
+    there is replaced, see :mod:`fedpl_core.fileio`)."""
+    for suffix, what in ((".json", "result"), (".ckpt", "checkpoint")):
+        p = Path(results_dir) / f"{rid}{suffix}"
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(f"{p} is a folder, where run {rid}'s {what} file goes; move it away and run "
+                                    "again")
+
+
 def check_writable(path: str | Path) -> Path:
     """Raise ``OSError`` now (before training) when a result cannot be written to ``path``."""
     p = Path(path)
@@ -84,8 +104,14 @@ def check_writable(path: str | Path) -> Path:
     return _check_writable(p)
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """A run stopped at a round boundary because ``stop`` was set (an interrupted grid of
+    threads); its checkpoint of that round, if it keeps them, is where it resumes."""
+
+
 def run(cfg: ExperimentConfig, results_dir: str | Path | None = None, resume: bool = True,
-        wait: bool = True, keep_stale: bool | None = None, warn_stale: bool = True) -> RunResult | None:
+        wait: bool = True, keep_stale: bool | None = None, warn_stale: bool = True,
+        stop: threading.Event | None = None) -> RunResult | None:
     """Run one experiment (see the module docstring for the results cache).  With
     ``wait=False`` a run held by another process returns None at once; with
     ``wait=True`` it is waited for, with a message (log ``fedpl``, warning level, once a
@@ -93,14 +119,15 @@ def run(cfg: ExperimentConfig, results_dir: str | Path | None = None, resume: bo
     is read, or the run is done here if the holder did not finish it).  A cached result
     of other code is done again with a :class:`StaleResultWarning`, or kept with
     ``keep_stale=True`` (default: ``$FEDPL_KEEP_STALE``); ``warn_stale=False``: no
-    warning (a grid warns once for all its runs)."""
+    warning (a grid warns once for all its runs).  Once ``stop`` is set the run ends at
+    its next round boundary (after that round's checkpoint) with :class:`RunInterrupted`."""
     rid = cfg.run_id()
     keep = keep_stale_default(keep_stale)
     said_stale = False
 
     def cached(out: Path, warned: set) -> RunResult | None:
         nonlocal said_stale
-        res = _read_result(out, warned)
+        res = _read_result(out, warned, cfg)
         why = None if res is None else stale_reason(res.provenance, cfg)
         if why is None:
             return res
@@ -110,11 +137,12 @@ def run(cfg: ExperimentConfig, results_dir: str | Path | None = None, resume: bo
         return res if keep else None
 
     if results_dir is None:
-        return _execute(cfg, rid, None, None, resume)
+        return _execute(cfg, rid, None, None, resume, stop)
     rd = Path(results_dir)
     rd.mkdir(parents=True, exist_ok=True)
     clean_stale_files(rd)
     out, ckpt, path = rd / f"{rid}.json", rd / f"{rid}.ckpt", rd / f"{rid}.lock"
+    check_targets(rd, rid)
     warned: set = set()
     if resume and (res := cached(out, warned)) is not None:
         return res
@@ -128,10 +156,17 @@ def run(cfg: ExperimentConfig, results_dir: str | Path | None = None, resume: bo
     with lock:
         if resume and (res := cached(out, warned)) is not None:
             return res  # finished by the process that held it
-        return _execute(cfg, rid, out, ckpt, resume)
+        return _execute(cfg, rid, out, ckpt, resume, stop)
 
 
-def _execute(cfg: ExperimentConfig, rid: str, out: Path | None, ckpt: Path | None, resume: bool) -> RunResult:
+def _check_stop(stop: threading.Event | None, rid: str, rounds: int) -> None:
+    if stop is not None and stop.is_set():
+        raise RunInterrupted(f"run {rid} stopped after round {rounds}")
+
+
+def _execute(cfg: ExperimentConfig, rid: str, out: Path | None, ckpt: Path | None, resume: bool,
+             stop: threading.Event | None = None) -> RunResult:
+    _check_stop(stop, rid, 0)
     t0 = time.perf_counter()
     sim = build_simulation(cfg, checkpoint_path=ckpt)
     t_setup = time.perf_counter() - t0
@@ -144,9 +179,9 @@ def _execute(cfg: ExperimentConfig, rid: str, out: Path | None, ckpt: Path | Non
     cuda = sim.device.type == "cuda"
     if cuda:
         torch.cuda.reset_peak_memory_stats(sim.device)
-    sim.run()
-    evaluated = [h for h in sim.history if any(k in h for k in ("auroc_mean", "accuracy", "val_loss"))]
-    final = evaluated[-1] if evaluated else sim.history[-1]
+    _check_stop(stop, rid, sim.round)
+    sim.run(callback=None if stop is None else lambda rec: _check_stop(stop, rid, rec["round"]))
+    final = final_record(sim.history)
     total_s = time.perf_counter() - t0
     res = RunResult(
         config=cfg.to_dict(), history=sim.history, final=dict(final), best=dict(sim.best or {}),
@@ -167,4 +202,4 @@ def _execute(cfg: ExperimentConfig, rid: str, out: Path | None, ckpt: Path | Non
     return res
 
 
-__all__ = ["run", "check_writable", "clean_stale_files"]
+__all__ = ["run", "RunInterrupted", "check_targets", "check_writable", "clean_stale_files"]

@@ -143,7 +143,7 @@ def run_many(base: ExperimentConfig, methods: Sequence[str | tuple[str, dict]], 
     :class:`~fedpl_core.runs.results.StaleResultWarning` for the grid, or kept with ``keep_stale=True`` (default:
     ``$FEDPL_KEEP_STALE``).
     """
-    backend = check_args(backend, workers, retries)
+    backend = check_args(backend, workers, retries, ray_address, keep_stale, results_dir)
     seeds = list(seeds)
     check_unique(methods, seeds)  # a repeated seed or method is no independent run
     jobs = Study(base, methods, seeds, settings).jobs()

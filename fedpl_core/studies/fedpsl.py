@@ -299,7 +299,7 @@ def real_data(data_root: str, table: str = "II", pool: int = 1000, image_size: i
     return _bundle(train, _with_block_mask(test_parts, f"fedpsl-{table}-test"), pools, table)
 
 
-@register_source("fedpsl", fixed_classes=True)
+@register_source("fedpsl", fixed_classes=True, task="multilabel")
 def source(name: str, data_root, classes, image_size, n_train, n_test, data_seed, table: str = "II",
            pool: int = 1000, test_pos: int = 300, test_neg: int = 300, strength: float = 1.0,
            nih_root: str | None = None, tb_root: str | None = None, covid_root: str | None = None) -> DataBundle:

@@ -341,7 +341,7 @@ def _in(ds: ImageDataset, classes: Sequence[str]) -> ImageDataset:
     return ds if keep == list(ds.class_names) else ds.select_classes(keep)
 
 
-@register_source("surgical-ablation", fixed_classes=True)
+@register_source("surgical-ablation", fixed_classes=True, task="multilabel")
 def ablation_source(name: str, data_root, classes, image_size, n_train, n_test, data_seed, n_external: int = 300,
                     n_public: int = 0, prevalence_floor: float | None = 0.1, strength: float = 1.0,
                     max_images: int | None = None, **real_kwargs: Any) -> DataBundle:
@@ -363,7 +363,7 @@ def ablation_source(name: str, data_root, classes, image_size, n_train, n_test, 
     return DataBundle(train, _in(test, keep), {"external": _in(ext, keep)}, public)
 
 
-@register_source("surgical-noniid", fixed_classes=True)
+@register_source("surgical-noniid", fixed_classes=True, task="multilabel")
 def noniid_source(name: str, data_root, classes, image_size, n_train, n_test, data_seed, heterogeneous: bool = True,
                   n_nih: int = 400, n_chexpert: int = 600, n_external: int = 300, n_public: int = 0,
                   prevalence_floor: float | None = 0.1, strength: float = 1.0, max_images: int | None = None,

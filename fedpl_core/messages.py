@@ -1,0 +1,65 @@
+"""How the package's warnings read: one line each, as its errors are.
+
+Python prints a warning as ``<file>:<line>: <Category>: <message>`` followed by the source
+line that raised it (``return fn(train, ...)``), which tells a user of the command line or
+of a notebook nothing.  :func:`one_line_warnings` makes every warning one line,
+``fedpl: warning: <message>`` (a warning of another library names its category:
+``fedpl: warning: UserWarning: ...``), the form of the command line's ``fedpl: error:``
+lines.  The command line turns it on for the length of a command; the notebooks' setup
+(:func:`fedpl_core.profiles.prepare`) for the kernel; the worker processes of a grid
+inherit it from their driver (:mod:`fedpl_core.runs.grid`).
+"""
+from __future__ import annotations
+
+import contextlib
+import warnings
+from pathlib import Path
+from typing import Iterator
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+PREFIX = "fedpl: warning: "
+
+
+def _own(category: type, filename: str) -> bool:
+    """A warning of this package: its category is defined here, or package code raised it."""
+    if (getattr(category, "__module__", "") or "").split(".")[0] == PACKAGE_DIR.name:
+        return True
+    try:
+        return Path(filename).resolve().is_relative_to(PACKAGE_DIR)
+    except (OSError, ValueError):
+        return False
+
+
+def format_warning(message, category, filename, lineno, line=None) -> str:
+    """``fedpl: warning: <message>`` on one line (the message's lines joined), for
+    :data:`warnings.formatwarning`; another library's warning keeps its category name."""
+    text = " ".join(str(message).split())
+    return f"{PREFIX}{text}\n" if _own(category, filename) else f"{PREFIX}{category.__name__}: {text}\n"
+
+
+def one_line_warnings_on() -> bool:
+    """Whether warnings print as one line now (a grid's workers do as their driver)."""
+    return warnings.formatwarning is format_warning
+
+
+def use_one_line_warnings(on: bool = True) -> None:
+    """Print every warning of this process as one line (:func:`format_warning`), or
+    (``on=False``) in Python's own format again."""
+    warnings.formatwarning = format_warning if on else _ORIGINAL
+
+
+@contextlib.contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """``with one_line_warnings():`` every warning of the block is one line; the format
+    before the block is restored after it."""
+    before = warnings.formatwarning
+    warnings.formatwarning = format_warning
+    try:
+        yield
+    finally:
+        warnings.formatwarning = before
+
+
+_ORIGINAL = warnings.formatwarning  # the format before this module changed it
+
+__all__ = ["format_warning", "one_line_warnings", "use_one_line_warnings", "one_line_warnings_on", "PREFIX"]
