@@ -636,8 +636,8 @@ TABLE2_COMPARISONS = [("FedPSL", "FedAVG"), ("FedPSL", "FedProx"), ("FedPSL w/ T
 
 
 def p_text(p: float | None) -> str:
-    """A p-value as text ("no test" with a single seed)."""
-    return "no test" if p is None else f"p = {p:.2g}"
+    """A p-value as text ("no test" with a single seed: None, or NaN in a table's column)."""
+    return "no test" if p is None or p != p else f"p = {p:.2g}"
 
 
 def comparison_sentences(df: pd.DataFrame, pairs: Sequence[tuple[str, str]] = TABLE2_COMPARISONS) -> list[str]:
