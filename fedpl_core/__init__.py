@@ -23,11 +23,30 @@ The layers, each importing only from those above it in this list:
   figures; :mod:`fedpl_core.cli`, :mod:`fedpl_core.flower`, :mod:`fedpl_core.report.site` - the
   command line, the Flower app, the report site.
 """
-from .config import EngineConfig
-from .fl.simulation import Simulation
-from .experiments import ExperimentConfig, Study, run, run_many
-from .methods import available_methods, get_method
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["EngineConfig", "Simulation", "ExperimentConfig", "Study", "run", "run_many", "get_method",
-           "available_methods"]
+#: The package's top-level names and the module each comes from.  They are imported on first
+#: use (PEP 562), so that ``import fedpl_core`` and the command line's ``--help`` and
+#: ``methods`` start without torch and scipy.
+_LAZY = {"EngineConfig": "config", "Simulation": "fl.simulation", "ExperimentConfig": "experiments",
+         "Study": "experiments", "run": "experiments", "run_many": "experiments", "get_method": "methods",
+         "available_methods": "methods"}
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    """``fedpl_core.EngineConfig`` and the other names of ``__all__``, imported when first
+    asked for (then kept in the package's namespace)."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,4 +1,4 @@
-"""Command line: ``python -m fedpl_core {run,grid,report,reproduce,methods}``.
+"""Command line: ``python -m fedpl_core [--plugin MODULE] {run,grid,report,reproduce,methods}``.
 
 Bad input (unknown method, missing data path, unknown class, a value of the wrong type,
 an empty option value, conflicting config keys, an unwritable ``--out``, a device this
@@ -8,10 +8,18 @@ traceback, and is found before any training.
 
 The help of every config flag is the docstring of its ``ExperimentConfig`` /
 ``EngineConfig`` field (:func:`fedpl_core.config.field_docs`) with its default.
+
+**Start-up.** Torch, scipy and the methods are imported only by the command that needs
+them: ``--help``, a command's ``--help`` for ``reproduce`` and ``methods``, and ``methods``
+itself answer without them (``methods`` reads the method classes' names, docstrings and
+tasks from their source files, :func:`method_index`; a test compares it with the live
+registry).  ``--plugin MODULE`` (repeatable) imports a user's module that registers
+methods or data sources before the command runs (:mod:`fedpl_core.plugins`).
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import dataclasses
 import inspect
@@ -30,7 +38,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
-from .data.base import DataError
 from .messages import one_line_warnings
 from .profiles import PROFILES
 
@@ -38,6 +45,11 @@ ROOT = Path(__file__).resolve().parent.parent
 DESCRIPTION = ("Federated learning with partial labels: run one experiment, a grid of methods x seeds, a data "
                "and partition report, the notebooks, or list the methods.  Bad input ends with one line "
                "'fedpl: error: ...' and exit status 2, before any training.")
+#: The subcommands, in the order of the help.
+COMMANDS = ("run", "grid", "report", "reproduce", "methods")
+#: Where ``reproduce`` writes the executed notebooks without ``--output``; ``make reproduce``
+#: passes ``--output reports`` (the committed cpu-profile copies).
+REPRODUCE_OUTPUT = "outputs/notebooks"
 #: The fields ``report`` reads (data and partition; ``progress`` shows the decoding of real data).
 REPORT_FIELDS = ("dataset", "data_root", "classes", "image_size", "n_train", "n_test", "data_seed", "dataset_kwargs",
                  "partition", "num_clients", "partition_kwargs", "split", "split_kwargs", "seed", "progress")
@@ -101,6 +113,8 @@ def _add_config_flags(p: argparse.ArgumentParser, only: Sequence[str] | None = N
     docstring and default.  Values stay strings here; the config classes convert and
     check them (strict booleans, numbers, fixed sets of values); "none" sets an optional
     field to none."""
+    if isinstance(p, _Sketch):  # a command that is not being run: its help line only
+        return
     from .config import field_docs
     from .models import MODELS
 
@@ -433,16 +447,106 @@ def first_sentence(doc: str | None) -> str:
     return text
 
 
-def methods_text(width: int | None = None) -> str:
+#: The folder of the method modules that :func:`method_index` reads.
+METHODS_DIR = Path(__file__).resolve().parent / "methods"
+
+
+def _class_facts(tree: ast.Module, module: str) -> dict[str, dict]:
+    """The classes of one parsed module: bases, own ``name``, ``tasks`` and ``paper`` (literals),
+    docstring, and whether ``@register`` decorates them."""
+    out = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        own: dict[str, Any] = {}
+        for stmt in node.body:
+            target = value = None
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                target, value = stmt.targets[0].id, stmt.value
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+                target, value = stmt.target.id, stmt.value
+            if target in ("name", "tasks", "paper"):
+                try:
+                    own[target] = ast.literal_eval(value)
+                except ValueError:
+                    pass
+        bases = [b.id if isinstance(b, ast.Name) else b.attr for b in node.bases if isinstance(b, (ast.Name, ast.Attribute))]
+        registered = any(isinstance(d, ast.Name) and d.id == "register" for d in node.decorator_list)
+        out[node.name] = {"bases": bases, "doc": ast.get_docstring(node), "module": module, "registered": registered,
+                          **own}
+    return out
+
+
+def _registered_in_loop(tree: ast.Module) -> set[str]:
+    """Class names a ``for _cls in (A, B, ...): register(_cls)`` loop registers."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.For) and isinstance(node.iter, (ast.Tuple, ast.List)) and any(
+                isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == "register"
+                for stmt in node.body for c in ast.walk(stmt)):
+            names |= {e.id for e in node.iter.elts if isinstance(e, ast.Name)}
+    return names
+
+
+def method_index(folder: Path = METHODS_DIR) -> dict[str, dict[str, Any]]:
+    """Every built-in registered method, read from the source files of ``fedpl_core/methods``
+    without importing them (no torch: ``methods`` answers in a fraction of a second):
+    ``{registry name: {"doc": class docstring, "tasks": tasks, "paper": paper, "module": module}}`` in name
+    order.  A class counts as registered when ``@register`` decorates it or the package's
+    ``register`` loop names it; ``tasks`` is its own or its first base's that has one
+    (depth first, as the classes' MRO resolves it for these classes).  The docstrings and
+    tasks stay in the classes (one place): ``tests/test_cli_help.py`` checks this index
+    against the live registry."""
+    classes: dict[str, dict] = {}
+    looped: set[str] = set()
+    for path in sorted(folder.glob("*.py")):
+        module = "fedpl_core.methods" + ("" if path.stem == "__init__" else f".{path.stem}")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        classes.update(_class_facts(tree, module))
+        looped |= _registered_in_loop(tree)
+
+    def inherited(cls: str, key: str, seen: frozenset = frozenset()) -> Any:
+        facts = classes.get(cls)
+        if facts is None or cls in seen:
+            return None
+        if key in facts:
+            return facts[key]
+        for base in facts["bases"]:
+            v = inherited(base, key, seen | {cls})
+            if v is not None:
+                return v
+        return None
+
+    out = {}
+    for cls, facts in classes.items():
+        if (facts["registered"] or cls in looped) and isinstance(facts.get("name"), str):
+            out[facts["name"]] = {"doc": facts["doc"], "tasks": tuple(inherited(cls, "tasks") or ()),
+                                  "paper": inherited(cls, "paper"), "module": facts["module"]}
+    return dict(sorted(out.items()))
+
+
+def live_method_index() -> dict[str, dict[str, Any]]:
+    """What :func:`method_index` reads, from the live registry (imports every method and
+    the user's plugins: torch)."""
+    from .methods import METHODS, available_methods
+
+    return {m: {"doc": METHODS[m].__doc__ and inspect.cleandoc(METHODS[m].__doc__), "tasks": tuple(METHODS[m].tasks),
+                "paper": getattr(METHODS[m], "paper", None), "module": METHODS[m].__module__}
+            for m in available_methods()}
+
+
+def methods_text(width: int | None = None, index: dict[str, dict[str, Any]] | None = None) -> str:
     """Every registered method once, under a heading per paper (and the tasks it
     studies), with the first sentence of its docstring; a method defined for fewer tasks
-    than its paper studies says for which."""
-    from .methods import METHODS, available_methods
-    from .report.names import by_paper
-
+    than its paper studies says for which.  ``index``: :func:`method_index` (the default,
+    the built-in methods without importing them) or :func:`live_method_index` (with the
+    user's plugins)."""
+    index = method_index() if index is None else index
     width = width or min(110, shutil.get_terminal_size((100, 24)).columns)
-    have = available_methods()
-    papers = by_paper()
+    have = list(index)
+    papers: dict[str, list[str]] = {}
+    for m in have:  # the classes' own paper attribute, in name order (report.names.by_paper's rule)
+        papers.setdefault(index[m].get("paper") or "", []).append(m)
     groups = {title: (tasks, papers.get(paper, [])) for paper, (title, tasks) in PAPER_HEADINGS.items()}
     groups["Other methods"] = (_BOTH, [m for p, names in papers.items() if p not in PAPER_HEADINGS for m in names])
     pad = max(len(m) for m in have) + 2
@@ -452,17 +556,20 @@ def methods_text(width: int | None = None) -> str:
             continue
         lines += ["", title] if lines else [title]
         for m in names:
-            cls = METHODS[m]
-            text = first_sentence(cls.__doc__).replace("the module docstring", f"the docstring of {cls.__module__}")
-            if not set(tasks) <= set(cls.tasks):
-                text += f" [{' and '.join(_TASK_NAMES[t] for t in cls.tasks)} only]"
+            facts = index[m]
+            text = first_sentence(facts["doc"]).replace("the module docstring", f"the docstring of {facts['module']}")
+            if not set(tasks) <= set(facts["tasks"]):
+                text += f" [{' and '.join(_TASK_NAMES[t] for t in facts['tasks'])} only]"
             lines += textwrap.wrap(text, width, initial_indent=f"  {m:{pad}s}", subsequent_indent=" " * (pad + 2),
                                    break_on_hyphens=False)
     return "\n".join(lines)
 
 
 def cmd_methods(a: argparse.Namespace) -> int:
-    print(methods_text())
+    from .plugins import ENV, plugin_names
+
+    # the user's plugins register methods only when imported: then the live registry
+    print(methods_text(index=live_method_index() if plugin_names(os.environ.get(ENV)) else None))
     return 0
 
 
@@ -474,14 +581,53 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"fedpl: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Sketch(Parser):
+    """A subcommand's parser with its name and help line only: the options of a command
+    that is not being run are not built (they would import torch to list the models, the
+    data sources and the backends)."""
+
+    def add_argument(self, *args: Any, **kw: Any) -> None:
+        return None
+
+    def add_argument_group(self, *args: Any, **kw: Any) -> "_Sketch":
+        return self
+
+
+class _Subcommands:
+    """``add_subparsers()`` whose ``add_parser`` builds a full parser for the commands in
+    ``commands`` (None: every command) and a :class:`_Sketch` for the others."""
+
+    def __init__(self, action: Any, commands: Any):
+        self._action, self._commands = action, commands
+
+    def add_parser(self, name: str, **kw: Any) -> argparse.ArgumentParser:
+        full = self._commands is None or name in self._commands
+        self._action._parser_class = Parser if full else _Sketch
+        return self._action.add_parser(name, **kw)
+
+
+def _grid_backends(commands: Any) -> tuple[str, ...]:
+    if commands is not None and "grid" not in commands:
+        return ()
     from .runs.grid import BACKENDS
+
+    return BACKENDS
+
+
+def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser.  ``commands``: the subcommands whose options are built
+    (None: all); the others get their help line only, so that ``--help`` and ``methods``
+    start without torch."""
     from .paths import figures_dir
 
+    BACKENDS = _grid_backends(commands)
     p = Parser(prog="python -m fedpl_core", description=DESCRIPTION,
                                 epilog="python -m fedpl_core COMMAND --help: the options of a command.")
     p.add_argument("--version", action="version", version=f"fedpl_core {__version__}")
-    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first: a module of yours that registers methods or data sources "
+                        "(repeatable; worker processes import it too; also $FEDPL_PLUGINS, comma-separated)")
+    sub = _Subcommands(p.add_subparsers(dest="cmd", required=True, metavar="COMMAND"), commands)
     r = sub.add_parser("run", help="run one experiment and write a results JSON", usage="%(prog)s [options]",
                        description="Run one experiment: the --config file (if any) with the flags on top.")
     _add_config_flags(r)
@@ -523,14 +669,18 @@ def build_parser() -> argparse.ArgumentParser:
                           "used as is; a link at the name is replaced, not written through "
                           "(default: partition_report.png)")
     rep.set_defaults(func=cmd_report)
-    rp = sub.add_parser("reproduce", help="execute the notebooks with papermill")
+    rp = sub.add_parser("reproduce", help="execute the notebooks with papermill",
+                        description="Execute the notebooks with papermill in one profile.  Without --output the "
+                                    f"executed copies go to {REPRODUCE_OUTPUT}/ (git-ignored); `make reproduce` "
+                                    "runs the cpu profile with --output reports (the committed copies).  Figures "
+                                    "and tables go to the figures folder of the profile (printed at the end).")
     rp.add_argument("--profile", default="cpu", choices=PROFILES,
                     help="smoke: every cell in about a minute (tests); cpu: converged runs with 3 seeds on 2 cores, "
                          "15 min or less a notebook (default); gpu: the papers' backbones, 10 min or less a "
                          "notebook on one H100 (figures/gpu/, results/gpu/); full: the papers' settings (GPU, hours)")
     rp.add_argument("--notebooks", nargs="*", help="names or prefixes (default: all in notebooks/)")
-    rp.add_argument("--output", default="outputs/notebooks",
-                    help="folder for the executed notebooks (default: outputs/notebooks)")
+    rp.add_argument("--output", default=REPRODUCE_OUTPUT,
+                    help=f"folder for the executed notebooks (default: {REPRODUCE_OUTPUT}; make reproduce: reports)")
     rp.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
     rp.set_defaults(func=cmd_reproduce)
     m = sub.add_parser("methods", help="list the available methods by paper")
@@ -548,9 +698,36 @@ def empty_arguments(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _before_command(argv: Sequence[str]) -> tuple[str | None, list[str]]:
+    """The subcommand ``argv`` names (None: none) and the ``--plugin`` modules given before it."""
+    plugins, i = [], 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok in COMMANDS:
+            return tok, plugins
+        if tok == "--plugin" and i + 1 < len(argv):
+            plugins.append(argv[i + 1])
+            i += 1
+        elif tok.startswith("--plugin="):
+            plugins.append(tok.split("=", 1)[1])
+        i += 1
+    return None, plugins
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command, plugins = _before_command(argv)
     try:
-        args = build_parser().parse_args(argv)
+        if plugins:  # before the parser: a plugin's data sources appear in the help of --dataset
+            from .plugins import load_plugins
+
+            load_plugins(plugins)
+    except Exception as e:  # one line, exit status 2, before any work
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"fedpl: error: {msg}", file=sys.stderr)
+        return 2
+    try:
+        args = build_parser(commands=[command] if command else []).parse_args(argv)
     except SystemExit as e:  # --help, --version (0), or an option argparse refused (2, its line printed)
         return int(e.code or 0)
     logging.basicConfig(level=logging.INFO, format="fedpl: %(message)s", stream=sys.stderr)
@@ -561,7 +738,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with one_line_warnings(), _terminate_as_interrupt():
             return int(args.func(args) or 0)
-    except (DataError, ValueError, FileNotFoundError, KeyError, TypeError, RuntimeError, OSError) as e:
+    except (ValueError, FileNotFoundError, KeyError, TypeError, RuntimeError, OSError) as e:  # DataError: ValueError
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         print(f"fedpl: error: {msg}", file=sys.stderr)
         return 2

@@ -89,10 +89,15 @@ def source_task(name: str) -> str | None:
 
 
 def _load_study_sources() -> None:
+    """The sources the studies register, then those of the user's plugin modules named in
+    ``$FEDPL_PLUGINS`` (:mod:`fedpl_core.plugins`): a worker process finds them by name."""
     import importlib
+
+    from .plugins import load_env_plugins
 
     for mod in ("fedpsl", "surgical"):
         importlib.import_module(f"fedpl_core.studies.{mod}")
+    load_env_plugins()
 
 
 @register_source("synthetic-cxr", task="multilabel")
@@ -193,6 +198,8 @@ def check_source(name: str) -> None:
             raise DataError(f"unknown MedMNIST flag {flag!r} in data set {name!r}; 2-D flags: "
                             f"{', '.join(sorted(MEDMNIST_INFO))}")
         return
+    if name not in SOURCES and name not in DATASETS:
+        _load_study_sources()  # the studies' and the plugins' sources register on import
     if name not in SOURCES and name not in DATASETS:
         raise DataError(f"unknown data set {name!r}; available: {', '.join(known_sources())}")
 

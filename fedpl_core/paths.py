@@ -95,10 +95,33 @@ def results_dir(name: str | None = None, profile: str | None = None) -> Path:
     return base / name if name else base
 
 
+def shown(path: str | Path, env: str | None = None) -> str:
+    """``path`` as a notebook shows it, without the machine's folders: under ``$<env>`` (when
+    that variable is set and holds it) as ``$<env>/...``, inside the checkout relative to it,
+    under the home folder as ``~/...``; any other path as it is (a folder the user named)."""
+    p = Path(path).expanduser()
+    absolute = p.resolve() if p.is_absolute() else None
+    candidates = []
+    if env and os.environ.get(env):
+        candidates.append((Path(os.environ[env]).expanduser().resolve(), f"${env}"))
+    if checkout() is not None:
+        candidates.append((checkout(), ""))
+    candidates.append((Path.home().resolve(), "~"))
+    for base, label in candidates:
+        target = absolute if absolute is not None else p.resolve()
+        if target == base or target.is_relative_to(base):
+            rel = target.relative_to(base).as_posix()
+            if not label:
+                return rel if rel != "." else "the checkout"
+            return label if rel == "." else f"{label}/{rel}"
+    return str(path)
+
+
 def describe(results: str | Path | None = None) -> str:
-    """One line: ``figures -> /abs/path, results -> /abs/path``."""
+    """One line: ``figures -> <folder>, results -> <folder>``, each as :func:`shown` writes it
+    (no machine path: the checkout's ``figures/`` shows as ``figures``)."""
     res = results_dir() if results is None else Path(results).expanduser().resolve()
-    return f"figures -> {figures_dir()}, results -> {res}"
+    return f"figures -> {shown(figures_dir(), 'FEDPL_FIGURES')}, results -> {shown(res, 'FEDPL_RESULTS')}"
 
 
 def notebook_outputs(profile: str, name: str, results: str | Path | None = None) -> str:

@@ -229,6 +229,94 @@ def _device(value, name: str) -> str:
     return check_device(_text(value, name), name)
 
 
+def _plugins(value, name: str) -> list[str]:
+    """A notebook's ``plugins``: module names, imported now (and exported to worker
+    processes through ``$FEDPL_PLUGINS``, :func:`fedpl_core.plugins.load_plugins`)."""
+    from .plugins import load_plugins
+
+    return load_plugins(_names(value, name))
+
+
+def _dataset_kwargs(value, name: str):
+    """A mapping (or its papermill text); which keys it may have is the study's to check
+    (:func:`dataset_kwargs_by_key`)."""
+    from .config import ConfigError, parse_literal
+
+    value = parse_literal(value, name)
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise ConfigError(f"{name} must be a mapping such as {{\"CXR\": {{\"skip_missing\": true}}}}, got {value!r}")
+    return value
+
+
+class NotebookParameterError(TypeError):
+    """A notebook parameter the notebook does not have (a misspelt ``papermill -p`` name).
+    In a kernel it shows as one line (IPython's ``_render_traceback_``), not a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"fedpl: error: {self}"]
+
+
+#: The first line of the cell papermill injects (``papermill.translators``: a comment, then
+#: one assignment a parameter).
+INJECTED_HEADER = "# Parameters"
+
+
+def injected_cell(cells) -> str | None:
+    """The last papermill-injected cell among ``cells`` (a kernel's input history, IPython's
+    ``In``: the source of every cell run so far), or None (a run in JupyterLab or nbval)."""
+    for src in reversed(list(cells or ())):
+        if isinstance(src, str) and src.splitlines()[:1] == [INJECTED_HEADER]:
+            return src
+    return None
+
+
+def injected_names(cells) -> list[str]:
+    """The names the last papermill-injected cell among ``cells`` assigns (:func:`injected_cell`;
+    ``[]`` without one)."""
+    import ast
+
+    src = injected_cell(cells)
+    try:
+        tree = ast.parse(src or "")
+    except SyntaxError:
+        return []
+    return [t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)]
+
+
+_CHECKED: set[str] = set()  # injected cells already checked in this kernel (by the setup cell)
+
+
+def _kernel_history():
+    """IPython's ``In`` when this runs in a kernel, else None."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    return None if shell is None else shell.user_ns.get("In")
+
+
+def check_injected(parameters, cells=None) -> None:
+    """Refuse a name that papermill injected (``-p round 2``) and that is not among
+    ``parameters`` (the notebook's parameters): :class:`NotebookParameterError` naming it and
+    the notebook's parameters.  ``cells``: the kernel's input history (None: IPython's ``In``
+    when running in a kernel).  An injected cell is checked once per kernel: the first call
+    (the setup cell, with every parameter) decides."""
+    cells = _kernel_history() if cells is None else cells
+    src = injected_cell(cells)
+    if src is None or src in _CHECKED:
+        return
+    unknown = [k for k in injected_names([src]) if k not in parameters]
+    if unknown:
+        raise NotebookParameterError(
+            f"unknown parameter {unknown[0]!r} (papermill -p {unknown[0]} ...): this notebook's parameters are "
+            + ", ".join(parameters))
+    _CHECKED.add(src)
+
+
 #: How :func:`notebook_parameters` reads each parameter the notebooks share.
 PARAMETERS = {
     "profile": lambda v, n: check_profile(v),
@@ -244,6 +332,8 @@ PARAMETERS = {
     "first_order": _optional_bool,
     "pretrained": lambda v, n: _optional_bool(v, n) or False,
     "exclude": _names,
+    "plugins": _plugins,
+    "dataset_kwargs": _dataset_kwargs,
 }
 
 
@@ -303,12 +393,17 @@ def check_table(table: Mapping[str, Mapping[str, Any]], name: str = "PROFILES") 
     return table
 
 
-def apply_parameters(table: Mapping[str, Mapping[str, Any]], profile: str, **parameters: Any) -> dict[str, Any]:
+def apply_parameters(table: Mapping[str, Mapping[str, Any]], profile: str, *, cells=None,
+                     **parameters: Any) -> dict[str, Any]:
     """The row ``table[profile]`` of a study's profile table (a copy) with a notebook's
     ``parameters`` applied: the one way every notebook turns its parameters into settings.
 
     ``parameters`` are checked and converted by :func:`notebook_parameters` (an unknown
-    name or a bad value is an error naming it).  A parameter the row has (``seeds``,
+    name or a bad value is an error naming it).  In a kernel run by papermill, a name papermill
+    injected (``-p round 2``) that is not ``profile`` or one of ``parameters`` raises
+    :class:`NotebookParameterError` naming it and the notebook's parameters (papermill itself
+    only warns, and the notebook would run to the end on the profile's value;
+    :func:`check_injected`; ``cells``: the input history to read, default IPython's ``In``).  A parameter the row has (``seeds``,
     ``rounds``, ``lr``, a study's ``first_order``, ...) replaces the row's value unless it
     is ``None`` (the profile's value); any other parameter (``data_seed``, ``device``, a data
     folder, ...) is added to the row as given.  ``workers=None`` becomes the profile's
@@ -326,6 +421,7 @@ def apply_parameters(table: Mapping[str, Mapping[str, Any]], profile: str, **par
     ...
     TypeError: unknown notebook parameter(s) ['round']; known: profile, seeds, rounds, lr, ...
     """
+    check_injected(["profile", *parameters], cells)
     checked = notebook_parameters(profile=profile, **parameters)
     profile = checked.pop("profile")
     row = copy.deepcopy(dict(check_table(table)[profile]))
@@ -355,13 +451,67 @@ def settings_with_data_roots(cls, table: Mapping[str, Mapping[str, Any]], profil
                              check_roots: Callable[[Any], Any], data_roots: Any = None, **parameters: Any):
     """A study's settings ``cls(...)`` for ``profile`` (a row of ``table`` with the notebook
     ``parameters`` applied by :func:`apply_parameters`, or a row it returned) and its real-data
-    folders ``data_roots`` (given here or in the row), checked by ``check_roots``."""
+    folders ``data_roots`` (given here or in the row), checked by ``check_roots``; the row's
+    ``dataset_kwargs`` (the loader options of each data folder) are checked against those
+    folders by :func:`dataset_kwargs_by_key`."""
     if isinstance(profile, Mapping):
         row = dict(profile)
         data_roots = row.pop("data_roots", None) if data_roots is None else data_roots
     else:
         row = apply_parameters(table, profile, **parameters)
-    return cls(**fields_of(cls, row), data_roots=check_roots(data_roots))
+    roots = check_roots(data_roots)
+    if "dataset_kwargs" in row:
+        row["dataset_kwargs"] = dataset_kwargs_by_key(row["dataset_kwargs"], roots)
+    return cls(**fields_of(cls, row), data_roots=roots)
+
+
+def dataset_kwargs_by_key(value: Any, roots: Mapping[str, str], name: str = "dataset_kwargs") -> dict[str, dict]:
+    """A notebook's ``dataset_kwargs``: the loader options of each data folder of
+    ``data_roots`` (``roots``), ``{key: {option: value}}`` with the keys of ``data_roots``,
+    e.g. ``{"CXR": {"skip_missing": True}}`` (None: ``{}``).  A key that names no given data
+    folder is an error (the built-in data take no loader options); each option is checked
+    against its loader when the study builds the config (:func:`check_loader_kwargs`)."""
+    from .config import ConfigError, parse_literal
+
+    value = parse_literal(value, name)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{name} maps a key of data_roots to its loader options, e.g. "
+                          f"{{\"CXR\": {{\"skip_missing\": true}}}}; got {type(value).__name__} {value!r}")
+    for key, kw in value.items():
+        if key not in roots:
+            given = ", ".join(repr(k) for k in roots) or "none"
+            raise ConfigError(f"{name}[{key!r}] names no folder of data_roots (given: {given}); loader options "
+                              "apply to real data only")
+        if not isinstance(kw, Mapping) or not all(isinstance(k, str) for k in kw):
+            raise ConfigError(f"{name}[{key!r}] must map option names to values, e.g. {{\"skip_missing\": true}}; "
+                              f"got {kw!r}")
+    return {str(k): dict(v) for k, v in value.items()}
+
+
+def check_loader_kwargs(dataset: str, kwargs: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """``kwargs`` if the loader of the registered data set ``dataset`` takes every one of them
+    (its own keyword arguments and the decoding options,
+    :class:`~fedpl_core.data.cache.DecodeOptions`), else a ``ConfigError`` naming the option
+    and the ones it takes: a misspelt option is refused before any image is read."""
+    import inspect
+
+    from .config import ConfigError
+    from .data.cache import DECODE_FIELDS
+    from .data.registry import DATASETS
+
+    info = DATASETS.get(dataset)
+    if info is None or not kwargs:
+        return dict(kwargs)
+    fixed = {"root", "split", "classes", "seed", "decode"} | set(info.loader_kwargs)  # the registry sets these
+    sig = inspect.signature(info.load_fn())
+    takes = sorted({p.name for p in sig.parameters.values() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+                   - fixed | set(DECODE_FIELDS))
+    for k in kwargs:
+        if k not in takes:
+            raise ConfigError(f"{name}: the {dataset} loader has no option {k!r}; it takes {', '.join(takes)}")
+    return dict(kwargs)
 
 
 # =========================================================================== the gpu profile's budget, on paper

@@ -7,15 +7,18 @@
   so a test run never writes into the committed ``figures/`` and never reuses a cached run.
   The variables are set for the kernel's start only; the tests in ``tests/`` see the
   environment as it was.
-* Cells whose first line is ``# NBVAL_CHECK_OUTPUT`` are compared with the output stored in
-  the notebook (the smoke profile's, refreshed by ``make checked-outputs``), after the
-  substitutions of ``nbval_sanitize.cfg`` (absolute paths, timings); every other cell must
-  only run without an error (``--nbval-lax``).
+* Cells whose first line is ``# NBVAL_CHECK_OUTPUT`` are compared with their reference output,
+  the smoke profile's, kept out of the notebooks in ``tests/notebook_outputs/<notebook>.json``
+  (refreshed by ``make checked-outputs``) so that a learner who opens a notebook meets no
+  output of a test run; the references are put into nbval's cells here, at collection, after
+  the substitutions of ``nbval_sanitize.cfg`` (absolute paths, timings).  Every other cell
+  must only run without an error (``--nbval-lax``).
 * After a notebook's last cell one more item, ``<notebook>::wrote figures and tables``,
   checks that the notebook wrote a PNG and a CSV with its number as prefix.
 """
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -23,6 +26,10 @@ from pathlib import Path
 import pytest
 
 _SESSION_DIR: Path | None = None
+#: Where the reference outputs of the checked cells live: ``<notebook stem>.json`` holds
+#: ``{cell id: {"source": ..., "outputs": [...]}}`` (``tools/checked_outputs.py`` writes it).
+REFERENCES = Path(__file__).resolve().parent.parent / "tests" / "notebook_outputs"
+MARK = "# NBVAL_CHECK_OUTPUT"
 
 
 def _kernel_env() -> dict[str, str]:
@@ -81,9 +88,37 @@ class WroteOutputs(pytest.Item):
         return self.path, None, f"{self.notebook.name}: wrote figures and tables"
 
 
+def references(notebook: Path) -> dict:
+    """The reference outputs of ``notebook``'s checked cells, by cell id (``{}`` without a file)."""
+    path = REFERENCES / f"{Path(notebook).stem}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _give_reference(item, refs: dict) -> None:
+    """Put the reference output of a checked cell into nbval's copy of it (nbval compares a
+    cell with an execution count and outputs; without a reference the cell is only run)."""
+    cell = item.cell
+    if not any(line.strip() == MARK for line in cell.source.splitlines()):
+        return
+    ref = refs.get(cell.get("id"))
+    if ref is None or ref.get("source") != cell.source:  # only run it; tests/test_notebooks.py fails on this
+        return
+    import nbformat
+
+    cell.outputs = [nbformat.from_dict(o) for o in ref["outputs"]]
+    cell.execution_count = 1
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """Mark the cells ``notebook`` and append a :class:`WroteOutputs` item after the last
-    cell of each notebook."""
+    """Give the checked cells their reference outputs, mark the cells ``notebook`` and append
+    a :class:`WroteOutputs` item after the last cell of each notebook."""
+    refs: dict = {}
+    for item in items:
+        if _is_nbval(item):
+            nb = Path(str(item.parent.path))
+            if nb not in refs:
+                refs[nb] = references(nb)
+            _give_reference(item, refs[nb])
     out, last = [], {}
     for i, item in enumerate(items):
         if _is_nbval(item):

@@ -243,3 +243,166 @@ def test_report_labels_train_and_test_and_marks_unannotated(capsys, tmp_path, mo
             zeros += cell == "0"
     assert zeros >= 1  # an annotated class without positives shows 0, not n/a
     assert (tmp_path / "figures" / "partition_report.png").is_file()
+
+
+# ------------------------------------------------------------------ a fast start, plugins
+def test_method_index_read_from_the_sources_is_the_live_registry():
+    """``methods`` reads names, docstrings and tasks from the method modules' source without
+    importing them; the live registry is the one place they live, and the two agree."""
+    assert cli.method_index() == cli.live_method_index()
+    assert cli.methods_text(width=100, index=cli.method_index()) == cli.methods_text(width=100,
+                                                                                     index=cli.live_method_index())
+
+
+def test_method_index_follows_a_class_it_reads(tmp_path):
+    """The index is read, not remembered: a registered class in a new file appears with its
+    own docstring and the tasks it inherits; an unregistered one does not."""
+    src = cli.METHODS_DIR
+    for f in src.glob("*.py"):
+        (tmp_path / f.name).write_text(f.read_text())
+    (tmp_path / "mine.py").write_text(
+        "from . import register\nfrom .fedrs import FedRS\n\n\n@register\nclass Mine(FedRS):\n"
+        '    """My method (a test)."""\n\n    name = "mine"\n\n\nclass NotRegistered(FedRS):\n'
+        '    name = "hidden"\n')
+    index = cli.method_index(tmp_path)
+    assert index["mine"] == {"doc": "My method (a test).", "tasks": ("multiclass",), "module": "fedpl_core.methods.mine"}
+    assert "hidden" not in index
+
+
+def _python(args, cwd=None, env=None):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(cli.__file__).resolve().parent.parent
+    e = {k: v for k, v in os.environ.items() if k != "FEDPL_PLUGINS"}
+    e.update(PYTHONPATH=str(root), **(env or {}))
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=e, capture_output=True, text=True, timeout=300)
+
+
+def test_help_and_methods_import_neither_torch_nor_scipy():
+    """``--help``, ``reproduce --help`` and ``methods`` answer without importing torch, scipy
+    or the methods (they took 4-12 s when the package imported them)."""
+    code = ("import sys\nfrom fedpl_core import cli\n"
+            "for argv in (['--help'], ['reproduce', '--help'], ['methods']):\n"
+            "    assert cli.main(argv) == 0, argv\n"
+            "heavy = sorted(m for m in ('torch', 'scipy', 'fedpl_core.methods', 'pandas') if m in sys.modules)\n"
+            "print('HEAVY', heavy)\n")
+    out = _python(["-c", code])
+    assert out.returncode == 0, out.stderr
+    assert "HEAVY []" in out.stdout, out.stdout[-300:]
+
+
+def test_reproduce_help_says_where_each_way_writes(capsys):
+    rc, out, _ = run_main(capsys, "reproduce", "--help")
+    text = " ".join(out.split())
+    assert rc == 0 and "outputs/notebooks" in text and "make reproduce" in text and "reports" in text
+    assert options("reproduce")["--output"].default == cli.REPRODUCE_OUTPUT == "outputs/notebooks"
+
+
+PLUGIN = '''
+"""A user's plugin: one method and one data source, registered on import."""
+from fedpl_core.datasets import register_source
+from fedpl_core.methods import register
+from fedpl_core.methods.fedavg import FedAvg
+
+
+@register
+class MyFedAvg(FedAvg):
+    """FedAvg under another name, from a user's plugin."""
+
+    name = "my_fedavg"
+
+
+@register_source("my-source")
+def my_source(name, data_root, classes, image_size, n_train, n_test, data_seed, **kw):
+    from fedpl_core.datasets import SOURCES
+
+    return SOURCES["synthetic-cxr"]("synthetic-cxr", None, classes, image_size, n_train, n_test, data_seed)
+'''
+
+METHOD_ONLY = '''
+from fedpl_core.methods import register
+from fedpl_core.methods.fedavg import FedAvg
+
+
+@register
+class SpawnedFedAvg(FedAvg):
+    """FedAvg that only a plugin registers."""
+
+    name = "spawned_fedavg"
+'''
+
+
+@pytest.fixture
+def plugin_dir(tmp_path):
+    (tmp_path / "myplug.py").write_text(PLUGIN)
+    (tmp_path / "methodplug.py").write_text(METHOD_ONLY)
+    return tmp_path
+
+
+def test_plugin_on_the_command_line_registers_a_method_and_a_data_source(plugin_dir):
+    out = _python(["-m", "fedpl_core", "--plugin", "myplug", "methods"], cwd=plugin_dir)
+    assert out.returncode == 0, out.stderr
+    assert "Other methods" in out.stdout and "my_fedavg" in out.stdout.split("Other methods", 1)[1]
+    out = _python(["-m", "fedpl_core", "--plugin", "myplug", "run", "--method", "my_fedavg", "--dataset", "my-source",
+                   "--classes", "Effusion,Nodule", "--n-train", "60", "--n-test", "40", "--image-size", "28",
+                   "--num-clients", "2", "--rounds", "1", "--model-kwargs", '{"width": 4}', "--progress", "false"],
+                  cwd=plugin_dir)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("my_fedavg: final auroc_mean=")
+    assert "my-source" in _python(["-m", "fedpl_core", "--plugin", "myplug", "run", "--help"], cwd=plugin_dir).stdout
+
+
+@pytest.mark.parametrize("name, says", [("nosuchplugin", "plugin 'nosuchplugin': no module named 'nosuchplugin'"),
+                                        ("my plug", "plugin 'my plug' is not a module name")])
+def test_a_bad_plugin_is_one_line_and_status_2(plugin_dir, name, says):
+    out = _python(["-m", "fedpl_core", "--plugin", name, "methods"], cwd=plugin_dir)
+    assert out.returncode == 2 and out.stdout == ""
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(f"fedpl: error: {says}")
+
+
+@pytest.fixture
+def forget_plugins():
+    """Leave the registries and the plugin list as they were."""
+    import sys
+
+    from fedpl_core import plugins
+    from fedpl_core.datasets import SOURCES
+
+    methods, sources, loaded = dict(METHODS), dict(SOURCES), list(plugins._loaded)
+    yield
+    for d, before in ((METHODS, methods), (SOURCES, sources)):
+        for k in set(d) - set(before):
+            del d[k]
+    plugins._loaded[:] = loaded
+    for m in ("myplug", "methodplug"):
+        sys.modules.pop(m, None)
+
+
+def test_a_spawned_grid_worker_finds_a_plugin_method(plugin_dir, monkeypatch, tmp_path, forget_plugins):
+    """A plugin's method reaches a worker process started with spawn (a fresh interpreter:
+    nothing of the driver's registry), through ``$FEDPL_PLUGINS``."""
+    from fedpl_core.experiments import ExperimentConfig, run_many
+    from fedpl_core.plugins import ENV, load_plugins
+    from fedpl_core.runs import grid
+
+    monkeypatch.setenv(ENV, "")
+    monkeypatch.syspath_prepend(str(plugin_dir))
+    monkeypatch.setattr(grid, "start_method", lambda: "spawn")
+    grid.shutdown_pools()
+    assert load_plugins(["methodplug"]) == ["methodplug"]
+    import os
+
+    assert os.environ[ENV] == "methodplug"
+    cfg = ExperimentConfig(dataset="synthetic-cxr", classes=["Effusion", "Nodule"], image_size=28, n_train=60,
+                           n_test=40, num_clients=2, model_kwargs={"width": 4},
+                           engine={"rounds": 1, "progress": False})
+    try:
+        df = run_many(cfg, ["spawned_fedavg"], seeds=[0], results_dir=tmp_path / "res", progress=False,
+                      workers=2, backend="process", retries=0)
+    finally:
+        grid.shutdown_pools()
+    assert list(df["label"].unique()) == ["spawned_fedavg"] and len(df[df["which"] == "final"]) == 1

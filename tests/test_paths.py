@@ -92,11 +92,18 @@ def test_an_installed_package_uses_the_working_directory_and_smoke_a_temporary_f
 
 def test_notebook_outputs_keeps_a_given_results_dir_and_prints_where_outputs_go(capsys):
     assert paths.notebook_outputs("smoke", "00_introduction") == str(ROOT / "outputs/smoke/results/00_introduction")
-    out = capsys.readouterr().out
-    assert out.strip() == (f"figures -> {ROOT / 'outputs/smoke/figures'}, "
-                           f"results -> {ROOT / 'outputs/smoke/results/00_introduction'}")
+    out = capsys.readouterr().out  # no machine path: relative to the checkout
+    assert out.strip() == "figures -> outputs/smoke/figures, results -> outputs/smoke/results/00_introduction"
     assert paths.notebook_outputs("cpu", "00_introduction", "my/results") == "my/results"  # as given
-    assert f"figures -> {ROOT / 'figures'}, results -> {Path('my/results').resolve()}" in capsys.readouterr().out
+    assert f"figures -> figures, results -> {paths.shown(Path('my/results').resolve())}" in capsys.readouterr().out
+
+
+def test_shown_paths_name_no_machine_folder(monkeypatch, tmp_path):
+    monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "f"))
+    assert paths.shown(tmp_path / "f" / "a.png", "FEDPL_FIGURES") == "$FEDPL_FIGURES/a.png"
+    assert paths.shown(ROOT / "figures" / "00_x.png") == "figures/00_x.png"
+    assert paths.shown(Path.home() / "data") == "~/data"
+    assert paths.shown("/srv/nih") == "/srv/nih"  # a folder of no known place: as the user named it
 
 
 def test_every_notebook_resolves_its_outputs_through_paths():
@@ -105,7 +112,7 @@ def test_every_notebook_resolves_its_outputs_through_paths():
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
         cells = nbformat.read(nb, as_version=4).cells
         i = next(k for k, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
-        assert "\nresults_dir = None " in cells[i].source, f"{nb.name}: results_dir defaults to None"
+        assert "\nresults_dir: Optional[str] = None " in cells[i].source, f"{nb.name}: results_dir defaults to None"
         assert "paths.notebook_outputs(profile, " in cells[i + 1].source, f"{nb.name}: setup cell prints its outputs"
 
 
@@ -135,6 +142,6 @@ def test_a_smoke_run_never_touches_the_committed_figures(cwd, tmp_path):
     assert [_snapshot(w) for w in watched] == before, "a smoke run changed figures/ or wrote under notebooks/"
     executed = nbformat.read(out, as_version=4)
     text = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", []))
-    assert f"figures -> {smoke}, results -> {ROOT / 'outputs/smoke/results/00_introduction'}" in text
+    assert "figures -> outputs/smoke/figures, results -> outputs/smoke/results/00_introduction" in text
     assert (smoke / "00_mean_auroc.csv").stat().st_mtime >= t0, "the smoke run wrote its table elsewhere"
     assert any(smoke.glob("00_*.png"))

@@ -17,7 +17,7 @@ STUDIES = ["introduction", "fedpsl", "fedlsm", "surgical", "fedmlp", "benchmark"
 #: study -> the notebook that applies its table
 NOTEBOOKS = {"introduction": "00_introduction", "fedpsl": "01_fedpsl", "fedlsm": "02_fedlsm",
              "surgical": "03_surgical_aggregation", "fedmlp": "04_fedmlp", "benchmark": "05_benchmark"}
-EXTRAS = {"data_root", "data_roots", "first_order", "pretrained", "exclude"}
+EXTRAS = {"data_root", "data_roots", "first_order", "pretrained", "exclude", "dataset_kwargs", "plugins"}
 
 
 def _study(name):
@@ -240,7 +240,7 @@ def _cells(nb):
 @pytest.mark.parametrize("name", STUDIES)
 def test_every_parameters_cell_has_the_same_names_and_applies_them_one_way(name):
     params, setup = _cells(NOTEBOOKS[name])
-    names = re.findall(r"^(\w+) = ", params, flags=re.M)
+    names = re.findall(r"^(\w+)(?:: [^=]+)? = ", params, flags=re.M)  # typed: name: type = value
     assert tuple(names[:len(NOTEBOOK_PARAMETERS)]) == NOTEBOOK_PARAMETERS, names
     assert set(names[len(NOTEBOOK_PARAMETERS):]) <= EXTRAS, names
     call = setup[setup.index("apply_parameters("):]

@@ -98,7 +98,8 @@ def test_the_package_has_no_import_circle():
 #: The layers of README's "What is inside", bottom up; a module belongs to the layer of its
 #: longest matching prefix and may import only from its own layer or those below it.
 LAYERS = [
-    ("base", ["fedpl_core.config", "fedpl_core.fileio", "fedpl_core.locks", "fedpl_core.messages", "fedpl_core.paths"]),
+    ("base", ["fedpl_core.config", "fedpl_core.fileio", "fedpl_core.locks", "fedpl_core.messages", "fedpl_core.paths",
+              "fedpl_core.plugins"]),
     ("data", ["fedpl_core.data", "fedpl_core.datasets", "fedpl_core.partitions"]),
     ("arithmetic", ["fedpl_core.models", "fedpl_core.metrics", "fedpl_core.losses", "fedpl_core.aggregation"]),
     ("fl", ["fedpl_core.fl"]),

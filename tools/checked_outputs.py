@@ -1,40 +1,84 @@
-"""Store the smoke profile's output of every notebook cell marked ``# NBVAL_CHECK_OUTPUT``.
+"""Store the smoke profile's output of every notebook cell marked ``# NBVAL_CHECK_OUTPUT``, and
+keep the notebooks in the form JupyterLab saves.
 
-nbval (``pytest --nbval-lax notebooks/``) compares those cells' new output with the stored
-one; every other cell stays without output (``tests/test_notebooks.py`` checks it).  Run this
-after changing what such a cell prints (``make checked-outputs``), and read the diff: it is
-the change a reader will see.
+nbval (``pytest --nbval-lax notebooks/``) compares those cells' new output with a reference.
+The references live in ``tests/notebook_outputs/<notebook>.json`` (``{cell id: {"source":
+..., "outputs": [...]}}``), not in the notebooks: a learner who opens a notebook meets no
+output of a test run (no temporary folder, no smoke profile's numbers), and opening and
+saving it in JupyterLab changes nothing.  ``notebooks/conftest.py`` puts each reference into
+nbval's copy of its cell.  Run this after changing what such a cell prints (``make
+checked-outputs``), and read the diff of ``tests/notebook_outputs/``: it is the change a
+reader will see.
 
 Each notebook runs as nbval runs it: a kernel started in ``notebooks/`` with
 ``FEDPL_PROFILE=smoke`` and figures / results in a temporary folder.  Images are not stored
-(nbval does not compare them); their text form is.  A checked cell keeps its
-execution count, which nbval reads as "this reference was run".
+(nbval does not compare them); their text form is.
+
+**The saved form** (:func:`saved_form`): what JupyterLab writes when it saves a notebook
+through the Jupyter server's contents API: ``nbformat.write`` of the notebook (keys sorted,
+indent 1, one trailing newline) with the notebook metadata a kernel gives it on connecting:
+the kernel spec (name, display name, language) and the kernel's ``language_info`` (with the
+Python version).  Every code cell is saved without outputs and execution counts.
+``--format`` rewrites the notebooks in that form without running them.
 """
 from __future__ import annotations
 
 import argparse
+import copy
+import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+REFERENCES = ROOT / "tests" / "notebook_outputs"
 MARK = "# NBVAL_CHECK_OUTPUT"
 IMAGES = ("image/png", "image/jpeg", "image/svg+xml")
+KERNEL = "python3"
 
 
 def checked(cell) -> bool:
     return cell.cell_type == "code" and any(line.strip() == MARK for line in cell.source.splitlines())
 
 
+def kernel_metadata(kernel: str = KERNEL) -> dict:
+    """The notebook metadata JupyterLab writes when ``kernel`` (of this environment) connects:
+    ``kernelspec`` from its kernel spec and ``language_info`` from the kernel (ipykernel's)."""
+    from ipykernel.ipkernel import IPythonKernel
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec(kernel)
+    return {"kernelspec": {"display_name": spec.display_name, "language": spec.language, "name": kernel},
+            "language_info": copy.deepcopy(dict(IPythonKernel.language_info))}
+
+
+def clean(nb, metadata: dict | None = None):
+    """``nb`` (a copy) without outputs and execution counts, with the kernel's metadata."""
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    nb.metadata.update(kernel_metadata() if metadata is None else metadata)
+    return nb
+
+
+def saved_form(nb) -> str:
+    """The text the Jupyter server writes for ``nb`` (what JupyterLab's save produces):
+    ``nbformat.write`` = ``nbformat.writes`` plus a final newline."""
+    text = nbformat.writes(nb, version=nbformat.NO_CONVERT)
+    return text if text.endswith("\n") else text + "\n"
+
+
 def stored(outputs: list) -> list:
     """The outputs to keep: no images, no execution counts, no metadata."""
     keep = []
     for o in outputs:
-        o = nbformat.from_dict(dict(o))
+        o = dict(copy.deepcopy(o))
         if "data" in o:
             o["data"] = {k: v for k, v in o["data"].items() if k not in IMAGES}
             o["metadata"] = {}
@@ -44,39 +88,66 @@ def stored(outputs: list) -> list:
     return keep
 
 
-def refresh(nb_path: Path, work: Path) -> int:
-    """Execute ``nb_path`` in the smoke profile and store the marked cells' outputs; returns
-    how many cells are marked."""
-    source = nbformat.read(nb_path, as_version=4)
+def execute(nb_path: Path, work: Path):
+    """``nb_path`` executed as nbval runs it (smoke profile, outputs in ``work``)."""
+    from nbclient import NotebookClient
+
     run = nbformat.read(nb_path, as_version=4)
     env = {"FEDPL_PROFILE": "smoke", "FEDPL_FIGURES": str(work / "figures"), "FEDPL_RESULTS": str(work / "results")}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        NotebookClient(run, timeout=1800, kernel_name="python3",
+        NotebookClient(run, timeout=1800, kernel_name=KERNEL,
                        resources={"metadata": {"path": str(nb_path.parent)}}).execute()
     finally:
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
-    n = 0
-    for src, out in zip(source.cells, run.cells):
-        if src.cell_type == "code":
-            src.outputs = stored(out.outputs) if checked(src) else []
-            # nbval compares only cells with an execution count ("unrun" cells must be empty)
-            src.execution_count = out.execution_count if checked(src) else None
-            n += checked(src)
-    nbformat.write(source, nb_path)
-    return n
+    return run
+
+
+def references_of(run) -> dict:
+    """``{cell id: {"source", "outputs"}}`` of the checked cells of an executed notebook."""
+    return {c.id: {"source": c.source, "outputs": stored(c.outputs)} for c in run.cells if checked(c)}
+
+
+def write_references(stem: str, refs: dict, folder: Path = REFERENCES) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{stem}.json"
+    path.write_text(json.dumps(refs, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def format_notebook(nb_path: Path) -> bool:
+    """Rewrite ``nb_path`` in the saved form; True if that changed it."""
+    text = nb_path.read_text(encoding="utf-8")
+    new = saved_form(clean(nbformat.reads(text, as_version=4)))
+    if new != text:
+        nb_path.write_text(new, encoding="utf-8")
+    return new != text
+
+
+def refresh(nb_path: Path, work: Path) -> int:
+    """Put ``nb_path`` in the saved form, execute it in the smoke profile and store its checked
+    cells' outputs; returns how many cells are checked."""
+    format_notebook(nb_path)
+    refs = references_of(execute(nb_path, work))
+    write_references(nb_path.stem, refs)
+    return len(refs)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("notebooks", nargs="*", help="notebook files (default: every notebooks/*.ipynb)")
+    ap.add_argument("--format", action="store_true", help="only rewrite the notebooks in JupyterLab's saved form")
     a = ap.parse_args(argv)
-    nbs = [Path(p) for p in a.notebooks] or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    nbs = [Path(p).resolve() for p in a.notebooks] or sorted(NOTEBOOKS.glob("*.ipynb"))
+    if a.format:
+        for nb in nbs:
+            print(f"{nb.name}: {'rewritten' if format_notebook(nb) else 'unchanged'}", file=sys.stderr)
+        return 0
     with tempfile.TemporaryDirectory(prefix="fedpl-checked-") as tmp:
         for nb in nbs:
-            print(f"{nb.name}: {refresh(nb.resolve(), Path(tmp))} checked cell(s) stored", file=sys.stderr)
+            print(f"{nb.name}: {refresh(nb, Path(tmp))} checked cell(s) stored", file=sys.stderr)
     return 0
 
 

@@ -31,8 +31,12 @@ _OPTIONAL = ("surgical", "fedpsl", "fedmlp", "fedlsm", "fixmatch", "moon", "fedr
 
 
 def _load_optional() -> None:
-    """Paper methods register themselves on import; missing modules are skipped."""
+    """Paper methods register themselves on import; missing modules are skipped.  Then the
+    user's plugin modules named in ``$FEDPL_PLUGINS`` (:mod:`fedpl_core.plugins`), so that a
+    worker process finds a plugin's method by name."""
     import importlib
+
+    from ..plugins import load_env_plugins
 
     for mod in _OPTIONAL:
         try:
@@ -40,6 +44,7 @@ def _load_optional() -> None:
         except ModuleNotFoundError as e:
             if e.name != f"{__name__}.{mod}":
                 raise
+    load_env_plugins()
 
 
 def get_method(name: str, **hparams: Any) -> Method:

@@ -184,3 +184,73 @@ def plot_ranks(board: pd.DataFrame, title: str = "Rank of each method in each se
     ax.set_title(title)
     fig.tight_layout()
     return fig
+
+
+# =========================================================================== the notebook's tables and sentences
+def settings_table(configs: dict[str, ExperimentConfig]) -> pd.DataFrame:
+    """Clients, classes and training images of each setting's federation, how many clients
+    annotate a class (fewest and most) and the setting's score."""
+    from ..experiments import build_partition, load_data
+
+    rows = []
+    for name, cfg in configs.items():
+        data = load_data(cfg)
+        part = build_partition(cfg, data.train)
+        per_class = part.masks.sum(0)
+        rows.append({"setting": name, "clients": part.num_clients, "classes": data.train.num_classes,
+                     "training images": int(sum(part.sizes())), "clients per class (min-max)":
+                     f"{per_class.min()}-{per_class.max()}", "score": SCORES.get(name, "auroc_mean")})
+    return pd.DataFrame(rows).set_index("setting")
+
+
+def methods_table(names: Sequence[str]) -> pd.DataFrame:
+    """Each method of the benchmark and the first line of its class docstring (the registry
+    is the one place a method says what it does)."""
+    from ..methods import METHODS
+
+    return pd.DataFrame({"method": list(names),
+                         "what it does": [(METHODS[m].__doc__ or "").strip().splitlines()[0] for m in names]}
+                        ).set_index("method")
+
+
+def mean_ranks_by_hand(scores: pd.DataFrame) -> pd.Series:
+    """The benchmark's rule written out on a small table of mean scores (rows: methods,
+    columns: settings): in each setting rank 1 is the best mean and ties share the better
+    rank; a method's place is its mean rank over the settings (smaller is better)."""
+    ranks = scores.rank(ascending=False, method="min")
+    return ranks.mean(axis=1).sort_values()
+
+
+def best_sentences(board: pd.DataFrame, df: pd.DataFrame) -> list[str]:
+    """Per setting: its best method and the paired difference from the runner-up, and the
+    best method without full labels (the Oracles aside)."""
+    from ..report.tables import describe_difference, paired_difference
+
+    lines = []
+    for name in dict.fromkeys(board["setting"]):
+        b = board[board["setting"] == name].reset_index(drop=True)
+        d = df[df["setting"] == name]
+        first, second = b.loc[0, "method"], b.loc[1, "method"]
+        diff = paired_difference(d, first, second, metric="score")
+        partial = b[~b["method"].str.startswith("oracle")]
+        lines.append(f"**{name}**: best {first}; " + describe_difference(diff)
+                     + f". Best method without full labels: {partial.iloc[0]['method']} (rank {partial.iloc[0]['rank']}).")
+    return lines
+
+
+def what_this_run_shows(board: pd.DataFrame, paper_methods: Sequence[str] = ("fedmlp", "fedpsl", "fedlsm", "surgical")
+                        ) -> list[str]:
+    """The notebook's closing sentences: the methods with the best mean rank over the
+    settings, and where each paper's own method ranks among all of them."""
+    from .notebook import join
+
+    ranks = rank_table(board)["mean rank"].astype(float)
+    top = ranks.nsmallest(3)
+    out = [f"Over the {board['setting'].nunique()} settings the best mean ranks are "
+           + join(f"{m} ({r:.2f})" for m, r in top.items()) + f", of {len(ranks)} methods."]
+    placed = [f"{m} {r:.2f} (place {int((ranks < r).sum()) + 1})" for m, r in ranks.items() if m in paper_methods]
+    if placed:
+        out.append("The papers' own methods: " + join(placed) + ". A short schedule favours methods that learn fast from "
+                   "labels alone; it is no verdict on the papers' settings.")
+    return out
+

@@ -161,6 +161,9 @@ class Settings:
     data_roots: dict[str, str] = field(default_factory=dict)
     data_seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: loader options of each task's data folder, ``{"Task 1": {"skip_missing": True}}``
+    #: (:func:`fedpl_core.profiles.dataset_kwargs_by_key`); the built-in data take none
+    dataset_kwargs: dict[str, dict] = field(default_factory=dict)
 
     def engine(self, task: str) -> EngineConfig:
         return EngineConfig(rounds=self.rounds, local_iters=self.local_iters[task], batch_size=32,
@@ -183,7 +186,14 @@ class Settings:
             n_train=self.n_train[task], n_test=self.n_test[task], data_seed=self.data_seed,
             partition="label_set_mismatch", num_clients=8 if one else 5,
             partition_kwargs={"classes_per_client": 3, "seed": 523},
+            dataset_kwargs=self.loader_options(task, dataset) if real else {},
             model=self.model, model_kwargs=dict(self.model_kwargs), engine=self.engine(task))
+
+    def loader_options(self, task: str, dataset: str) -> dict[str, Any]:
+        """The ``dataset_kwargs`` of ``task``'s data folder, checked against its loader."""
+        from ..profiles import check_loader_kwargs
+
+        return check_loader_kwargs(dataset, self.dataset_kwargs.get(task, {}), f"dataset_kwargs[{task!r}]")
 
 
 def check_data_roots(data_roots: Any) -> dict[str, str]:
@@ -466,8 +476,264 @@ def plot_diagnostics(res: pd.DataFrame, task: str, labels: Sequence[str] = DIAGN
                                     f"{seeds} seed(s)")
 
 
+# =========================================================================== the notebook's tables and sentences
+#: The variants tried when pseudo-labelling does not engage: (label, FedLSM options) per task.
+TRIED_VARIANTS = {"Task 1": [("FedLSM, reachable thresholds", {"tau_p": 0.7, "tau_n": 0.05, "tau_lp": 0.6, "tau_ln": 0.1}),
+                             ("FedLSM, both", {"pos_weight": False, "tau_p": 0.7, "tau_n": 0.05, "tau_lp": 0.6,
+                                               "tau_ln": 0.1})],
+                  "Task 2": [("FedLSM, reachable thresholds", {"tau": 0.8, "tau_l": 0.7})]}
+#: The metrics each task's claims are tested on: mean AUROC (Task 1); AUC and macro F1 (Task 2).
+CLAIM_METRICS = {"Task 1": ["auroc_mean"], "Task 2": ["auroc_mean", "f1"]}
+#: The paper's setting beside which the real-data section prints its numbers.
+PAPER_SETUP = {"Task 1": "Table 1: DenseNet-121 at 320 px, 50 rounds of 200 local iterations",
+               "Task 2": "Table 2: DenseNet-121 at 224 px, 50 rounds of 30 local iterations"}
+
+
+def _canon(sets) -> list[list[str]]:
+    return [sorted(c.replace("Pleural_", "") for c in s) for s in sets]  # NIH's spelling vs the paper's
+
+
+def same_as_paper(part, task: str) -> bool:
+    """Whether a partition's label sets are the paper's Table 5 (Task 1) or 6 (Task 2),
+    NIH's ``Pleural_Thickening`` read as the paper's ``Thickening``."""
+    from .. import partitions as P
+
+    paper = {"Task 1": P.FEDLSM_TABLE_5, "Task 2": P.FEDLSM_TABLE_6}[task]
+    return _canon(P.assigned_classes(part)) == _canon(P.table_assignment(paper))
+
+
+def label_sets_table(part) -> pd.DataFrame:
+    """The classes each client (A, B, ...) identifies, one row a client."""
+    from .. import partitions as P
+
+    return pd.DataFrame({chr(65 + k): ", ".join(c) for k, c in enumerate(P.assigned_classes(part))},
+                        index=["identified classes"]).T
+
+
+def claims_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The paper's claim "FedLSM above FedAvg and FedAvg*" in numbers: per task and metric
+    (:data:`CLAIM_METRICS`), FedLSM minus each reference, paired on the seed
+    (:func:`~fedpl_core.report.tables.difference_columns`), the sentence
+    :func:`~fedpl_core.report.tables.describe_difference` writes, and Holm's p over the
+    family."""
+    from ..report.tables import describe_difference, difference_columns, holm, paired_difference
+
+    rows = []
+    for task, res in results.items():
+        for metric in CLAIM_METRICS[task]:
+            for ref in ("FedAvg", "FedAvg*"):
+                if {"FedLSM", ref} <= set(res["label"]):
+                    d = paired_difference(res, "FedLSM", ref, metric)
+                    rows.append({"task": task, "metric": metric, "vs": ref, **difference_columns(d),
+                                 "sentence": describe_difference(d)})
+    claims = pd.DataFrame(rows)
+    if len(claims):
+        claims["p (Holm)"] = holm(list(claims["p"]))
+    return claims
+
+
+def claims_sentences(claims: pd.DataFrame) -> list[str]:
+    """Each claim of :func:`claims_table` as a sentence, then how many hold at p < 0.05 in the
+    paper's direction, before and after Holm's correction."""
+    out = [f"{r['task']}, {r['metric']}: {r['sentence']}" for _, r in claims.iterrows()]
+    if len(claims):
+        held = claims[(claims["diff (points)"] > 0) & claims["p"].map(lambda p: p is not None and p < 0.05)]
+        held_holm = claims[(claims["diff (points)"] > 0)
+                           & claims["p (Holm)"].map(lambda p: p is not None and float(p) < 0.05)]
+        out.append(f"FedLSM is significantly above the reference in {len(held)} of {len(claims)} comparisons "
+                   f"({len(held_holm)} after Holm's correction for the {len(claims)} tests).")
+    return out
+
+
+def tdma_sentences(df: pd.DataFrame) -> list[str]:
+    """What TDMA adds under each reading of FedAvg (:data:`TDMA_GRID`), one sentence each."""
+    from ..report.tables import describe_difference, paired_difference
+
+    out = []
+    for reading in dict.fromkeys(rd for *_, rd in TDMA_GRID):
+        labels = [lab for lab, *_, rd in TDMA_GRID if rd == reading]
+        out.append(f"{reading}: {describe_difference(paired_difference(df, *labels[::-1]))}")
+    return out
+
+
+def code_mode_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The released code's behaviour beside paper mode: per task and metric, FedLSM (code)
+    minus FedLSM and minus FedAvg*, and FedLSM minus FedAvg*, paired on the seed, with the
+    sentence of each."""
+    from ..report.tables import describe_difference, difference_columns, paired_difference
+
+    rows = []
+    for task, rc in results.items():
+        for metric in CLAIM_METRICS[task]:
+            for a, b in (("FedLSM (code)", "FedLSM"), ("FedLSM (code)", "FedAvg*"), ("FedLSM", "FedAvg*")):
+                d = paired_difference(rc, a, b, metric)
+                rows.append({"task": task, "metric": metric, "comparison": f"{a} - {b}",
+                             **difference_columns(d, sd=False), "sentence": describe_difference(d)})
+    return pd.DataFrame(rows)
+
+
+def diagnostics(res: pd.DataFrame) -> pd.DataFrame:
+    """The pseudo-label (``pl/*``) and uncertainty-split (``log/*``) records of every run,
+    round by round, as long rows (label, seed, round, metric, value); empty without any."""
+    return diagnostic_curves(res)
+
+
+def diagnostics_table(cv: pd.DataFrame) -> pd.DataFrame:
+    """:func:`diagnostics` as a table: rows (metric, method), columns the rounds, mean over seeds."""
+    return cv.groupby(["metric", "label", "round"])["value"].mean().unstack("round").round(3)
+
+
+def tried_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Each variant of :data:`TRIED_VARIANTS` (``results[task]``: its runs with FedAvg,
+    FedAvg* and FedLSM): its pseudo-labelled share and the precision of its positive
+    pseudo-labels at the last round (mean over seeds), and its paired differences from FedAvg
+    and FedAvg* (points, with p)."""
+    from ..report.tables import curve_frame, paired_difference
+
+    rows = []
+    for task, rv in results.items():
+        for lab, _ in TRIED_VARIANTS[task]:
+            last = {}
+            for k in ("pl/coverage", "pl/pos_precision"):
+                cv = curve_frame(rv, metric=k)
+                last[k] = cv[cv["label"] == lab].groupby("seed")[k].last().mean()
+            row = {"task": task, "variant": lab,
+                   "pseudo-labelled share (last round)": round(float(last["pl/coverage"]), 3),
+                   "positive precision": round(float(last["pl/pos_precision"]), 3)}
+            for metric in CLAIM_METRICS[task]:
+                for ref in ("FedAvg", "FedAvg*"):
+                    d = paired_difference(rv, lab, ref, metric)
+                    row[f"{metric} vs {ref}"] = (f"{d['diff']:+.1f} (p = {d['p']:.2g})" if d["p"] is not None
+                                                 else f"{d['diff']:+.1f}")
+            rows.append(row)
+    return pd.DataFrame(rows).set_index(["task", "variant"])
+
+
+def tried_sentences(tried: pd.DataFrame) -> list[str]:
+    """One sentence per variant of :func:`tried_table`: its pseudo-labelled share and the
+    comparisons in which it is significantly above the reference."""
+    out = []
+    for (task, lab), r in tried.iterrows():
+        wins = [c for c in tried.columns if " vs " in c and isinstance(r[c], str) and r[c].startswith("+")
+                and "p = " in r[c] and float(r[c].split("p = ")[1].rstrip(")")) < 0.05]
+        out.append(f"{task}, {lab}: pseudo-labels on {r['pseudo-labelled share (last round)']:.1%} of the unknown "
+                   f"entries; significantly above the reference in {len(wins)} comparison(s)"
+                   + (f" ({', '.join(wins)})" if wins else ""))
+    return out
+
+
+def ablation_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Table 3: per task, metric and ablation row, mean ± SD over seeds (points) and each
+    variant's paired difference from the full FedLSM."""
+    from ..report.tables import difference_columns, paired_difference
+
+    rows = []
+    for task, ra in results.items():
+        for lab in dict.fromkeys(ra["label"]):
+            for metric in CLAIM_METRICS[task]:
+                d = ra[(ra["label"] == lab) & (ra["which"] == "final")][metric] * 100
+                row = {"task": task, "metric": metric, "method": lab, "mean ± SD": f"{d.mean():.1f} ± {d.std(ddof=1):.1f}"}
+                if lab != "FedLSM":
+                    row.update(difference_columns(paired_difference(ra, lab, "FedLSM", metric), diff="vs FedLSM",
+                                                  sd=False))
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def ablation_sentences(table3: pd.DataFrame) -> list[str]:
+    """What removing each component does in :func:`ablation_table`, one sentence a row."""
+    out = []
+    for _, r in table3.iterrows():
+        if r["method"] != "FedLSM":
+            change = "lowers" if r["vs FedLSM"] < 0 else "raises"
+            sig = "n/a" if r["p"] is None or r["p"] != r["p"] else f"p = {r['p']:.2g}"
+            out.append(f"{r['task']}, {r['metric']}: removing {r['method'][4:]} {change} the score by "
+                       f"{abs(r['vs FedLSM']):.1f} points ({sig})")
+    return out
+
+
+def image_files_note(ds) -> str:
+    """What the first image file's size says about a HAM10000 copy (the official JPEGs are
+    600 x 450)."""
+    from PIL import Image
+
+    paths = ds.extra.get("paths")
+    if paths is None or not len(paths):
+        return "image files of unknown size"
+    with Image.open(paths[0]) as im:
+        w, h = im.size
+    if (w, h) == (600, 450):
+        return "600 x 450 JPEGs (the official release's size)"
+    if (w, h) == (200, 150):
+        return ("200 x 150 JPEGs downscaled from the official 600 x 450 (the size of the public GitHub snapshot "
+                "mmalek06/bounding-box-detection-ham1000 this project checked against)")
+    return f"{w} x {h} images"
+
+
+def ham_tdma_sentences(ham: pd.DataFrame) -> list[str]:
+    """The committed HAM10000 TDMA benchmark (``figures/bench_fedlsm_ham_tdma.csv``) as
+    sentences: TDMA's gain with each client loss, and what accuracy and F1 score against the
+    classifier that always answers the most frequent class."""
+    trivial = ham["client loss"].str.startswith("always")
+    lines = [f"{loss}: FedAvg* - FedAvg = {r['TDMA gain (points)']:+.1f} AUC points (p = {r['p']:.2g}; paper +2.2)"
+             for loss, r in ham[~trivial & (ham["metric"] == "AUC")].set_index("client loss").iterrows()]
+    for metric in ("Accuracy", "F1"):
+        runs = ham[~trivial & (ham["metric"] == metric)][["FedAvg", "FedAvg*"]].to_numpy()
+        base_ = ham[trivial & (ham["metric"] == metric)]
+        lines.append(f"{metric}: the trained runs score {runs.min():.1f} to {runs.max():.1f}; "
+                     f"{base_['client loss'].iloc[0]} scores {base_['FedAvg'].iloc[0]:.1f}")
+    return lines
+
+
+def last_coverage(res: pd.DataFrame, label: str = "FedLSM") -> float | None:
+    """``label``'s pseudo-labelled share of the unknown entries at its last evaluated round,
+    mean over seeds (None without ``pl/coverage`` records)."""
+    from ..report.tables import curve_frame
+
+    cv = curve_frame(res, metric="pl/coverage")
+    cv = cv[cv["label"] == label] if len(cv) else cv
+    return float(cv.sort_values("round").groupby("seed")["pl/coverage"].last().mean()) if len(cv) else None
+
+
+def what_this_run_shows(claims: pd.DataFrame, table3: pd.DataFrame, tdma: pd.DataFrame,
+                        coverage: dict[str, float] | None = None) -> list[str]:
+    """The notebook's closing sentences, from its numbers: the verdict on the paper's claim
+    (FedLSM above FedAvg* in each task's first metric), whether pseudo-labelling engaged
+    (``coverage``: FedLSM's pseudo-labelled share at the last round, per task), what TDMA adds
+    under each reading of FedAvg, and how many ablation rows fall significantly below FedLSM."""
+    from ..report.tables import verdict
+
+    out = []
+    for _, r in claims[claims["vs"] == "FedAvg*"].iterrows() if len(claims) else []:
+        if r["metric"] != CLAIM_METRICS[r["task"]][0]:
+            continue
+        word = verdict({"diff": r["diff (points)"], "p": r["p"]})
+        out.append(f"{r['task']}: the paper's claim that FedLSM is above FedAvg* in {'mean AUROC' if r['task'] == 'Task 1' else 'AUC'} "
+                   f"is {word} here (FedLSM {abs(r['diff (points)']):.1f} points "
+                   f"{'above' if r['diff (points)'] > 0 else 'below'}"
+                   + (f", 95 % CI {r['95 % CI']})." if r["95 % CI"] else ", one seed: no interval)."))
+    for task, share in (coverage or {}).items():
+        out.append(f"{task}: FedLSM's teacher pseudo-labelled {100 * share:.1f} % of the unknown entries by the last "
+                   "round" + (": pseudo-labelling never engaged, so FedLSM here is its strong-view training alone."
+                              if share == 0 else "."))
+    if len(tdma):
+        col = next((c for c in tdma.columns if "diff" in c or "gain" in c), None)
+        if col is not None:
+            out.append("TDMA's gain over FedAvg: " + "; ".join(f"{reading} {r[col]:+.1f} points"
+                                                                for reading, r in tdma.iterrows()) + ".")
+    if len(table3):
+        below = table3[(table3["method"] != "FedLSM") & (table3["vs FedLSM"] < 0)
+                       & table3["p"].map(lambda p: p is not None and p == p and p < 0.05)]
+        n = int((table3["method"] != "FedLSM").sum())
+        out.append(f"Removing a component lowers the score significantly in {len(below)} of the ablation's {n} rows.")
+    return out
+
+
 __all__ = ["TASKS", "PAPER_METHODS", "ABLATION", "TDMA_GRID", "tdma_methods", "tdma_effect", "code_mode_methods", "TABLE2_METRICS", "PAPER_TABLE1", "PAPER_TABLE2", "RANKING",
-           "RANKING_METRICS", "PROFILES", "Settings", "check_data_roots", "settings", "methods", "missing_methods",
+           "RANKING_METRICS", "PROFILES", "TRIED_VARIANTS", "CLAIM_METRICS", "PAPER_SETUP", "same_as_paper",
+           "label_sets_table", "claims_table", "claims_sentences", "tdma_sentences", "code_mode_table", "diagnostics",
+           "diagnostics_table", "tried_table", "tried_sentences", "ablation_table", "ablation_sentences",
+           "image_files_note", "ham_tdma_sentences", "last_coverage", "what_this_run_shows", "Settings", "check_data_roots", "settings", "methods", "missing_methods",
            "ablation_methods", "table1", "table2", "best_and_last", "paper_table", "with_paper", "ordering",
            "describe_ordering", "describe_tdma_drift", "DIAGNOSED", "plot_task_curves", "diagnostic_curves",
            "plot_diagnostics"]

@@ -117,6 +117,9 @@ class Settings:
     #: where the number of clients labelling a class varies); run for FedMLP and
     #: FedAvg-PL only when it is not one of ``missing``
     hot_cool_levels: dict[str, int] = field(default_factory=dict)
+    #: loader options of each table's data folder, ``{"CXR": {"skip_missing": True}}``
+    #: (:func:`fedpl_core.profiles.dataset_kwargs_by_key`); the built-in data take none
+    dataset_kwargs: dict[str, dict] = field(default_factory=dict)
 
     def engine(self) -> EngineConfig:
         return EngineConfig(rounds=self.rounds, local_epochs=1, batch_size=32, optimizer="adam", lr=self.lr,
@@ -137,7 +140,14 @@ class Settings:
             image_size=self.image_size, n_train=self.n_train[table], n_test=self.n_test[table],
             data_seed=self.data_seed, partition="missing_classes", num_clients=5 if ich else 8,
             partition_kwargs={"missing": self.missing[table][0]}, model=self.model,
+            dataset_kwargs=self.loader_options(table, dataset) if root else {},
             model_kwargs=dict(self.model_kwargs), engine=self.engine())
+
+    def loader_options(self, table: str, dataset: str) -> dict[str, Any]:
+        """The ``dataset_kwargs`` of ``table``'s data folder, checked against its loader."""
+        from ..profiles import check_loader_kwargs
+
+        return check_loader_kwargs(dataset, self.dataset_kwargs.get(table, {}), f"dataset_kwargs[{table!r}]")
 
     def fedmlp_kwargs(self, **switches: Any) -> dict[str, Any]:
         return {"warmup_rounds": self.warmup_rounds, "t0": self.t0, "t1": self.t1, **switches}
@@ -296,7 +306,203 @@ def plot_tag_quality(results: dict[str, pd.DataFrame], st: Settings, keys: Seque
                               title=f"Pseudo-label (tag) quality per round, mean ± sd over {seeds} seed(s)")
 
 
+# =========================================================================== the notebook's tables and sentences
+
+
+def data_summary(base: dict[str, ExperimentConfig]) -> pd.DataFrame:
+    """Per table: training and test images and the classes of its data (columns: tables)."""
+    from ..experiments import load_data
+
+    out = {}
+    for t, cfg in base.items():
+        d = load_data(cfg)
+        out[t] = {"training images": len(d.train), "test images": len(d.test), "classes": ", ".join(d.train.class_names)}
+    return pd.DataFrame(out)
+
+
+def claims_table(results: dict[str, pd.DataFrame], st: Settings) -> pd.DataFrame:
+    """The paper's claim "FedMLP above FedAvg-PL and FedAvg" in numbers: one row per table,
+    missing level (the two highest the profile runs), metric (mean AUROC, mAP) and reference,
+    with the paired difference's columns (:func:`~fedpl_core.report.tables.difference_columns`),
+    the sentence :func:`~fedpl_core.report.tables.describe_difference` writes and Holm's p
+    over the family (the comparisons are one family of claims)."""
+    from ..report.tables import describe_difference, difference_columns, holm, paired_difference
+
+    rows = []
+    for t, res in results.items():
+        for m in st.missing[t][-2:]:
+            sub = res[res["setting"] == f"m={m}"]
+            for metric in ("auroc_mean", "map"):
+                for ref in ("FedAvg-PL", "FedAvg"):
+                    if {"FedMLP", ref} <= set(sub["label"]):
+                        d = paired_difference(sub, "FedMLP", ref, metric)
+                        rows.append({"table": t, "m": m, "metric": metric, "vs": ref, **difference_columns(d),
+                                     "sentence": describe_difference(d)})
+    claims = pd.DataFrame(rows)
+    if len(claims):
+        claims["p (Holm)"] = holm(list(claims["p"]))
+    return claims
+
+
+def claims_sentences(claims: pd.DataFrame) -> list[str]:
+    """Each claim of :func:`claims_table` as a sentence, then how many the run reproduces
+    (p < 0.05 in the paper's direction), before and after Holm's correction."""
+    out = [f"{r['table']}, m = {r['m']}, {r['metric']}: {r['sentence']}" for _, r in claims.iterrows()]
+    if len(claims):
+        held = claims[(claims["diff (points)"] > 0) & claims["p"].map(lambda p: p is not None and p < 0.05)]
+        held_holm = claims[(claims["diff (points)"] > 0)
+                           & claims["p (Holm)"].map(lambda p: p is not None and float(p) < 0.05)]
+        out.append(f"FedMLP is significantly above the reference in {len(held)} of {len(claims)} comparisons "
+                   f"({len(held_holm)} after Holm's correction for the {len(claims)} tests).")
+    return out
+
+
+def variant_methods(st: Settings) -> list[tuple[str, dict]]:
+    """The two FedMLP variants that locate a loss: the paper's own detection ratios (far
+    fewer tags) and missing-label detection switched off (WPC + CR only)."""
+    return [("FedMLP, paper T0/T1", {"method": "fedmlp", "method_kwargs": st.fedmlp_kwargs(t0=0.005, t1=0.01)}),
+            ("FedMLP without MLD", {"method": "fedmlp", "method_kwargs": st.fedmlp_kwargs(mld=False)})]
+
+
+def variants_table(results: dict[str, pd.DataFrame], st: Settings) -> pd.DataFrame:
+    """Per table (its highest missing level, ``results[table]`` the runs of FedAvg, FedAvg-PL,
+    FedMLP and :func:`variant_methods`): each FedMLP variant's tagged share and tag accuracy
+    at the last round (mean over seeds) and its paired AUC difference from FedAvg-PL and
+    FedAvg (points, with p)."""
+    from ..report.tables import curve_frame, paired_difference
+
+    rows = []
+    for t, rv in results.items():
+        top = f"m={st.missing[t][-1]}"
+        for lab in ["FedMLP"] + [v[0] for v in variant_methods(st)]:
+            cov = curve_frame(rv, metric="pl/coverage").query("label == @lab")
+            acc = curve_frame(rv, metric="pl/accuracy").query("label == @lab")
+            row = {"table": t, "m": top, "variant": lab,
+                   "tagged share": round(float(cov.groupby("seed")["pl/coverage"].last().mean()), 3) if len(cov) else 0.0,
+                   "tag accuracy": round(float(acc.groupby("seed")["pl/accuracy"].last().mean()), 3) if len(acc) else None}
+            for ref in ("FedAvg-PL", "FedAvg"):
+                d = paired_difference(rv, lab, ref, "auroc_mean")
+                row[f"AUC vs {ref}"] = f"{d['diff']:+.1f} (p = {d['p']:.2g})" if d["p"] is not None else f"{d['diff']:+.1f}"
+            rows.append(row)
+    return pd.DataFrame(rows).set_index(["table", "m", "variant"])
+
+
+def tag_quality(results: dict[str, pd.DataFrame], st: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The tags' quality round by round at each table's highest missing level: the long
+    curves (label, round, ``metric`` "<table> (m=<m>): <key>", value) that the figure draws,
+    and the table of each method's last-round value of every :data:`TAG_KEYS` (mean over
+    the seeds; rows table x method)."""
+    from ..report.tables import curve_frame
+
+    summary, frames = [], []
+    for t, res in results.items():
+        top = f"m={st.missing[t][-1]}"
+        for k in TAG_KEYS:
+            cv = curve_frame(res, metric=k)
+            cv = cv[cv["setting"] == top]
+            frames.append(cv.rename(columns={k: "value"}).assign(metric=f"{t} ({top}): {k}"))
+            for lab, d in cv.groupby("label", sort=False):
+                mean = d.groupby("round")[k].mean()
+                summary.append({"table": t, "method": lab, "metric": k, "last round": round(float(mean.iloc[-1]), 3)})
+    cv = pd.concat(frames) if frames else pd.DataFrame(columns=["label", "round", "metric", "value"])
+    tags = pd.DataFrame(summary)
+    if len(tags):
+        tags = tags.pivot_table(index=["table", "method"], columns="metric", values="last round")
+    return cv, tags
+
+
+def hot_cool_sentence(g: dict[str, Any], table: str, m: int) -> str:
+    """The hot / cool comparison of :func:`hot_cool_gap` as a sentence, with the verdict on
+    the paper's claim that FedMLP gains most on the cool classes (Welch's test: reproduced,
+    opposite or not distinguishable)."""
+    from ..report.tables import verdict
+
+    if g["diff"] is None:
+        return f"{table}, m = {m}: no hot / cool split (every class is labelled by about as many clients)."
+    word = verdict({"diff": g["diff"], "p": g["p"]})
+    test = "no test: too few (class, seed) gains" if g["p"] is None else f"Welch's t-test over class x seed gains, p = {g['p']:.2g}"
+    return (f"{table}, m = {m}: FedMLP - FedAvg-PL is {g['cool']:+.1f} points on the {g['n_cool']} cool classes "
+            f"(labelled by {g['cool_clients'][0]}-{g['cool_clients'][1]} clients) and {g['hot']:+.1f} on the "
+            f"{g['n_hot']} hot ones ({g['hot_clients'][0]}-{g['hot_clients'][1]} clients): cool minus hot "
+            f"{g['diff']:+.1f} points ({test}). The paper's claim that the gain is larger on the cool classes: "
+            f"{word} here.")
+
+
+def ablation_steps(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Table 3 step by step: per table, the paired AUC change of each row of the ablation
+    from the row above (points, 95 % interval, p), and Holm's p over all the steps."""
+    from ..report.tables import holm, paired_difference
+
+    rows = []
+    for t, ra in results.items():
+        labels = list(dict.fromkeys(ra["label"]))
+        for prev, cur in zip(labels, labels[1:]):
+            d = paired_difference(ra, cur, prev, "auroc_mean")
+            rows.append({"table": t, "step": f"{prev} -> {cur}", "AUC change (points)": round(d["diff"], 2),
+                         "95 % CI": "" if d["ci"] is None else f"{d['ci'][0]:.1f} to {d['ci'][1]:.1f}",
+                         "p": None if d["p"] is None else float(f"{d['p']:.2g}")})
+    steps = pd.DataFrame(rows).set_index(["table", "step"])
+    steps["p (Holm)"] = [None if p is None else float(f"{p:.2g}") for p in holm(list(steps["p"]))]
+    return steps
+
+
+def ablation_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Table 3: :func:`results_table` of each table's ablation runs side by side (columns
+    prefixed by the table)."""
+    frames = [results_table(ra).rename(columns=lambda c: f"{t} ({c})" if isinstance(c, str) else c, level=0)
+              for t, ra in results.items()]
+    return pd.concat(frames, axis=1)
+
+
+def row_one_is_fedavg(fedavg: pd.DataFrame, row_one: pd.DataFrame, table: str, setting: str) -> str:
+    """Whether Table 3's first row (``fedmlp`` with every component off, ``row_one``) gives
+    FedAvg's final mean AUROC (``fedavg``) on every seed, as a sentence."""
+    both = pd.concat([fedavg.assign(label="FedAvg"), row_one.assign(label="Table 3, row 1")])
+    fin = both[both["which"] == "final"].pivot_table(index="seed", columns="label", values="auroc_mean")
+    same = bool((fin["FedAvg"] == fin["Table 3, row 1"]).all())
+    return (f"{table}, {setting}: FedAvg {fin['FedAvg'].mean() * 100:.2f}, Table 3 row 1 (every component off) "
+            f"{fin['Table 3, row 1'].mean() * 100:.2f}: " + ("identical on every seed" if same else "DIFFERENT"))
+
+
+def what_this_run_shows(claims: pd.DataFrame, steps: pd.DataFrame, tags: pd.DataFrame) -> list[str]:
+    """The notebook's closing sentences, from its numbers: the verdict on the paper's headline
+    claim (FedMLP above FedAvg-PL in mean AUROC at the highest missing level of each table),
+    how many tags FedMLP set and how accurate they were, and the largest step of the
+    ablation."""
+    from ..report.tables import VERDICTS, verdict
+
+    out = []
+    claims = claims.assign(verdict=[verdict({"diff": r["diff (points)"], "p": r["p"]}) for _, r in claims.iterrows()])
+    auc = claims[(claims["metric"] == "auroc_mean") & (claims["vs"] == "FedAvg-PL")] if len(claims) else claims
+    for t, g in auc.groupby("table", sort=False):
+        r = g.iloc[-1]  # the highest missing level
+        out.append(f"In {t} with {r['m']} missing classes a client, the paper's claim that FedMLP is above FedAvg-PL "
+                   f"in mean AUROC is {r['verdict']} here: FedMLP is {abs(r['diff (points)']):.1f} points "
+                   f"{'above' if r['diff (points)'] > 0 else 'below'} it"
+                   + (f" (95 % CI {r['95 % CI']})." if r["95 % CI"] else " (one seed: no interval)."))
+    counts = {v: int((claims["verdict"] == v).sum()) for v in VERDICTS} if len(claims) else {}
+    if counts:
+        out.append(f"Of the {len(claims)} comparisons with FedAvg-PL and FedAvg (mean AUROC and mAP), "
+                   f"{counts['reproduced']} reproduce the paper's direction, {counts['opposite']} show the opposite "
+                   f"and {counts['not distinguishable']} cannot be told apart from no difference.")
+    if len(tags) and "pl/coverage" in tags:
+        for (t, lab), r in tags.iterrows():
+            if lab == "FedMLP":
+                acc = r.get("pl/accuracy")
+                out.append(f"FedMLP tagged {100 * r['pl/coverage']:.1f} % of the missing entries in {t} by the last "
+                           "round" + (f", {100 * acc:.1f} % of them correctly." if acc == acc and acc is not None
+                                      else "."))
+    if len(steps):
+        big = steps["AUC change (points)"].abs().idxmax()
+        r = steps.loc[big]
+        out.append(f"The ablation's largest step is {big[1]} in {big[0]}: {r['AUC change (points)']:+.1f} points"
+                   + (f" (p = {r['p']:.2g})." if r["p"] is not None and r["p"] == r["p"] else "."))
+    return out
+
+
 __all__ = ["TABLES", "PAPER_METHODS", "ABLATION", "METRICS", "PROFILES", "Settings", "settings", "methods",
            "missing_methods",
            "level_settings", "ablation_methods", "one_class_setting", "results_table", "hot_cool", "hot_cool_gap",
-           "TAG_KEYS", "tag_curves", "plot_tag_quality"]
+           "TAG_KEYS", "tag_curves", "plot_tag_quality", "data_summary", "claims_table", "claims_sentences", "variant_methods", "variants_table",
+           "tag_quality", "hot_cool_sentence", "ablation_steps", "ablation_table", "row_one_is_fedavg",
+           "what_this_run_shows"]

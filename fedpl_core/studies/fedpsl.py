@@ -662,3 +662,113 @@ def fig4_xlabel(s: "Settings") -> str:
     """The x label of Fig. 4's sweep: the size of the two extreme clients (B and C: the
     second and third, :func:`fig4_settings`) and of the others."""
     return f"images in clients B and C (the others: {s.fig4_base})"
+
+
+# =========================================================================== the notebook's tables and sentences
+#: The comparisons the notebook states under Table II, in this order: (a, b) = "a minus b".
+TABLE2_COMPARISONS = [("FedPSL", "FedAVG"), ("FedPSL", "FedProx"), ("FedPSL w/ TDMA", "FedAVG"),
+                      ("FedPSL w/ TADL", "FedAVG"), ("IML", "FedAVG"), ("Oracle", "FedPSL"), ("FixMatch", "IML"),
+                      ("FedMatch+", "FedMatch"), ("FedSSP", "FedAVG"), ("MixUp-PME", "IML")]
+
+
+def p_text(p: float | None) -> str:
+    """A p-value as text ("no test" with a single seed: None, or NaN in a table's column)."""
+    return "no test" if p is None or p != p else f"p = {p:.2g}"
+
+
+def comparison_sentences(df: pd.DataFrame, pairs: Sequence[tuple[str, str]] = TABLE2_COMPARISONS) -> list[str]:
+    """Each pair of ``pairs`` that ``df`` has, as a sentence on the last round
+    (:func:`~fedpl_core.report.tables.describe_difference`) with the paper's best-round*
+    difference in brackets."""
+    from ..report.tables import describe_difference, paired_difference
+
+    labels = set(df["label"])
+    out = []
+    for a, b in pairs:
+        if not {a, b} <= labels:
+            continue
+        last = describe_difference(paired_difference(df, a, b, which="final"))
+        best = paired_difference(df, a, b, which="best")
+        out.append(f"{last} [best round*: {best['diff']:+.1f} points, p = {best['p']:.2g}]" if best["p"] is not None
+                   else last)
+    return out
+
+
+def diagnosis_sentences(dfd: pd.DataFrame, variants: Sequence[tuple[str, dict]], df2: pd.DataFrame,
+                        s: "Settings") -> list[str]:
+    """The TADL diagnosis: each variant against FedAVG (last round), then whether FedAVG's best
+    round* lies in the last evaluation period in every seed (its curve still rising: an
+    under-fitting regime)."""
+    from ..report.tables import describe_difference, paired_difference
+
+    out = [describe_difference(paired_difference(dfd, label, "FedAVG")) for label, _ in variants if label != "FedAVG"]
+    best = df2[(df2["label"] == "FedAVG") & (df2["which"] == "best")]
+    at_end = int((best["round"] >= s.engine.rounds - s.engine.eval_every + 1).sum())
+    out.append(f"FedAVG's best round* is within the last evaluation period in {at_end} of {len(best)} seeds "
+               f"({s.engine.rounds} rounds): " + ("its curve is still rising, an under-fitting regime, where a method "
+               "that regularises local training has nothing to correct." if at_end == len(best) else
+               "its curve has flattened before the end."))
+    return out
+
+
+def one_class_sentences(df4: pd.DataFrame) -> list[str]:
+    """Table IV's one-class, domain-shifted clients: FedPSL and TDMA alone against FedAVG on
+    Tuberculosis and COVID-19 (last round, AUROC points)."""
+    from ..report.tables import describe_difference, paired_difference
+
+    out = []
+    for cls in ("Tuberculosis", "COVID-19"):
+        for a in ("FedPSL", "FedPSL w/ TDMA"):
+            if {a, "FedAVG"} <= set(df4["label"]):
+                out.append(f"{cls}: " + describe_difference(paired_difference(df4, a, "FedAVG", metric=f"auroc:{cls}")))
+    return out
+
+
+def sweep_gain_sentence(gain: pd.DataFrame, x: str, what: str) -> str:
+    """:func:`sweep_differences` as one sentence: ``what`` then the difference at every value
+    of ``x`` (points, paired over seeds)."""
+    return f"{what}: " + "; ".join(f"{x} = {int(getattr(r, x))}: {r.diff:+.1f} ({p_text(r.p)})"
+                                   for r in gain.itertuples()) + "."
+
+
+def table5(df5: pd.DataFrame, df2: pd.DataFrame, which: str = "best") -> pd.DataFrame:
+    """Table V: mean AUROC per method and synchronisation interval E (columns "E=<E>"); the
+    best-round table adds the Oracle's Table II result (it does not synchronise)."""
+    t5 = sweep_table(df5, "E", which)
+    if which == "best":
+        oracle = df2[(df2["label"] == "Oracle") & (df2["which"] == "best")]["auroc_mean"]
+        if len(oracle):
+            t5.loc["Oracle"] = fmt_mean_std(oracle.mean(), oracle.std(ddof=1), 3)
+    t5.columns = [f"E={e}" for e in t5.columns]
+    return t5
+
+
+def table5_sentences(df5: pd.DataFrame, labels: Sequence[str]) -> list[str]:
+    """Each method's mean AUROC at the smallest and the largest E (:func:`sweep_trend`)."""
+    out = []
+    for label in labels:
+        t = sweep_trend(df5, "E", label)
+        out.append(f"{label}: mean AUROC {t['lo']:.3f} at E = {t['x_lo']} and {t['hi']:.3f} at E = {t['x_hi']} "
+                   f"({t['diff']:+.1f} points, paired over {t['n']} seeds: {p_text(t['p'])}).")
+    return out
+
+
+def what_this_run_shows(df2: pd.DataFrame, df4: pd.DataFrame) -> list[str]:
+    """The notebook's closing sentences, from its numbers: the verdict on each of the paper's
+    claims about FedPSL and its modules (above FedAVG in Tables II and IV, last round), and on
+    the one-class clients' classes in Table IV."""
+    from ..report.tables import describe_difference, paired_difference, verdict
+
+    out = []
+    for name, df in (("Table II", df2), ("Table IV", df4)):
+        for a in ("FedPSL", "FedPSL w/ TDMA", "FedPSL w/ TADL"):
+            if {a, "FedAVG"} <= set(df["label"]):
+                d = paired_difference(df, a, "FedAVG", which="final")
+                out.append(f"{name}: the paper's claim that {a} is above FedAVG is {verdict(d)} here "
+                           f"({describe_difference(d)}).")
+    for cls in ("Tuberculosis", "COVID-19"):
+        if {"FedPSL", "FedAVG"} <= set(df4["label"]):
+            d = paired_difference(df4, "FedPSL", "FedAVG", metric=f"auroc:{cls}")
+            out.append(f"Table IV, {cls} (one client labels it): FedPSL above FedAVG is {verdict(d)} here "
+                       f"({describe_difference(d)}).")
+    return out

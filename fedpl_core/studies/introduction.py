@@ -19,7 +19,11 @@ each eager DenseNet step costs at least 15 ms (kernel launches): 429 s; estimate
 """
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import json
+from typing import Any, Sequence
+
+import pandas as pd
 
 import numpy as np
 
@@ -97,4 +101,125 @@ def plot_partitions(partitions: dict, dataset):
     return plot_label_reports(partitions, dataset)
 
 
-__all__ = ["PROFILES", "plot_finding_atlas", "plot_prevalence", "plot_partitions"]
+
+
+# =========================================================================== the notebook's tables and sentences
+def clients_per_class(part, classes: Sequence[str]) -> pd.Series:
+    """How many clients of a partition annotate each class (hot: many, cool: few)."""
+    return pd.Series(part.masks.sum(0), index=list(classes), name="clients labelling the class")
+
+
+def hot_cool_table(long: pd.DataFrame, clients: pd.Series) -> pd.DataFrame:
+    """Mean per-class AUROC of each method (columns) by the number of clients that label the
+    class (rows), from :func:`~fedpl_core.report.plotting.per_class_long`'s long rows."""
+    d = long.assign(clients=long["class"].map(clients))
+    return d.groupby(["label", "clients"])["auroc"].mean().unstack(0).round(3)
+
+
+def _mid_training(curves: pd.DataFrame, setting: str, a: str, b: str):
+    """Paired difference a - b half-way through training (the middle evaluated round)."""
+    from ..report.tables import paired_difference
+
+    c = curves[curves["setting"] == setting]
+    rounds_ = sorted(c["round"].unique())
+    mid = rounds_[len(rounds_) // 2 - 1]
+    return paired_difference(c[c["round"] == mid], a, b, which=None), mid
+
+
+def _peak_then_last(curves: pd.DataFrame, setting: str, label: str):
+    """Per seed: the best evaluated round of ``label`` and how far its last round is below
+    that peak (points)."""
+    c = curves[(curves["setting"] == setting) & (curves["label"] == label)]
+    per_seed = c.sort_values("round").groupby("seed")["auroc_mean"]
+    peak_round = c.loc[c.groupby("seed")["auroc_mean"].idxmax(), "round"]
+    return [int(r) for r in peak_round.tolist()], (per_seed.max() - per_seed.last()) * 100
+
+
+def findings(df: pd.DataFrame, settings: Sequence[str], methods: Sequence[str], seeds: Sequence[int]) -> list[str]:
+    """What the run shows, one paragraph a label setting, computed from its numbers (``df``:
+    the ``run_many`` result with histories): the cost of partial labels (the Oracle against
+    every partial-label method, paired on the seed), missing-as-negative against the partial
+    loss, whether FedAvg declines after a peak, and head dilution (surgical against the
+    partial loss half-way and at the last round).  **[choice]** With one seed there is no
+    test and the sentence says so; "significantly" means a paired t-test at p < 0.05."""
+    from ..report.tables import curve_frame, describe_difference, paired_difference
+    from .notebook import join
+
+    curves = curve_frame(df)
+    final = df[df["which"] == "final"]
+    partial = [m for m in methods if m != "oracle"]
+    out = []
+    for setting in settings:
+        d = final[final["setting"] == setting]
+        gaps = {m: paired_difference(d, "oracle", m) for m in partial}
+        above = [m for m, g in gaps.items() if g["diff"] > 0]
+        significant = [m for m in above if gaps[m]["p"] is not None and gaps[m]["p"] < 0.05]
+        if len(seeds) < 2:
+            verdict = f"the Oracle is above {len(above)} of the {len(partial)} partial-label methods (one seed: no test)"
+        elif len(significant) == len(partial):
+            verdict = "the Oracle is above every partial-label method (each paired p < 0.05)"
+        else:
+            verdict = (f"the Oracle is significantly above {join(significant) or 'none'} of the partial-label "
+                       f"methods, not above the others at p < 0.05")
+        closest = min(gaps, key=lambda m: gaps[m]["diff"])
+        lines = [f"**{setting}.** The cost of partial labels: {verdict}; the closest is {closest}: "
+                 + describe_difference(gaps[closest]) + ".",
+                 "Missing as negative against the partial loss, last round: "
+                 + describe_difference(paired_difference(d, "fedavg_pl", "fedavg")) + "."]
+        rounds_, drop = _peak_then_last(curves, setting, "fedavg")
+        when = f"round {rounds_[0]}" if len(rounds_) == 1 else f"rounds {join(rounds_)} (one per seed)"
+        if drop.mean() >= 1.0:
+            lines.append(f"fedavg peaks at {when} and ends {drop.mean():.1f} points (mean over seeds) below its "
+                         "peak: a decline that fits the false negatives it learns as truth outweighing the signal "
+                         "later on.")
+        else:
+            lines.append(f"fedavg does not decline: its last round is within {drop.mean():.1f} points of its peak "
+                         f"({when}).")
+        mid, r_mid = _mid_training(curves, setting, "surgical", "fedavg_pl")
+        lines.append(f"Head dilution: half-way (round {r_mid}), " + describe_difference(mid)
+                     + "; at the last round, " + describe_difference(paired_difference(d, "surgical", "fedavg_pl"))
+                     + ".")
+        out.append(" ".join(lines))
+    return out
+
+
+def _flag_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value is None:
+        return "none"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    if isinstance(value, dict):
+        return json.dumps(value)
+    return str(value)
+
+
+def command_line(cfg, out: str | None = None) -> str:
+    """The ``python -m fedpl_core run`` command that makes the run of ``cfg`` (an
+    :class:`~fedpl_core.runs.config.ExperimentConfig`): one flag for every field that differs
+    from its default (the engine's fields too), so a reader can repeat any run of the notebook
+    from a shell and get its numbers (the same config is the same run)."""
+    import shlex
+
+    from ..config import EngineConfig
+    from ..runs.config import ExperimentConfig
+
+    def default(f):
+        return f.default_factory() if f.default is dataclasses.MISSING else f.default
+
+    parts = ["python -m fedpl_core run"]
+    for owner, cls in ((cfg, ExperimentConfig), (cfg.engine, EngineConfig)):
+        for f in dataclasses.fields(cls):
+            if f.name in ("engine",) or (cls is EngineConfig and f.name == "seed"):
+                continue
+            v = getattr(owner, f.name)
+            if v != default(f):
+                parts.append(f"--{f.name.replace('_', '-')} {shlex.quote(_flag_text(v))}")
+    if out:
+        parts.append(f"--out {shlex.quote(out)}")
+    return " \\\n    ".join(parts)
+
+
+
+__all__ = ["PROFILES", "clients_per_class", "hot_cool_table", "findings", "command_line", "plot_finding_atlas", "plot_prevalence", "plot_partitions"]

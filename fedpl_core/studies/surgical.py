@@ -79,7 +79,8 @@ from ..data.base import ImageDataset, concat_datasets
 from ..datasets import DataBundle, register_source
 from ..experiments import ExperimentConfig, build_partition, load_data
 from ..profiles import engine_options
-from ..report.tables import difference_columns, fmt_mean_std, paired_difference, paired_ttest, paired_values, stars
+from ..report.tables import (describe_difference, difference_columns, fmt_mean_std, paired_difference, paired_ttest,
+                             paired_values, stars, verdict)
 
 #: NIH's 14 findings and CheXpert's 13 (CheXpert's column order), synthetic names.
 NIH_CLASSES = list(S.NIH14)
@@ -770,7 +771,184 @@ def plot_gap_by_round(gaps: pd.DataFrame, a: str = "FL + SA", b: str = "FL + PL"
     return fig
 
 
-__all__ = ["PROFILES", "FULL_REAL_DATA", "FULL_PRETRAINED", "Settings", "profiles", "settings", "make_settings",
+# =========================================================================== the notebook's tables and sentences
+def settings_table(st: Settings) -> pd.DataFrame:
+    """The notebook's settings, one row a field (folders as :func:`fedpl_core.paths.shown`
+    writes them: no machine path)."""
+    from ..paths import shown
+
+    out = {}
+    for k, v in vars(st).items():
+        out[k] = shown(v, "FEDPL_RESULTS") if k in ("results_dir", "data_root") and v else str(v)
+    return pd.Series(out, name="value").to_frame()
+
+
+def data_sets_table(abl, nd) -> pd.DataFrame:
+    """Images, classes and imaging domains of every data set of the ablation (``abl``) and
+    the non-IID experiment (``nd``), and the public images that calibrate BatchNorm."""
+    sets = {"ablation: train pool": abl.train, "ablation: test": abl.test, "ablation: external": abl.extra["external"],
+            "non-IID: NIH + CheXpert train": nd.train, "non-IID: NIH test": nd.extra["NIH"],
+            "non-IID: CheXpert test": nd.extra["CheXpert"], "non-IID: external": nd.extra["external"]}
+    table = pd.DataFrame({name: {"images": len(ds), "classes": ds.num_classes,
+                                 "domain(s)": sorted(set(ds.domains.tolist())) if ds.domains is not None else "-"}
+                          for name, ds in sets.items()}).T
+    table.loc["public (BatchNorm calibration)"] = [0 if abl.public is None else len(abl.public), "-", "-"]
+    return table
+
+
+def grid_tables(iterations: dict, methods: Sequence[tuple[str, dict]], name: str = "K") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """An experiment as the two tables of its declarative grid: the iterations (one row a
+    value of ``name``, its config overrides) and the rows (one a method, its overrides)."""
+    its = pd.DataFrame(iterations).T.rename_axis(name)
+    rows = pd.DataFrame([{"label": label, **{k: str(v) for k, v in over.items()}} for label, over in methods])
+    return its, rows.set_index("label").fillna("")
+
+
+def round_gap(curves: pd.DataFrame, a: str, b: str, by: str = "K") -> pd.DataFrame:
+    """``a`` minus ``b`` (points, paired over seeds) half-way through training (the middle
+    evaluated round) and at the last round, for every value of ``by``."""
+    rows = []
+    for v, cv in curves.groupby(by):
+        rounds_ = sorted(cv["round"].unique())
+        for when, r in (("middle round", rounds_[len(rounds_) // 2 - 1]), ("last round", rounds_[-1])):
+            d = paired_difference(cv[cv["round"] == r], a, b, which=None)
+            rows.append({by: v, "when": f"{when} ({r})", **difference_columns(d, diff="gap")})
+    return pd.DataFrame(rows)
+
+
+def round_gap_sentence(gap: pd.DataFrame, by: str = "K") -> str:
+    """:func:`round_gap` as a sentence: the gap at each value half-way and at the end, and
+    whether it grows with every step of ``by`` (the head-dilution prediction)."""
+    from .notebook import join
+
+    mid = gap[gap["when"].str.startswith("middle")].set_index(by)
+    last = gap[gap["when"].str.startswith("last")].set_index(by)
+
+    def trend(g):
+        steps = g["gap"].diff().dropna()
+        return f"growing with every step of {by}" if (steps > 0).all() else f"**not** growing with every step of {by}"
+
+    def listing(g):
+        return join(f"{by} = {k}: {r.gap:+.1f} (p = {r.p:.2g})" if r.p is not None and r.p == r.p
+                    else f"{by} = {k}: {r.gap:+.1f}" for k, r in g.iterrows())
+
+    return (f"FL + SA minus FL + PL half-way ({mid['when'].iloc[0]}): {listing(mid)} points, {trend(mid)}; "
+            f"at the last round: {listing(last)} points, {trend(last)}.")
+
+
+def end_point_sentences(results: dict[str, pd.DataFrame]) -> list[str]:
+    """FL + SA against FL and FL + PL on the selected model, paired over every (setting,
+    seed) of each ablation in ``results`` (name -> runs), one sentence an ablation."""
+    return [f"**{name}.** " + "; ".join(describe_difference(paired_difference(res, "FL + SA", other, which="best"))
+                                        for other in ("FL", "FL + PL")) + "."
+            for name, res in results.items()]
+
+
+def noise_vs_data(base: ExperimentConfig, settings_s: dict, truth: np.ndarray) -> pd.DataFrame:
+    """What FL's negatives cost and what FL + SA gives up, counted from the partitions of
+    ablation (b) without training: per setting (mean over classes), the share of FL's
+    negative labels that are wrong (positives of clients that do not annotate the class)
+    and the share of the images that train a class under FL + PL / FL + SA (those of the
+    clients that annotate it).  ``truth``: every true label of the pool, hidden from the
+    clients."""
+    rows = []
+    for name, over in settings_s.items():
+        part = partition(base.replace(**over))
+        n = sum(len(c.indices) for c in part.clients)
+        for j, _ in enumerate(part.class_names):
+            has = [c for c in part.clients if c.class_mask[j]]
+            lack = [c for c in part.clients if not c.class_mask[j]]
+            wrong = sum(int(truth[c.indices, j].sum()) for c in lack)  # positives FL trains as negatives
+            negatives = (sum(len(c.indices) - int(truth[c.indices, j].sum()) for c in has)
+                         + sum(len(c.indices) for c in lack))
+            rows.append({"shared classes": name, "FL: wrong negative labels (%)": 100 * wrong / max(negatives, 1),
+                         "FL + PL / SA: images that train the class (%)": 100 * sum(len(c.indices) for c in has) / n})
+    return pd.DataFrame(rows).groupby("shared classes", sort=False).mean().round(1)
+
+
+def noise_vs_data_sentence(trade: pd.DataFrame) -> str:
+    """:func:`noise_vs_data`'s first setting (the fewest shared classes) as a sentence."""
+    worst = trade.iloc[0]
+    return (f"With {trade.index[0]} shared classes, FL trains each class on all the images with "
+            f"{worst.iloc[0]:.1f} % of its negative labels wrong, while FL + SA trains it on {worst.iloc[1]:.1f} % of "
+            "them. Trained centrally, labels missing at random and treated as negatives cost about as much as dropping "
+            "them (`benchmarks/synthetic_learnability.py`). That is how FL can stay level with FL + SA, or ahead of it, "
+            "in an IID split: the end points above show which way this run went.")
+
+
+def shared_unique_sentences(df: pd.DataFrame) -> list[str]:
+    """FL + SA against FL + PL, FL and the individually trained models on each column (unique
+    and shared classes of each source), for FedAvg and FedBN+, paired over the column's
+    classes (the paper's test), one sentence a (column, strategy)."""
+    out = []
+    for strategy in ("FedAvg", "FedBN+"):
+        sa = f"FL + SA ({strategy})"
+        for col in ("NIH: unique", "CheXpert: unique", "NIH: shared", "CheXpert: shared"):
+            parts = [describe_difference(class_difference(df, col, sa, other), pairs="classes")
+                     for other in (f"FL + PL ({strategy})", f"FL ({strategy})", "Individual")]
+            out.append(f"**{col}, {strategy}**: " + "; ".join(parts) + ".")
+    return out
+
+
+def unique_gaps(df: pd.DataFrame) -> pd.DataFrame:
+    """FL + SA minus FL + PL round by round (:func:`gap_by_round`) for FedAvg and FedBN+, one
+    frame with a ``strategy`` column."""
+    return pd.concat({s: gap_by_round(df, f"FL + SA ({s})", f"FL + PL ({s})") for s in ("FedAvg", "FedBN+")},
+                     names=["strategy"]).reset_index(level=0)
+
+
+def unique_gap_sentences(gaps: pd.DataFrame, df: pd.DataFrame) -> list[str]:
+    """:func:`unique_gaps` on the unique classes as sentences: the largest lead and its round,
+    the gap at the last round, the rounds where the lead is significant, the rounds the
+    models are selected at (``df``: the selected models), and both methods against the
+    individually trained models."""
+    from .notebook import join
+
+    best = df[df["which"] == "best"].groupby("label")["round"].mean()
+    lines = []
+    for (strategy, col), g in gaps[gaps["column"].str.endswith("unique")].groupby(["strategy", "column"], sort=False):
+        top = g.loc[g["gap"].idxmax()]
+        last = g[g["round"] == g["round"].max()].iloc[0]
+        sig = [int(r) for r in g[(g["p"] < 0.05) & (g["gap"] > 0)]["round"]]
+        lines.append(f"**{col}, {strategy}**: largest lead {top['gap']:+.1f} at round {int(top['round'])} "
+                     f"(p = {top['p']:.2g}), {last['gap']:+.1f} at the last round {int(last['round'])} "
+                     f"(p = {last['p']:.2g}); significant (p < 0.05) " + (f"in rounds {join(sig)}" if sig else "in no round")
+                     + f"; models selected at round {best[f'FL + SA ({strategy})']:.1f} (SA) / "
+                     f"{best[f'FL + PL ({strategy})']:.1f} (PL) on average.")
+    cols = ("NIH: unique", "CheXpert: unique")
+    ind = {c: class_difference(df, c, "FL + SA (FedAvg)", "Individual")["diff"] for c in cols}
+    pl_ind = {c: class_difference(df, c, "FL + PL (FedAvg)", "Individual")["diff"] for c in cols}
+    lines.append("Against the individually trained models on the unique classes (selected models, FedAvg): "
+                 + "; ".join(f"{c}: FL + SA {ind[c]:+.1f}, FL + PL {pl_ind[c]:+.1f} points" for c in cols)
+                 + ". Whatever both share there is not the head aggregation, the only thing in which they differ.")
+    return lines
+
+
+def best_vs_last_table(results: dict[str, tuple[pd.DataFrame, Sequence[str] | None]]) -> pd.DataFrame:
+    """:func:`best_vs_last` of every experiment (name -> (runs, columns or None)) in one table."""
+    return pd.concat({name: best_vs_last(df, cols) for name, (df, cols) in results.items()}, names=["experiment"])
+
+
+def what_this_run_shows(ablations: dict[str, pd.DataFrame], noniid: pd.DataFrame) -> list[str]:
+    """The notebook's closing sentences, from its numbers: the verdict on the paper's claim
+    that FL + SA is above FL + PL and FL (the ablations, paired over (setting, seed); the
+    unique classes of the non-IID experiment, paired over classes)."""
+    out = []
+    for name, res in ablations.items():
+        for other in ("FL + PL", "FL"):
+            d = paired_difference(res, "FL + SA", other, which="best")
+            out.append(f"{name}: the paper's claim that FL + SA is above {other} is {verdict(d)} here "
+                       f"({describe_difference(d)}).")
+    for col in ("NIH: unique", "CheXpert: unique"):
+        d = class_difference(noniid, col, "FL + SA (FedAvg)", "FL + PL (FedAvg)")
+        out.append(f"Non-IID, {col} classes: the claim that surgical aggregation keeps the unique classes above the "
+                   f"partial loss is {verdict(d)} here ({describe_difference(d, pairs='classes')}).")
+    return out
+
+
+__all__ = ["settings_table", "data_sets_table", "grid_tables", "round_gap", "round_gap_sentence",
+           "end_point_sentences", "noise_vs_data", "noise_vs_data_sentence", "shared_unique_sentences", "unique_gaps",
+           "unique_gap_sentences", "best_vs_last_table", "what_this_run_shows", "PROFILES", "FULL_REAL_DATA", "FULL_PRETRAINED", "Settings", "profiles", "settings", "make_settings",
            "ablation_source", "noniid_source", "real_data", "load_real_data",
            "ablation_config", "ablation_settings", "ablation_methods", "noniid_config", "noniid_methods",
            "class_orders", "partition", "random_label_sets", "table_columns", "long_form", "ablation_summary",
