@@ -521,7 +521,7 @@ def method_index(folder: Path = METHODS_DIR) -> dict[str, dict[str, Any]]:
     for cls, facts in classes.items():
         if (facts["registered"] or cls in looped) and isinstance(facts.get("name"), str):
             out[facts["name"]] = {"doc": facts["doc"], "tasks": tuple(inherited(cls, "tasks") or ()),
-                                  "paper": inherited(cls, "paper"), "module": facts["module"]}
+                                  "paper": facts.get("paper"), "module": facts["module"]}  # own, never inherited
     return dict(sorted(out.items()))
 
 
@@ -531,7 +531,7 @@ def live_method_index() -> dict[str, dict[str, Any]]:
     from .methods import METHODS, available_methods
 
     return {m: {"doc": METHODS[m].__doc__ and inspect.cleandoc(METHODS[m].__doc__), "tasks": tuple(METHODS[m].tasks),
-                "paper": getattr(METHODS[m], "paper", None), "module": METHODS[m].__module__}
+                "paper": vars(METHODS[m]).get("paper") or None, "module": METHODS[m].__module__}
             for m in available_methods()}
 
 

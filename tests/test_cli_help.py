@@ -265,7 +265,8 @@ def test_method_index_follows_a_class_it_reads(tmp_path):
         '    """My method (a test)."""\n\n    name = "mine"\n\n\nclass NotRegistered(FedRS):\n'
         '    name = "hidden"\n')
     index = cli.method_index(tmp_path)
-    assert index["mine"] == {"doc": "My method (a test).", "tasks": ("multiclass",), "module": "fedpl_core.methods.mine"}
+    assert index["mine"] == {"doc": "My method (a test).", "tasks": ("multiclass",), "paper": None,
+                             "module": "fedpl_core.methods.mine"}  # tasks inherited from FedRS, its paper not
     assert "hidden" not in index
 
 

@@ -61,7 +61,7 @@ def profile_configs(results_dir: str, profile: str = "cpu") -> dict[str, list]:
     src = next(s for s in _cells("00_introduction") if "\ncfg = ExperimentConfig" in s)
     exec(src[src.index("cfg = "):src.index("data = load_data")], ns)
     src = next(s for s in _cells("00_introduction") if s.startswith("settings = {"))
-    exec(src[:src.index("fig, axes")], ns)
+    exec(src[:src.index("parts = {")], ns)
     grid("00", ns["cfg"], ["fedavg", "fedavg_pl", "surgical", "centralized", "oracle"], ns["seeds"], ns["settings"])
 
     ns = _setup("01_fedpsl", results_dir)

@@ -156,6 +156,16 @@ class Method(metaclass=_CheckedOptions):
     #: The paper whose tables hold it: ``"FedPSL"``, ``"FedLSM"``, ``"Surgical Aggregation"``,
     #: ``"FedMLP"``, or ``"baseline"`` (every paper's).
     paper: ClassVar[str] = ""
+    #: The three facts above are a class's own, never inherited: a subclass that does not
+    #: declare them (a user's variant of FedAvg) is not shown as FedAvg, in FedAvg's colour,
+    #: among the baselines; it shows its registry name (:meth:`__init_subclass__`).
+    OWN_FACTS: ClassVar[tuple[str, ...]] = ("display_name", "color", "paper")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for fact in Method.OWN_FACTS:
+            if fact not in vars(cls):
+                setattr(cls, fact, "")
     partial: ClassVar[bool] = False
     metadata_keys: ClassVar[tuple[str, ...]] = ("class_mask", "label_counts", "positive_counts")
     evaluation: ClassVar[str] = "global"

@@ -223,7 +223,8 @@ def mean_ranks_by_hand(scores: pd.DataFrame) -> pd.Series:
 
 def best_sentences(board: pd.DataFrame, df: pd.DataFrame) -> list[str]:
     """Per setting: its best method and the paired difference from the runner-up, and the
-    best method without full labels (the Oracles aside)."""
+    best method without full labels (the Oracles aside); methods by their display names."""
+    from ..report.names import display_name
     from ..report.tables import describe_difference, paired_difference
 
     lines = []
@@ -232,9 +233,11 @@ def best_sentences(board: pd.DataFrame, df: pd.DataFrame) -> list[str]:
         d = df[df["setting"] == name]
         first, second = b.loc[0, "method"], b.loc[1, "method"]
         diff = paired_difference(d, first, second, metric="score")
+        diff.update(a=display_name(first), b=display_name(second))
         partial = b[~b["method"].str.startswith("oracle")]
-        lines.append(f"**{name}**: best {first}; " + describe_difference(diff)
-                     + f". Best method without full labels: {partial.iloc[0]['method']} (rank {partial.iloc[0]['rank']}).")
+        lines.append(f"**{name}**: best {display_name(first)}; " + describe_difference(diff)
+                     + f". Best method without full labels: {display_name(partial.iloc[0]['method'])} "
+                       f"(rank {partial.iloc[0]['rank']}).")
     return lines
 
 
@@ -242,8 +245,10 @@ def what_this_run_shows(board: pd.DataFrame, paper_methods: Sequence[str] = ("fe
                         ) -> list[str]:
     """The notebook's closing sentences: the methods with the best mean rank over the
     settings, and where each paper's own method ranks among all of them."""
+    from ..report.names import display_name
     from .notebook import join
 
+    paper_methods = {display_name(m) for m in paper_methods}  # the rank table shows display names
     ranks = rank_table(board)["mean rank"].astype(float)
     top = ranks.nsmallest(3)
     out = [f"Over the {board['setting'].nunique()} settings the best mean ranks are "

@@ -666,9 +666,9 @@ def fig4_xlabel(s: "Settings") -> str:
 
 # =========================================================================== the notebook's tables and sentences
 #: The comparisons the notebook states under Table II, in this order: (a, b) = "a minus b".
-TABLE2_COMPARISONS = [("FedPSL", "FedAVG"), ("FedPSL", "FedProx"), ("FedPSL w/ TDMA", "FedAVG"),
-                      ("FedPSL w/ TADL", "FedAVG"), ("IML", "FedAVG"), ("Oracle", "FedPSL"), ("FixMatch", "IML"),
-                      ("FedMatch+", "FedMatch"), ("FedSSP", "FedAVG"), ("MixUp-PME", "IML")]
+TABLE2_COMPARISONS = [("FedPSL", "FedAvg (wBCE)"), ("FedPSL", "FedProx (wBCE)"), ("FedPSL w/ TDMA", "FedAvg (wBCE)"),
+                      ("FedPSL w/ TADL", "FedAvg (wBCE)"), ("IML", "FedAvg (wBCE)"), ("Oracle (wBCE)", "FedPSL"), ("FixMatch", "IML"),
+                      ("FedMatch+", "FedMatch"), ("FedSSP", "FedAvg (wBCE)"), ("MixUp-PME", "IML")]
 
 
 def p_text(p: float | None) -> str:
@@ -696,15 +696,15 @@ def comparison_sentences(df: pd.DataFrame, pairs: Sequence[tuple[str, str]] = TA
 
 def diagnosis_sentences(dfd: pd.DataFrame, variants: Sequence[tuple[str, dict]], df2: pd.DataFrame,
                         s: "Settings") -> list[str]:
-    """The TADL diagnosis: each variant against FedAVG (last round), then whether FedAVG's best
+    """The TADL diagnosis: each variant against FedAvg (wBCE) (last round), then whether FedAvg (wBCE)'s best
     round* lies in the last evaluation period in every seed (its curve still rising: an
     under-fitting regime)."""
     from ..report.tables import describe_difference, paired_difference
 
-    out = [describe_difference(paired_difference(dfd, label, "FedAVG")) for label, _ in variants if label != "FedAVG"]
-    best = df2[(df2["label"] == "FedAVG") & (df2["which"] == "best")]
+    out = [describe_difference(paired_difference(dfd, label, "FedAvg (wBCE)")) for label, _ in variants if label != "FedAvg (wBCE)"]
+    best = df2[(df2["label"] == "FedAvg (wBCE)") & (df2["which"] == "best")]
     at_end = int((best["round"] >= s.engine.rounds - s.engine.eval_every + 1).sum())
-    out.append(f"FedAVG's best round* is within the last evaluation period in {at_end} of {len(best)} seeds "
+    out.append(f"FedAvg (wBCE)'s best round* is within the last evaluation period in {at_end} of {len(best)} seeds "
                f"({s.engine.rounds} rounds): " + ("its curve is still rising, an under-fitting regime, where a method "
                "that regularises local training has nothing to correct." if at_end == len(best) else
                "its curve has flattened before the end."))
@@ -712,15 +712,15 @@ def diagnosis_sentences(dfd: pd.DataFrame, variants: Sequence[tuple[str, dict]],
 
 
 def one_class_sentences(df4: pd.DataFrame) -> list[str]:
-    """Table IV's one-class, domain-shifted clients: FedPSL and TDMA alone against FedAVG on
+    """Table IV's one-class, domain-shifted clients: FedPSL and TDMA alone against FedAvg (wBCE) on
     Tuberculosis and COVID-19 (last round, AUROC points)."""
     from ..report.tables import describe_difference, paired_difference
 
     out = []
     for cls in ("Tuberculosis", "COVID-19"):
         for a in ("FedPSL", "FedPSL w/ TDMA"):
-            if {a, "FedAVG"} <= set(df4["label"]):
-                out.append(f"{cls}: " + describe_difference(paired_difference(df4, a, "FedAVG", metric=f"auroc:{cls}")))
+            if {a, "FedAvg (wBCE)"} <= set(df4["label"]):
+                out.append(f"{cls}: " + describe_difference(paired_difference(df4, a, "FedAvg (wBCE)", metric=f"auroc:{cls}")))
     return out
 
 
@@ -755,20 +755,20 @@ def table5_sentences(df5: pd.DataFrame, labels: Sequence[str]) -> list[str]:
 
 def what_this_run_shows(df2: pd.DataFrame, df4: pd.DataFrame) -> list[str]:
     """The notebook's closing sentences, from its numbers: the verdict on each of the paper's
-    claims about FedPSL and its modules (above FedAVG in Tables II and IV, last round), and on
+    claims about FedPSL and its modules (above FedAvg (wBCE) in Tables II and IV, last round), and on
     the one-class clients' classes in Table IV."""
     from ..report.tables import describe_difference, paired_difference, verdict
 
     out = []
     for name, df in (("Table II", df2), ("Table IV", df4)):
         for a in ("FedPSL", "FedPSL w/ TDMA", "FedPSL w/ TADL"):
-            if {a, "FedAVG"} <= set(df["label"]):
-                d = paired_difference(df, a, "FedAVG", which="final")
-                out.append(f"{name}: the paper's claim that {a} is above FedAVG is {verdict(d)} here "
+            if {a, "FedAvg (wBCE)"} <= set(df["label"]):
+                d = paired_difference(df, a, "FedAvg (wBCE)", which="final")
+                out.append(f"{name}: the paper's claim that {a} is above FedAvg (wBCE) is {verdict(d)} here "
                            f"({describe_difference(d)}).")
     for cls in ("Tuberculosis", "COVID-19"):
-        if {"FedPSL", "FedAVG"} <= set(df4["label"]):
-            d = paired_difference(df4, "FedPSL", "FedAVG", metric=f"auroc:{cls}")
-            out.append(f"Table IV, {cls} (one client labels it): FedPSL above FedAVG is {verdict(d)} here "
+        if {"FedPSL", "FedAvg (wBCE)"} <= set(df4["label"]):
+            d = paired_difference(df4, "FedPSL", "FedAvg (wBCE)", metric=f"auroc:{cls}")
+            out.append(f"Table IV, {cls} (one client labels it): FedPSL above FedAvg (wBCE) is {verdict(d)} here "
                        f"({describe_difference(d)}).")
     return out
