@@ -90,15 +90,16 @@ def test_fedlsm_paper_numbers_beside_ours_and_the_ranking_test():
     assert auc.loc["FedAvg*", "paper A - B"] == pytest.approx(2.2)  # 0.949 - 0.927
     assert auc["p"].max() < 0.05 and (auc["pairs"] == 3).all()
     text = fedlsm.describe_ordering(steps)
-    assert len(text) == 3 and text[0].startswith("AUC: FedLSM > FedAvg* > FedAvg-PL holds (every step")
-    # FedLSM below FedAvg*: the sentence names the failing step, computed from the numbers
-    worse = fedlsm.describe_ordering(fedlsm.ordering(_ranked_runs([0.84, 0.85, 0.87], [0.85, 0.86, 0.88],
+    assert len(text) == 3 and text[0].startswith("AUC: the ranking FedLSM > FedAvg* > FedAvg-PL is reproduced here")
+    # FedLSM significantly below FedAvg*: that step and the ranking are opposite, computed from the numbers
+    worse = fedlsm.describe_ordering(fedlsm.ordering(_ranked_runs([0.80, 0.82, 0.83], [0.85, 0.86, 0.88],
                                                                   [0.80, 0.83, 0.84]), "Task 1"))
-    assert worse == [s for s in worse if "does not hold (FedLSM is not above FedAvg*)" in s] and len(worse) == 1
-    # above, but not significantly
+    assert len(worse) == 1 and "is opposite here" in worse[0]
+    assert "FedLSM − FedAvg* = -4.7 points" in worse[0] and worse[0].count(": opposite") == 1
+    # above, but the interval spans 0: not distinguishable, never "holds" or "fails"
     noisy = fedlsm.describe_ordering(fedlsm.ordering(_ranked_runs([0.95, 0.85, 0.90], [0.85, 0.86, 0.88],
                                                                   [0.80, 0.83, 0.84]), "Task 1"))
-    assert "holds in direction only" in noisy[0]
+    assert "is not distinguishable here" in noisy[0] and "hold" not in noisy[0] and "fail" not in noisy[0]
 
 
 def test_fedmlp_settings_levels_and_ablation():

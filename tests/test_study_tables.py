@@ -94,18 +94,18 @@ def test_fedmlp_row_one_check_says_different_when_it_is():
 
 # ------------------------------------------------------------------ 02 FedLSM
 def test_fedlsm_claims_and_ablation_tables():
-    r1 = results({"FedLSM": [0.60, 0.61, 0.62], "FedAvg": [0.70, 0.72, 0.71], "FedAvg*": [0.70, 0.70, 0.70]})
-    r2 = results({"FedLSM": [0.90, 0.91, 0.92], "FedAvg": [0.80, 0.80, 0.81], "FedAvg*": [0.85, 0.86, 0.88]},
+    r1 = results({"FedLSM": [0.60, 0.61, 0.62], "FedAvg-PL": [0.70, 0.72, 0.71], "FedAvg*": [0.70, 0.70, 0.70]})
+    r2 = results({"FedLSM": [0.90, 0.91, 0.92], "FedAvg-PL": [0.80, 0.80, 0.81], "FedAvg*": [0.85, 0.86, 0.88]},
                  metrics=("auroc_mean", "f1"))
     claims = fedlsm.claims_table({"Task 1": r1, "Task 2": r2})
     assert claims[["task", "metric", "vs"]].values.tolist() == [
-        ["Task 1", "auroc_mean", "FedAvg"], ["Task 1", "auroc_mean", "FedAvg*"], ["Task 2", "auroc_mean", "FedAvg"],
-        ["Task 2", "auroc_mean", "FedAvg*"], ["Task 2", "f1", "FedAvg"], ["Task 2", "f1", "FedAvg*"]]
+        ["Task 1", "auroc_mean", "FedAvg-PL"], ["Task 1", "auroc_mean", "FedAvg*"], ["Task 2", "auroc_mean", "FedAvg-PL"],
+        ["Task 2", "auroc_mean", "FedAvg*"], ["Task 2", "f1", "FedAvg-PL"], ["Task 2", "f1", "FedAvg*"]]
     ra = {"Task 1": results({"FedLSM": [0.6, 0.62, 0.64], "w/o AWPA": [0.55, 0.56, 0.58]})}
     table3 = fedlsm.ablation_table(ra)
     row = table3[table3["method"] == "w/o AWPA"].iloc[0]
     assert row["mean ± SD"] == "56.3 ± 1.5" and row["vs FedLSM"] == pytest.approx(-5.67, abs=0.01)
-    assert fedlsm.ablation_sentences(table3)[0].startswith("Task 1, auroc_mean: removing AWPA lowers the score by 5.7")
+    assert fedlsm.ablation_sentences(table3)[0].startswith("Task 1, mean AUROC: removing AWPA lowers the score by 5.7")
     shows = fedlsm.what_this_run_shows(claims, table3, pd.DataFrame(), {"Task 1": 0.0})
     assert shows[0].startswith("Task 1: the paper's claim that FedLSM is above FedAvg* in mean AUROC is opposite here")
     assert shows[1].startswith("Task 2: the paper's claim that FedLSM is above FedAvg* in AUC is reproduced here")

@@ -373,28 +373,31 @@ def ordering(df: pd.DataFrame, task: str, ranking: Sequence[str] = RANKING, whic
 
 
 def describe_ordering(steps: pd.DataFrame, alpha: float = 0.05) -> list[str]:
-    """One sentence per metric of :func:`ordering`'s table: whether the ranking holds
-    (every step above zero with p < ``alpha``), holds in direction only, or does not
-    hold (naming the steps that fail), with each step's difference and p."""
+    """One sentence per metric of :func:`ordering`'s table, in the three verdicts of
+    :func:`~fedpl_core.report.tables.verdict`: each step "A above B" is *reproduced* (p <
+    ``alpha`` in the paper's direction), *opposite* (p < ``alpha`` against it) or *not
+    distinguishable* (its 95 % interval spans 0); the whole ranking is reproduced when every
+    step is, opposite when a step is, else not distinguishable.  Never "holds" or "fails"
+    for a gap the runs cannot tell from 0."""
+    from ..report.tables import verdict
+
     out = []
     for metric, g in steps.groupby("metric", sort=False):
         chain = " > ".join([g["A"].iloc[0]] + list(g["B"]))
-        up = g["A - B (points)"] > 0
-        sig = g["p"].map(lambda p: p is not None and p == p and p < alpha)
-        parts = []
+        parts, verdicts = [], []
         for _, r in g.iterrows():
-            test = "no test" if r["p"] is None or r["p"] != r["p"] else f"p = {r['p']:.2g}"
-            parts.append(f"{r['A']} - {r['B']} = {r['A - B (points)']:+.1f} points ({test}; paper "
-                         f"{r['paper A - B']:+.1f})")
-        if up.all() and sig.all():
-            verdict = f"holds (every step above zero, p < {alpha:g})"
-        elif up.all():
-            verdict = f"holds in direction only (not every step significant at {alpha:g})"
-        else:
-            failed = ", ".join(f"{r['A']} is not above {r['B']}" for _, r in g[~up].iterrows())
-            verdict = f"does not hold ({failed})"
+            p = None if r["p"] is None or r["p"] != r["p"] else float(r["p"])
+            v = verdict({"diff": r["A - B (points)"], "p": p}, alpha=alpha)
+            verdicts.append(v)
+            ci = f"95 % CI {r['95 % CI']}; " if isinstance(r["95 % CI"], str) and r["95 % CI"] else ""
+            test = "no test" if p is None else f"p = {p:.2g}"
+            parts.append(f"{r['A']} − {r['B']} = {r['A - B (points)']:+.1f} points ({ci}{test}; paper "
+                         f"{r['paper A - B']:+.1f}): {v}")
+        overall = ("reproduced" if all(v == "reproduced" for v in verdicts)
+                   else "opposite" if "opposite" in verdicts else "not distinguishable")
         pairs = int(g["pairs"].min()) if len(g) else 0
-        out.append(f"{metric}: {chain} {verdict}: " + "; ".join(parts) + f" (paired over {pairs} seed(s)).")
+        out.append(f"{metric}: the ranking {chain} is {overall} here; " + "; ".join(parts)
+                   + f" (paired over {pairs} seed(s)).")
     return out
 
 
@@ -535,7 +538,9 @@ def claims_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def claims_sentences(claims: pd.DataFrame) -> list[str]:
     """Each claim of :func:`claims_table` as a sentence, then how many hold at p < 0.05 in the
     paper's direction, before and after Holm's correction."""
-    out = [f"{r['task']}, {r['metric']}: {r['sentence']}" for _, r in claims.iterrows()]
+    from ..metrics import metric_name
+
+    out = [f"{r['task']}, {metric_name(r['metric'])}: {r['sentence']}" for _, r in claims.iterrows()]
     if len(claims):
         held = claims[(claims["diff (points)"] > 0) & claims["p"].map(lambda p: p is not None and p < 0.05)]
         held_holm = claims[(claims["diff (points)"] > 0)
@@ -642,12 +647,14 @@ def ablation_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 def ablation_sentences(table3: pd.DataFrame) -> list[str]:
     """What removing each component does in :func:`ablation_table`, one sentence a row."""
+    from ..metrics import metric_name
+
     out = []
     for _, r in table3.iterrows():
         if r["method"] != "FedLSM":
             change = "lowers" if r["vs FedLSM"] < 0 else "raises"
             sig = "n/a" if r["p"] is None or r["p"] != r["p"] else f"p = {r['p']:.2g}"
-            out.append(f"{r['task']}, {r['metric']}: removing {r['method'][4:]} {change} the score by "
+            out.append(f"{r['task']}, {metric_name(r['metric'])}: removing {r['method'][4:]} {change} the score by "
                        f"{abs(r['vs FedLSM']):.1f} points ({sig})")
     return out
 

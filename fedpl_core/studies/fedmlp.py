@@ -347,7 +347,9 @@ def claims_table(results: dict[str, pd.DataFrame], st: Settings) -> pd.DataFrame
 def claims_sentences(claims: pd.DataFrame) -> list[str]:
     """Each claim of :func:`claims_table` as a sentence, then how many the run reproduces
     (p < 0.05 in the paper's direction), before and after Holm's correction."""
-    out = [f"{r['table']}, m = {r['m']}, {r['metric']}: {r['sentence']}" for _, r in claims.iterrows()]
+    from ..metrics import metric_name
+
+    out = [f"{r['table']}, m = {r['m']}, {metric_name(r['metric'])}: {r['sentence']}" for _, r in claims.iterrows()]
     if len(claims):
         held = claims[(claims["diff (points)"] > 0) & claims["p"].map(lambda p: p is not None and p < 0.05)]
         held_holm = claims[(claims["diff (points)"] > 0)
