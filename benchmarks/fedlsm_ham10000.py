@@ -17,7 +17,7 @@ FedLSM - FedAvg* and FedAvg* - FedAvg in AUC, accuracy and F1 (``studies.fedlsm.
 on the seed, two-sided paired t-test) and whether FedLSM > FedAvg* > FedAvg holds, from the numbers::
 
     python benchmarks/fedlsm_ham10000.py --data-root /data/HAM10000                # the notebook's cpu setting
-    python benchmarks/fedlsm_ham10000.py --data-root /data/HAM10000 --rounds 40 --local-iters 30
+    python benchmarks/fedlsm_ham10000.py --data-root /data/HAM10000 --rounds 40 --local-iters 30 --out 02_real_ham10000_long.md
     python benchmarks/fedlsm_ham10000.py --data-root /data/HAM10000 --rounds 1 --n-train 300 --seeds 0 1
 """
 from __future__ import annotations
@@ -63,7 +63,13 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--workers", type=int, default=None, help="parallel runs (default: one per core, cpu profile)")
     ap.add_argument("--results-dir", default="results/benchmarks/fedlsm_ham10000")
+    ap.add_argument("--out", default=None,
+                    help="also write the report as Markdown under this name in the figures folder (e.g. 02_real_ham10000_long.md)")
     a = ap.parse_args()
+    if a.out:
+        from fedpl_core.report.tables import output_path
+
+        output_path(a.out)  # a name that leaves the figures folder is refused before any training
     prepare(a.profile, a.device)
     workers = a.workers or default_workers(a.profile, a.device)
     pd.set_option("display.width", 250)
@@ -78,17 +84,42 @@ def main() -> None:
           f"methods, {workers} worker(s)")
     t = time.perf_counter()
     df = run_many(cfg, methods, st.seeds, a.results_dir, progress=False, histories=True, workers=workers)
-    print(f"{len(df) // 2} runs in {time.perf_counter() - t:.0f} s (cached runs are not re-run)\n")
-    print("Table 2, last round (x 100, mean ± sd over seeds), beside the paper's (DenseNet-121, 224 px, "
-          "50 rounds of 30 iterations):")
-    print(fedlsm.with_paper(df, TASK, not_run=a.methods is None).to_string())
+    seconds = time.perf_counter() - t
+    print(f"{len(df) // 2} runs in {seconds:.0f} s (cached runs are not re-run)\n")
     steps = fedlsm.ordering(df, TASK)
-    print("\nPaired differences (points, same seed; p: two-sided paired t-test):")
-    print(steps.set_index("metric").to_string())
-    print()
-    for line in fedlsm.describe_ordering(steps):
-        print(line)
-    print(describe_late_gain(late_gain(curve_frame(df)), ["FedLSM", "FedAvg*", "FedAvg"]))
+    report = ["Table 2, last round (x 100, mean ± sd over seeds), beside the paper's (DenseNet-121, 224 px, "
+              "50 rounds of 30 iterations):", fedlsm.with_paper(df, TASK, not_run=a.methods is None).to_string(), "",
+              "Paired differences (points, same seed; p: two-sided paired t-test):",
+              steps.set_index("metric").to_string(), "", *fedlsm.describe_ordering(steps),
+              describe_late_gain(late_gain(curve_frame(df)), ["FedLSM", "FedAvg*", "FedAvg-PL"])]
+    print("\n".join(report))
+    if a.out:
+        write_report(a, cfg, st, data, val, methods, seconds, report)
+
+
+def write_report(a, cfg, st, data, val, methods, seconds, report) -> None:
+    """The printed report as Markdown at ``a.out``, with the command (the data folder as a
+    placeholder: no machine path), the data and the run's cost."""
+    import os
+    import shlex
+    import sys
+
+    from fedpl_core.fileio import atomic_write
+    from fedpl_core.report.tables import output_path
+
+    args = [("<HAM10000 folder>" if prev == "--data-root" else x) for prev, x in zip([""] + sys.argv[1:], sys.argv[1:])]
+    args = [x for prev, x in zip([""] + args, args) if prev != "--out" and x != "--out"]
+    text = [f"# 02 Task 2 on the real HAM10000, {st.rounds} rounds x {cfg.engine.local_iters} local iterations", "",
+            f"Made by `python benchmarks/fedlsm_ham10000.py {' '.join(shlex.quote(x) for x in args)}` "
+            f"({seconds:,.0f} s for the runs not cached, {os.cpu_count()} cores).",
+            f"Data: {len(data.train):,} training / {val:,} validation / {len(data.test):,} test HAM10000 images "
+            f"(split 7:1:2 by lesion, the official `HAM10000_metadata.csv`), resized to {cfg.image_size} px; "
+            f"{cfg.model} {cfg.model_kwargs}, Adam {cfg.engine.lr:g}, seeds {', '.join(map(str, st.seeds))}, "
+            f"{len(methods)} methods, last round. The paper: DenseNet-121 at 224 px, 50 rounds of 30 iterations.",
+            "", "```", *report, "```", ""]
+    with atomic_write(output_path(a.out)) as f:
+        f.write("\n".join(text))
+    print(f"report -> {a.out}")
 
 
 if __name__ == "__main__":
