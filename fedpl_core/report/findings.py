@@ -28,7 +28,8 @@ _PAPER_ORDER = ("FedPSL", "FedLSM", "Surgical Aggregation", "FedMLP", "Introduct
 class Claim:
     """One headline claim of a paper: "``a`` is above ``b`` in ``metric``" (``direction`` = -1:
     below), tested on the runs of ``frame`` (a key of the frames given to
-    :func:`headline_table`), restricted to ``setting`` when given; with ``a_setting`` /
+    :func:`headline_table`), restricted to ``setting`` when given, at the round ``which``
+    (``"final"``: the last; ``"best"``: the selected model; default: the table's); with ``a_setting`` /
     ``b_setting`` the two sides come from two settings (e.g. one method at two
     synchronisation intervals), paired on the seed.  ``mechanism``: what was measured to
     explain the result, in a sentence; ``evidence``: the notebook section or benchmark that
@@ -44,6 +45,7 @@ class Claim:
     setting: str | None = None
     a_setting: str | None = None
     b_setting: str | None = None
+    which: str | None = None
     mechanism: str = ""
     evidence: str = ""
 
@@ -76,7 +78,7 @@ def headline_table(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], 
             continue
         two = c.a_setting is not None or c.b_setting is not None
         a, b = (f"{c.a} @ {c.a_setting}", f"{c.b} @ {c.b_setting}") if two else (c.a, c.b)
-        d = paired_difference(df, a, b, c.metric, which=which)
+        d = paired_difference(df, a, b, c.metric, which=c.which or which)
         ci = d.get("ci") or (None, None)
         setting = f"{c.a_setting} against {c.b_setting}" if two else (c.setting or "")
         rows.append({"paper": c.paper, "claim": c.claim, "setting": setting, "a": c.a, "b": c.b,

@@ -502,9 +502,34 @@ def what_this_run_shows(claims: pd.DataFrame, steps: pd.DataFrame, tags: pd.Data
     return out
 
 
+
+# =========================================================================== the paper's headline claims
+def headline_claims(st: Settings) -> list:
+    """FedMLP's headline claims (:class:`~fedpl_core.report.findings.Claim`), tested by
+    notebook 04 on its runs, last round: ``frames`` keys ``"ICH"`` / ``"CXR"`` (Tables 1-2,
+    at the highest missing level the profile runs) and ``"ablation ICH"`` / ``"ablation
+    CXR"`` (Table 3, each component against the row above it)."""
+    from ..report.findings import Claim
+
+    mlp, avg, pl = (display_name(k) for k in ("fedmlp", "fedavg", "fedavg_pl"))
+    tags = ("after a short warm-up the outputs have barely left 0.5, so the features cannot place the prototypes and "
+            "the tags are few or wrong; with one labelled class per client the partial loss trains each head row on "
+            "one client")
+    where = "notebook 04, tag quality and variants; benchmarks/fedmlp_tagging.py"
+    out = []
+    for t, table in (("ICH", "Table 1"), ("CXR", "Table 2")):
+        m = f"m={st.missing[t][-1]}"
+        out += [Claim("FedMLP", f"{table} ({t}): {mlp} above {ref} where labels are scarcest", mlp, ref, t, setting=m,
+                      mechanism=tags, evidence=where) for ref in (pl, avg)]
+    for t in TABLES:
+        rows = [lab for lab, _ in ABLATION]
+        out += [Claim("FedMLP", f"Table 3 ({t}): {b} adds to {a}", b, a, f"ablation {t}",
+                      evidence="notebook 04, Table 3") for a, b in zip(rows[:-1], rows[1:])]
+    return out
+
 __all__ = ["TABLES", "PAPER_METHODS", "ABLATION", "METRICS", "PROFILES", "Settings", "settings", "methods",
            "missing_methods",
            "level_settings", "ablation_methods", "one_class_setting", "results_table", "hot_cool", "hot_cool_gap",
            "TAG_KEYS", "tag_curves", "plot_tag_quality", "data_summary", "claims_table", "claims_sentences", "variant_methods", "variants_table",
            "tag_quality", "hot_cool_sentence", "ablation_steps", "ablation_table", "row_one_is_fedavg",
-           "what_this_run_shows"]
+           "what_this_run_shows", "headline_claims"]

@@ -946,6 +946,39 @@ def what_this_run_shows(ablations: dict[str, pd.DataFrame], noniid: pd.DataFrame
     return out
 
 
+
+# =========================================================================== the paper's headline claims
+def column_scores(df: pd.DataFrame) -> pd.DataFrame:
+    """Each run's mean AUROC over the classes of each table column (:func:`table_columns`:
+    ``"NIH: unique"``, ``"CheXpert: shared"``, ...) as columns of the runner's frame, so a
+    claim on a group of classes pairs over seeds like any metric."""
+    d = long_form(df)
+    ids = [c for c in ("setting", "label", "method", "seed", "which") if c in d.columns]
+    wide = d.groupby(ids + ["column"], dropna=False)["auroc"].mean().unstack("column").reset_index()
+    wide.columns.name = None
+    return wide
+
+
+def headline_claims() -> list:
+    """Surgical Aggregation's headline claims (:class:`~fedpl_core.report.findings.Claim`),
+    tested by notebook 03 on its runs with the models selected on the clients' validation
+    loss (the paper's protocol): ``frames`` keys ``"a"`` and ``"b"`` (the two ablations, paired
+    over every setting and seed) and ``"non-IID"`` (:func:`column_scores` of the
+    class-heterogeneous runs)."""
+    from ..report.findings import Claim
+
+    iid = ("in an IID split FL trains each class on every image with some negatives wrong, FL + SA only on the "
+           "images of the clients that label it")
+    out = [Claim("Surgical Aggregation", f"Ablation ({k}): FL + SA above {ref}", "FL + SA", ref, k, which="best",
+                 mechanism=iid if ref == "FL" else "", evidence=f"notebook 03, ablation ({k})")
+           for k in ("a", "b") for ref in ("FL", "FL + PL")]
+    out += [Claim("Surgical Aggregation", f"Non-IID: FL + SA above FL + PL on {src}'s unique classes ({s})",
+                  f"FL + SA ({s})", f"FL + PL ({s})", "non-IID", metric=f"{src}: unique", which="best",
+                  mechanism="with two clients FL + PL's only handicap on a unique class is that its head row is "
+                            "averaged with the other client's untouched row",
+                  evidence="notebook 03, round by round") for src in ("NIH", "CheXpert") for s in ("FedAvg", "FedBN+")]
+    return out
+
 __all__ = ["settings_table", "data_sets_table", "grid_tables", "round_gap", "round_gap_sentence",
            "end_point_sentences", "noise_vs_data", "noise_vs_data_sentence", "shared_unique_sentences", "unique_gaps",
            "unique_gap_sentences", "best_vs_last_table", "what_this_run_shows", "PROFILES", "FULL_REAL_DATA", "FULL_PRETRAINED", "Settings", "profiles", "settings", "make_settings",
@@ -953,4 +986,4 @@ __all__ = ["settings_table", "data_sets_table", "grid_tables", "round_gap", "rou
            "ablation_config", "ablation_settings", "ablation_methods", "noniid_config", "noniid_methods",
            "class_orders", "partition", "random_label_sets", "table_columns", "long_form", "ablation_summary",
            "ablation_table", "noniid_table", "gap_by_round", "best_vs_last", "plot_ablation", "plot_shared_unique",
-           "plot_gap_by_round"]
+           "plot_gap_by_round", "column_scores", "headline_claims"]
