@@ -374,30 +374,58 @@ def check_output_dir(path: str, flag: str = "--output") -> Path:
     return p
 
 
+def reproduce_parameters(pairs: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """``-p NAME VALUE`` pairs as notebook parameters (each VALUE read as YAML, as papermill's
+    ``-y``; a config-sized value: at most 10,000 characters)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for name, value in pairs:
+        if not name.isidentifier():
+            raise ValueError(f"-p {name!r}: a parameter name is a Python identifier")
+        if len(value) > 10_000:
+            raise ValueError(f"-p {name}: the value is longer than 10,000 characters")
+        try:
+            out[name] = yaml.safe_load(value)
+        except yaml.YAMLError as e:
+            raise ValueError(f"-p {name}: not valid YAML ({str(e).splitlines()[0]}): {value!r}") from None
+    return out
+
+
 def cmd_reproduce(a: argparse.Namespace) -> int:
     import papermill as pm
     from tqdm.auto import tqdm
 
+    from .provenance import keep_stale_default
+    from .report import record
+
     nbs = discover_notebooks(a.notebooks)
     check_kernel(a.kernel)
     out_dir = check_output_dir(a.output)
+    params = reproduce_parameters(a.parameter)
+    committed = record.is_committed_reports(out_dir)
+    record.check_fresh_target(out_dir, keep_stale_default(None))
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = []
     for nb in tqdm(nbs, desc="notebooks", unit="nb"):
         t0 = time.perf_counter()
         status = "ok"
         try:
-            pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters={"profile": a.profile},
+            pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters={"profile": a.profile, **params},
                                 cwd=str(ROOT), progress_bar=False, kernel_name=a.kernel)
+            if committed and (n := record.stale_warnings(out_dir / nb.name)):
+                status = f"FAILED: {n} stale-result warning(s) in the committed reports: re-run from empty results"
         except Exception as e:  # keep going: report every notebook
             status = f"FAILED: {type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
         summary.append((nb.name, status, time.perf_counter() - t0))
     print(f"\n{'notebook':40s} {'status':10s} seconds")
     for name, status, sec in summary:
         print(f"{name:40s} {status[:60]:10s} {sec:7.1f}")
+    record.write_record(out_dir, a.profile, [(Path(name).stem, sec, status, params) for name, status, sec in summary])
     from .paths import figures_dir
 
-    print(f"executed notebooks -> {out_dir}/, figures and tables -> {figures_dir(a.profile)}/")
+    print(f"executed notebooks -> {out_dir}/ (the run's record: {record.RECORD}), "
+          f"figures and tables -> {figures_dir(a.profile)}/")
     return 0 if all(s == "ok" for _, s, _ in summary) else 1
 
 
@@ -682,6 +710,9 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
     rp.add_argument("--output", default=REPRODUCE_OUTPUT,
                     help=f"folder for the executed notebooks (default: {REPRODUCE_OUTPUT}; make reproduce: reports)")
     rp.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
+    rp.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                    help="a notebook parameter, as papermill's -p (VALUE read as YAML: '{\"Task 2\": data/HAM10000}'); "
+                         "repeatable; every notebook run must have it (use --notebooks)")
     rp.set_defaults(func=cmd_reproduce)
     m = sub.add_parser("methods", help="list the available methods by paper")
     m.set_defaults(func=cmd_methods)

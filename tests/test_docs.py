@@ -201,7 +201,7 @@ def test_the_link_check_finds_a_missing_file(tmp_path):
 def test_every_page_states_the_code_of_its_results_and_what_changed_since(tmp_path, tiny_docs):
     nbs = tmp_path / "nbs"
     write(nbs, "00_a.ipynb", notebook([("md", "# A")]))
-    rec = R.write_record(nbs, "cpu", 12.0, ["00_a"])
+    rec = R.write_record(nbs, "cpu", [("00_a", 12.0, "ok", {})])
     data = json.loads(rec.read_text())
     assert R.compare(data)["same"] is True
     data["code"]["fedpl_core/report/tables.py"] = "0" * 16
@@ -211,6 +211,17 @@ def test_every_page_states_the_code_of_its_results_and_what_changed_since(tmp_pa
         text = page.read_text()
         assert f"code fingerprint {data['code_fingerprint']}" in text
         assert "differs in 1 file(s): fedpl_core/report/tables.py" in text
+
+
+def test_the_record_keeps_each_notebooks_run_and_names_those_made_by_other_code(tmp_path):
+    R.write_record(tmp_path, "cpu", [("00_a", 1.0, "ok", {}), ("02_b", 2.0, "ok", {})])
+    rec = json.loads((tmp_path / R.RECORD).read_text())
+    rec["notebooks"]["02_b"]["code_fingerprint"] = "f" * 16  # as if an earlier commit had made it
+    (tmp_path / R.RECORD).write_text(json.dumps(rec))
+    R.write_record(tmp_path, "cpu", [("00_a", 3.0, "ok", {"rounds": 2})])
+    rec = R.read_record(tmp_path)
+    assert rec["notebooks"]["00_a"]["parameters"] == {"rounds": 2} and rec["notebooks"]["02_b"]["seconds"] == 2.0
+    assert R.compare(rec)["older"] == ["02_b"] and "Made by older code: 02_b." in R.describe(rec)
 
 
 def test_a_committed_executed_notebook_holds_no_stale_result_warning():
@@ -225,3 +236,20 @@ def test_reproduce_refuses_to_write_the_committed_reports_from_stale_results(tmp
         R.check_fresh_target(ROOT / "reports", keep_stale=True)
     R.check_fresh_target(ROOT / "reports", keep_stale=False)
     R.check_fresh_target(tmp_path / "elsewhere", keep_stale=True)
+
+
+def test_reproduce_refuses_stale_results_for_the_committed_reports_and_bad_parameters_in_one_line():
+    env = {**os.environ, "FEDPL_KEEP_STALE": "1"}
+    r = subprocess.run([sys.executable, "-m", "fedpl_core", "reproduce", "--notebooks", "00", "--output", "reports"],
+                       capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert r.returncode == 2 and r.stderr.strip().startswith("fedpl: error: refusing to write the committed reports")
+    r = subprocess.run([sys.executable, "-m", "fedpl_core", "reproduce", "--notebooks", "00", "--output",
+                        "outputs/x", "-p", "data roots", "{}"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and "a parameter name is a Python identifier" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_reproduce_reads_parameter_values_as_yaml():
+    from fedpl_core.cli import reproduce_parameters
+
+    assert reproduce_parameters([("data_roots", '{"Task 2": data/HAM10000}'), ("rounds", "2")]) == {
+        "data_roots": {"Task 2": "data/HAM10000"}, "rounds": 2}

@@ -43,22 +43,33 @@ def fingerprint(state: dict[str, str]) -> str:
     return hashlib.sha256("".join(f"{k}:{v}\n" for k, v in sorted(state.items())).encode()).hexdigest()[:16]
 
 
-def write_record(folder: str | Path, profile: str, seconds: float, notebooks: list[str],
-                 extra: dict[str, Any] | None = None) -> Path:
-    """Write ``<folder>/RUN.json`` for a run of ``notebooks`` (atomically)."""
+def write_record(folder: str | Path, profile: str, runs: list[tuple[str, float, str, dict[str, Any]]]) -> Path:
+    """Add the notebooks just executed to ``<folder>/RUN.json`` (written atomically): ``runs``
+    are ``(notebook, seconds, status, parameters)``.  Each notebook's entry keeps the commit,
+    the code fingerprint, the profile, the parameters besides the profile, the status, the
+    seconds, the date and the machine's load at its end; the record's top holds today's code
+    state.  Entries of notebooks not run again are kept, so a record can say that two
+    notebooks were made by different code."""
     from ..fileio import atomic_write
     from ..provenance import git_state, numeric_platform
 
     commit, dirty = git_state()
     state = code_state()
+    fp = fingerprint(state)
     try:
         load = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         load = None
-    rec = {"commit": commit, "dirty": dirty, "profile": profile, "notebooks": notebooks,
-           "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "seconds": round(seconds, 1),
-           "load_average_at_end": load, "cpus": os.cpu_count(), "numeric_platform": numeric_platform()["key"],
-           "code_fingerprint": fingerprint(state), "code": state, **(extra or {})}
+    old = read_record(folder) or {}
+    entries = dict(old.get("notebooks") or {}) if isinstance(old.get("notebooks"), dict) else {}
+    date = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    for name, seconds, status, params in runs:
+        entries[name] = {"commit": commit, "dirty": dirty, "code_fingerprint": fp, "profile": profile,
+                         "parameters": params, "status": status, "seconds": round(seconds, 1), "date": date,
+                         "load_average_at_end": load}
+    rec = {"commit": commit, "dirty": dirty, "profile": profile, "date": date, "cpus": os.cpu_count(),
+           "numeric_platform": numeric_platform()["key"], "code_fingerprint": fp, "code": state,
+           "notebooks": dict(sorted(entries.items()))}
     target = Path(folder) / RECORD
     with atomic_write(target) as f:
         json.dump(rec, f, indent=1, sort_keys=True)
@@ -79,14 +90,18 @@ def read_record(folder: str | Path) -> dict[str, Any] | None:
 
 
 def compare(record: dict[str, Any] | None, root: str | Path = ROOT) -> dict[str, Any]:
-    """Today's code against the record: ``{"same": bool, "changed": [files], "fingerprint": today's}``
-    (``same`` is None without a record)."""
+    """Today's code against the record: ``{"same": bool, "changed": [files], "fingerprint":
+    today's, "older": [notebooks made by other code than the record's last]}`` (``same`` is
+    None without a record)."""
     state = code_state(root)
     if record is None:
-        return {"same": None, "changed": [], "fingerprint": fingerprint(state)}
+        return {"same": None, "changed": [], "fingerprint": fingerprint(state), "older": []}
     old = record["code"]
     changed = sorted(k for k in set(old) | set(state) if old.get(k) != state.get(k))
-    return {"same": not changed, "changed": changed, "fingerprint": fingerprint(state)}
+    entries = record.get("notebooks") if isinstance(record.get("notebooks"), dict) else {}
+    older = sorted(n for n, e in entries.items()
+                   if isinstance(e, dict) and e.get("code_fingerprint") != record.get("code_fingerprint"))
+    return {"same": not changed, "changed": changed, "fingerprint": fingerprint(state), "older": older}
 
 
 def describe(record: dict[str, Any] | None, root: str | Path = ROOT) -> str:
@@ -99,6 +114,8 @@ def describe(record: dict[str, Any] | None, root: str | Path = ROOT) -> str:
                                                                    else "")
     head = (f"Results from commit {commit}, code fingerprint {record['code_fingerprint']}, "
             f"{record.get('profile', '?')} profile, run on {str(record.get('date', '?'))[:10]}.")
+    if c["older"]:
+        head += f" Made by older code: {', '.join(c['older'])}."
     if c["same"]:
         return head + " Today's code is the same."
     shown = ", ".join(c["changed"][:6]) + (f" and {len(c['changed']) - 6} more" if len(c["changed"]) > 6 else "")
