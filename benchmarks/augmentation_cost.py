@@ -1,13 +1,13 @@
 """What does training-time augmentation cost on the built-in chest X-rays, and why?
 
-Issue 23: methods that train on views (FedMLP, FedLSM's student, the FixMatch family)
+What training views cost: methods that train on views (FedMLP, FedLSM's student, the FixMatch family)
 lost about 6 points to baselines that trained on clean images.  This runs ``fedavg`` in
 notebook 04's cpu setting of FedMLP's Table 2 at its highest missing level (CXR, m = 7:
 one labelled class per client; same data, partition, schedule and seeds) under each
 training augmentation, at the notebook's 16 rounds and at ``--scale`` times as many:
 
 * ``none``, ``flip``;
-* ``shift`` / ``flip_shift`` as they were before issue 23 (translation by up to 1/8 of the
+* ``shift`` / ``flip_shift`` as they were before the engine's shift padded by reflection (translation by up to 1/8 of the
   size, **zero** padding: a black band of up to 4 px along the border of a 32-px image);
 * ``flip_shift`` now (the same translation, **reflect** padding, FixMatch's weak view);
 * ``flip_affine``, FedMLP's released transform (rotation +-10 degrees, translation +-2 %).
@@ -39,7 +39,7 @@ _NEW = PP.augment_batch
 
 
 def zero_padded(x: torch.Tensor, kind: str, generator, memory_format=torch.contiguous_format) -> torch.Tensor:
-    """The engine's shift before issue 23: zero padding instead of reflection."""
+    """The engine's former shift: zero padding instead of reflection."""
     b, _, h, w = x.shape
     if "flip" in kind:
         flip = torch.rand(b, generator=generator).lt(0.5)

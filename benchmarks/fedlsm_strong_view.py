@@ -1,6 +1,6 @@
 """What does FedLSM's strong view cost a baseline in notebook 02's short schedule?
 
-Issue 23: in 02's cpu profile FedLSM's pseudo-labels never engage (Task 1: ``pl/coverage``
+What FedLSM's strong view costs: in 02's cpu profile FedLSM's pseudo-labels never engage (Task 1: ``pl/coverage``
 0 every round), so FedLSM's student is trained on its strong view
 (:func:`fedpl_core.methods.fedlsm.paper_strong_view`: flips, brightness, a blur or noise,
 shift / scale / rotation) of D_l u D_m and nothing else differs much from FedAvg*.  This

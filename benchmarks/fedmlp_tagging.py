@@ -1,6 +1,6 @@
 """FedMLP's missing-label detection (MLD) with the paper's proportions over 100+ rounds.
 
-Issue 23: in notebook 04's cpu profile (16 rounds, a 4-round warm-up, detection ratios 5x
+Why FedMLP's tags help or hurt: in notebook 04's cpu profile (16 rounds, a 4-round warm-up, detection ratios 5x
 the paper's) MLD cost FedMLP points and its tags were about a third right.  The paper
 warms up for 10 % of its rounds (50 of 500) and tags with T0 = 0.5 %, T1 = 1 % for 450
 rounds.  This runs Table 3's setting (CXR, one labelled class per client, K = 8) on

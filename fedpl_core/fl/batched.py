@@ -1,4 +1,4 @@
-"""Many clients' local training as one vmapped step (issue 27, the CPU half).
+"""Many clients' local training as one vmapped step (the engine's batched path).
 
 The per-client loop (:meth:`fedpl_core.fl.site.Site.train`) trains the K sampled clients of a
 round one after the other on one working model: K x steps small kernels.  Here the K clients'

@@ -69,7 +69,7 @@ def augment_batch(x: torch.Tensor, kind: str, generator: torch.Generator | None,
     * ``shift``: integer translation by up to ``H // 8`` pixels per axis, the border
       filled by **reflection**: FixMatch's weak "flip-and-shift" (Sohn et al. 2020,
       Sec. 2.3; its reference implementations pad 1/8 of the size with
-      ``padding_mode="reflect"`` and crop).  **[finding, issue 23]** Zero padding (this
+      ``padding_mode="reflect"`` and crop).  **[finding]** Zero padding (this
       function's fill before) put a black band of up to 4 px into every shifted 32-px
       chest X-ray, an edge no test image has; on FedMLP's CXR m = 7 cpu setting FedAvg
       lost 7.0 points with zero-padded shifts and 4.4 with reflected ones

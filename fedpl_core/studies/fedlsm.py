@@ -237,7 +237,7 @@ def methods(task: str, labels: Sequence[str] | None = None, first_order: bool = 
     return out
 
 
-#: Task 1's FedAvg under both readings of "FedAvg" (issue 23), each with FedAvg and with TDMA
+#: Task 1's FedAvg under both readings of "FedAvg", each with FedAvg and with TDMA
 #: head aggregation and the same weighted BCE, so that each pair differs by the aggregation only:
 #: (label, registry name, method kwargs, reading).
 TDMA_GRID = [("FedAvg, partial", "fedavg_wbce", {}, "partial loss"),
