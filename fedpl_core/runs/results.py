@@ -159,13 +159,18 @@ def parse_result(text: str, run_id: str | None = None) -> RunResult:
 
 def _check_provenance(p: Any) -> None:
     """``provenance``: a mapping of names to strings, numbers, booleans or null; its
-    ``code`` a mapping of module names to hashes."""
+    ``code`` a mapping of module names to hashes; its ``numeric_platform``
+    (:func:`fedpl_core.provenance.numeric_platform`) a mapping of names to such values."""
     if not isinstance(p, dict):
         raise ResultFileError(f"provenance is a {type(p).__name__}, not a mapping")
     for k, v in p.items():
         if k == "code":
             if not (isinstance(v, dict) and all(isinstance(h, str) for h in v.values())):
                 raise ResultFileError("provenance.code is not a mapping of module names to hashes")
+        elif k == "numeric_platform":
+            if not (isinstance(v, dict) and all(x is None or isinstance(x, (str, int, float, bool))
+                                                for x in v.values())):
+                raise ResultFileError("provenance.numeric_platform is not a mapping of names to values")
         elif not (v is None or isinstance(v, (str, int, float, bool))):
             raise ResultFileError(f"provenance.{k} is a {type(v).__name__}, not a value")
 
