@@ -203,8 +203,8 @@ def environment(ctx: Context) -> tuple[bool, str]:
                                     "weights'))"}
     for what, code in {**probes, **optional}.items():
         p = subprocess.run([_python(), "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-        text = (p.stdout.strip() or p.stderr.strip().splitlines()[-1:] or ["?"])[-1] if p.returncode == 0 else \
-            "FAILED: " + (p.stderr.strip().splitlines() or ["?"])[-1]
+        said = (p.stdout.strip() or p.stderr.strip()).splitlines() or ["?"]
+        text = said[-1] if p.returncode == 0 else "FAILED: " + (p.stderr.strip().splitlines() or ["?"])[-1]
         info[what] = text
         if p.returncode != 0 or what in optional and text.startswith("not installed"):
             problems.append(f"{what}: {text}")

@@ -603,11 +603,11 @@ def measured_step(measured: Mapping[str, Any] | None, model: str, image_size: in
 #: the one offline stand-in for the papers' ImageNet start (their ResNet-18 and DenseNet-121
 #: weights are downloaded at run time, which an offline node cannot).
 PRETRAINED_BACKBONE = {"model": "efficientnet_lite0", "model_kwargs": {"pretrained": True}}
-#: The profiles that run it: gpu and full.  Not the cpu profile: a Lite0 step costs about 6
-#: times the small CNN's on a CPU and, trained 3 epochs at 32-64 px, it scored 0.54-0.64 mean
-#: AUROC on the built-in chest X-rays where the small CNN scored 0.74-0.81.  Not the smoke
-#: profile either: its two Lite0 runs would take most of a smoke notebook's 90 s on one CPU
-#: thread (the tests run the study functions at the smoke sizes with ``force``).
+#: The profiles that run it: gpu and full.  Not the cpu profile: on this project's 2-core CPU a
+#: Lite0 training step costs 4-5 times the small CNN's (32 px, batch 32, one thread:
+#: :func:`fedpl_core.gpu_checks.time_backbone`).  Not the smoke profile either: at the smoke sizes
+#: FedMLP's and FedPSL's ImageNet starts took 69-71 s each on that CPU while it was loaded, against a
+#: smoke notebook's 90 s (the tests run the study functions at the smoke sizes with ``force``).
 PRETRAINED_PROFILES = ("gpu", "full")
 
 

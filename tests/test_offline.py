@@ -54,9 +54,12 @@ def test_reachable_follows_markers_and_extras_and_stops_at_the_machines_packages
         "colorama": ("1", []), "tomli": ("1", []), "torch": ("9999", ["sympy"]), "sympy": ("1", []),
         "numpy": ("1", []), "pandas": ("1", ["numpy", "tomli; python_version < '3.11'"]),
     }
-    roots = [Requirement(r) for r in ("timm", "pandas", "huggingface-hub[xet]")]
-    need = w.reachable(roots, wheels, env, stop={"torch", "numpy"})
-    assert need == {"timm", "huggingface-hub", "pyyaml", "tqdm", "fsspec", "hf-xet", "pandas"}
+    roots = [Requirement(r) for r in ("timm", "pandas", "huggingface-hub[xet]", "papermill")]
+    wheels["papermill"] = ("2.7", ["aiohttp>=3.9; python_version == '3.12'", "tqdm"])
+    need, missing = w.reachable(roots, wheels, env, stop={"torch", "numpy"})
+    assert need == {"timm", "huggingface-hub", "pyyaml", "tqdm", "fsspec", "hf-xet", "pandas", "papermill"}
+    assert missing == ["aiohttp>=3.9"]  # the target's marker, which pip (run by 3.11, say) did not see
+    assert w.reachable(roots, wheels, w.target_env("3.11", "manylinux_2_28_x86_64"), {"torch", "numpy"})[1] == []
 
 
 def test_a_stand_in_wheel_is_a_wheel_pip_reads(tmp_path):

@@ -19,13 +19,14 @@ BUDGET=${BUDGET:-560}
 ENV=${NODE_ENV:-.venv-node}
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
 mkdir -p "$OUT" || exit 2
-mode=${1:-checks}; [[ $# -gt 0 ]] && shift
+case ${1:-} in checks|notebook) mode=$1; shift ;; *) mode=checks ;; esac
 
 echo "== offline install ($(date -u +%T))"
 [[ -f $ENV/.installed && $ENV/.installed -nt pyproject.toml ]] \
   || { bash tools/offline_install.sh "$ENV" && touch "$ENV/.installed"; } || exit 2
 left=$((BUDGET - $(date +%s) + START))
 echo "== $mode ($(date -u +%T), ${left} s of the budget left)"
+((left >= 30)) || { echo "gpu_node: error: ${left} s of BUDGET=${BUDGET} left after the install; run again" >&2; exit 2; }
 
 case $mode in
   checks)

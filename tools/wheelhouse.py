@@ -120,11 +120,15 @@ def wheel_metadata(path: Path) -> tuple[str, str, list[str]]:
 
 
 def reachable(roots: list[Requirement], wheels: dict[str, tuple[str, list[str]]], env: dict[str, str],
-              stop: set[str]) -> set[str]:
-    """The names of ``wheels`` that ``roots`` need (markers evaluated for ``env``, extras
-    followed), not passing through the names in ``stop``."""
+              stop: set[str]) -> tuple[set[str], list[str]]:
+    """``(names of wheels, requirements without a wheel)``: what ``roots`` need (markers
+    evaluated for ``env``, extras followed), not passing through the names in ``stop``.  A
+    requirement without a wheel comes from a marker of the target that pip did not see: pip
+    evaluates markers for the Python that runs it, whatever ``--python-version`` says
+    (papermill needs aiohttp on Python 3.12 only)."""
     seen: set[tuple[str, str]] = set()
     need: set[str] = set()
+    missing: dict[str, str] = {}
     todo = [(r, "") for r in roots]
     while todo:
         req, extra = todo.pop()
@@ -133,16 +137,17 @@ def reachable(roots: list[Requirement], wheels: dict[str, tuple[str, list[str]]]
         name = canonicalize_name(req.name)
         if name in stop:
             continue
+        if name not in wheels:
+            missing[name] = req.name + (f"[{','.join(sorted(req.extras))}]" if req.extras else "") + str(req.specifier)
+            continue
         for ex in [""] + sorted(req.extras):
             if (name, ex) in seen:
                 continue
             seen.add((name, ex))
-            if name not in wheels:
-                error(f"{name} is needed but pip downloaded no wheel of it")
             need.add(name)
             for line in wheels[name][1]:
                 todo.append((Requirement(line), ex))
-    return need
+    return need, sorted(missing.values())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,26 +206,35 @@ def main(argv: list[str] | None = None) -> int:
                 error(f"--lock {a.lock}: {e.strerror}")
             constraints += [ln for ln in locked if canonicalize_name(Requirement(ln).name) not in have
                             and not canonicalize_name(Requirement(ln).name).startswith(("nvidia-", "triton"))]
-        (tmp / "constraints.txt").write_text("\n".join(constraints) + "\n")
-        (tmp / "requirements.txt").write_text("\n".join(str(r) for r in reqs + build) + "\n")
-        cmd = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q", "-d", str(dl),
-               "--only-binary=:all:", "--python-version", a.python_version, "--implementation", "cp",
-               "--abi", abi, "--abi", "abi3", "--abi", "none", *[x for p in a.platform for x in ("--platform", p)],
-               "--platform", "any", "--find-links", str(stubs), "-r", str(tmp / "requirements.txt")]
-        print("$ pip download ... (" + ", ".join(("python " + a.python_version, *a.platform)) + ")", flush=True)
-        # the constraints through the environment: they replace a constraint file of pip's
-        # configuration (one that caps torch would refuse the stand-ins)
-        penv = {**os.environ, "PIP_CONSTRAINT": str(tmp / "constraints.txt")}
-        p = subprocess.run(cmd, capture_output=True, text=True, env=penv)
-        if p.returncode != 0:
-            why = [ln for ln in p.stderr.splitlines() if ln.startswith("ERROR")] or p.stderr.strip().splitlines()[-1:]
-            error("pip could not resolve the wheels: " + " ".join(why)[:400]
-                  + (" (try without --lock)" if a.lock else ""))
-        wheels = {}
-        for w in dl.glob("*.whl"):
-            name, version, requires = wheel_metadata(w)
-            wheels[name] = (version, requires, w)
-        keep = reachable(reqs + build, {n: (v, r) for n, (v, r, _) in wheels.items()}, env, set(have))
+        wanted = [str(r) for r in reqs + build]
+        wheels: dict[str, tuple[str, list[str], Path]] = {}
+        for _ in range(8):  # a round per layer of requirements only the target's markers reveal
+            (tmp / "constraints.txt").write_text("\n".join(constraints + [f"{n}=={v}" for n, (v, _, _) in
+                                                                         wheels.items() if n not in have]) + "\n")
+            (tmp / "requirements.txt").write_text("\n".join(wanted) + "\n")
+            cmd = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q", "-d", str(dl),
+                   "--only-binary=:all:", "--python-version", a.python_version, "--implementation", "cp",
+                   "--abi", abi, "--abi", "abi3", "--abi", "none", *[x for p in a.platform for x in ("--platform", p)],
+                   "--platform", "any", "--find-links", str(stubs), "-r", str(tmp / "requirements.txt")]
+            print(f"$ pip download {len(wanted)} requirement(s) (" + ", ".join(("python " + a.python_version,
+                                                                               *a.platform)) + ")", flush=True)
+            # the constraints through the environment: they replace a constraint file of pip's
+            # configuration (one that caps torch would refuse the stand-ins)
+            penv = {**os.environ, "PIP_CONSTRAINT": str(tmp / "constraints.txt")}
+            p = subprocess.run(cmd, capture_output=True, text=True, env=penv)
+            if p.returncode != 0:
+                why = [ln for ln in p.stderr.splitlines() if ln.startswith("ERROR")] or \
+                    p.stderr.strip().splitlines()[-1:]
+                error("pip could not resolve the wheels: " + " ".join(why)[:400]
+                      + (" (try without --lock)" if a.lock else ""))
+            for w in dl.glob("*.whl"):
+                name, version, requires = wheel_metadata(w)
+                wheels[name] = (version, requires, w)
+            keep, wanted = reachable(reqs + build, {n: (v, r) for n, (v, r, _) in wheels.items()}, env, set(have))
+            if not wanted:
+                break
+        else:
+            error(f"requirements still without a wheel after 8 rounds: {', '.join(wanted)}")
         dest.mkdir(parents=True, exist_ok=True)
         for old in dest.glob("*.whl"):
             old.unlink()
