@@ -474,7 +474,7 @@ def grids(ctx: Context) -> tuple[bool, str]:
               env={"PYTHONPATH": _pythonpath()}, log=log)
     text = log.read_text(errors="replace") if log.is_file() else ""
     print(text)
-    lines = [ln.split("(target")[0].strip() for ln in text.splitlines() if "/ serial throughput" in ln]
+    lines = [" ".join(ln.split("(target")[0].split()) for ln in text.splitlines() if "/ serial throughput" in ln]
     walls = [" ".join(ln.split()[:4]) for ln in text.splitlines() if " wall " in ln]
     return rc == 0, "; ".join(walls + lines) or f"exit status {rc}"
 
