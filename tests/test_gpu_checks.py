@@ -125,3 +125,15 @@ def test_time_backbone_measures_a_training_step_and_an_evaluation():
     assert r["model"] == "cnn" and (r["image_size"], r["batch_size"]) == (32, 2)
     assert r["train_step_s"] > 0 and r["train_step_synced_s"] > 0 and r["eval512_s"] > 0
     assert r["amp"] is False and r["peak_mib"] is None  # bf16 autocast and peak memory on CUDA only
+
+
+def test_the_smoke_step_stops_its_notebooks_at_its_deadline_and_ends_their_processes(tmp_path, monkeypatch):
+    """A notebook still running at the step's deadline is stopped, with what it started (its
+    kernel runs in a session of its own), and the step says which."""
+    mark = f"{tmp_path}#test"
+    monkeypatch.setenv(G.MARK, mark)  # as the driver marks a step's process (this process's /proc environ is not)
+    ctx = G.Context(tmp_path, "cpu", True, ["00"], 1, time.time() + 12)
+    ok, note = G.smoke(ctx)
+    assert not ok and "stopped at the step's limit" in note and note.startswith("0 of 1 notebooks ran")
+    time.sleep(0.5)
+    assert G._reap(mark) == []  # nothing of the step is left running
