@@ -1,18 +1,37 @@
 # fedpl: `make reproduce` (set up + run every notebook on the built-in data, cpu profile)
 #        `make reproduce-gpu` (the same, gpu profile: one H100, about 45 min on paper; figures/gpu/)
 #        `make test`      (set up + run the test suite)
+# On an offline GPU machine with its own PyTorch (docs/gpu.md): `make OFFLINE=1 gpu-checks` and
+# `make OFFLINE=1 reproduce-gpu` install from wheelhouse/ (made by `make wheelhouse` where there is
+# internet) into $(NODE_ENV), a venv that sees the machine's torch, with no package index and no pins.
 PYTHON ?= python3
 VENV   ?= .venv
+OFFLINE ?=
+NODE_ENV ?= .venv-node
+ifeq ($(OFFLINE),1)
+PY     := $(NODE_ENV)/bin/python
+STAMP  := $(NODE_ENV)/.installed
+else
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+endif
+# wheelhouse: the target machine's Python (3.12) and platform; --have NAME ... for what it has
+WHEELHOUSE_ARGS ?= --python-version 3.12
 
-.PHONY: setup reproduce reproduce-gpu reproduce-full report test benchmark gpu-checks checked-outputs clean
+.PHONY: setup reproduce reproduce-gpu reproduce-full report test benchmark gpu-checks checked-outputs clean wheelhouse \
+        offline-rehearsal
 
+ifeq ($(OFFLINE),1)
+$(STAMP): pyproject.toml
+	BASE_PYTHON=$(PYTHON) bash tools/offline_install.sh $(NODE_ENV)
+	touch $(STAMP)
+else
 $(STAMP): requirements.txt pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt -c constraints.txt
 	touch $(STAMP)
+endif
 
 setup: $(STAMP)
 
@@ -32,14 +51,21 @@ checked-outputs: $(STAMP)
 reproduce-gpu: $(STAMP)
 	$(PY) -m fedpl_core reproduce --profile gpu --output reports/gpu
 
-# on a machine with a GPU, before reproduce-gpu: the GPU tests, every notebook's smoke profile on
-# the GPU (outputs/gpu-checks/), and the throughput benchmarks (figures/bench_gpu_throughput_cuda.*)
+# on a machine with a GPU, before reproduce-gpu: environment, GPU tests, step times, every notebook's
+# smoke profile on the GPU, the throughput benchmarks, the grid backends; each step with its own time
+# limit, logs and results in outputs/gpu-checks/ (running again continues; GPU_CHECKS_ARGS: e.g.
+# --budget 560, --redo smoke; docs/gpu.md)
+GPU_CHECKS_ARGS ?=
 gpu-checks: $(STAMP)
-	$(PY) -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'gpu-checks: torch sees no CUDA GPU')"
-	$(PY) -m pytest -q -rs tests/test_gpu.py
-	$(PY) -m fedpl_core reproduce --profile smoke --output outputs/gpu-checks
-	$(PY) benchmarks/gpu_throughput.py --clients 8 32 128 --models cnn resnet18 --device cuda
-	$(PY) benchmarks/grid_throughput.py --device cuda --backends serial spawn threads --workers 4
+	$(PY) -m fedpl_core gpu-checks --out outputs/gpu-checks $(GPU_CHECKS_ARGS)
+
+# on a machine with internet: the wheels the offline install needs (git-ignored wheelhouse/)
+wheelhouse:
+	$(PYTHON) tools/wheelhouse.py --dest wheelhouse $(WHEELHOUSE_ARGS)
+
+# the offline install rehearsed on this CPU machine over another torch (outputs/offline-rehearsal/)
+offline-rehearsal:
+	bash tools/offline_rehearsal.sh
 
 reproduce-full: $(STAMP)
 	$(PY) -m fedpl_core reproduce --profile full

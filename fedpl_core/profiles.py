@@ -520,7 +520,7 @@ def check_loader_kwargs(dataset: str, kwargs: Mapping[str, Any], name: str) -> d
 #: torchvision's published 1.82 (ResNet-18) and 2.87 (DenseNet-121) "GFLOPs" count
 #: multiply-adds of a 3-channel image: x 2 gives these within 5 %.  Above 64 px (the
 #: ImageNet stem) the count scales as (px / 224)^2: :func:`forward_gflops`.
-FORWARD_GFLOPS_224 = {"resnet18": 3.47, "densenet121": 5.51}
+FORWARD_GFLOPS_224 = {"resnet18": 3.47, "densenet121": 5.51, "efficientnet_lite0": 0.77}
 #: H100 SXM's published dense bf16 tensor-core peak (NVIDIA's data sheet: 989 TFLOPS).
 H100_BF16_TFLOPS = 989.0
 #: The assumptions of :func:`gpu_estimate`, none of them measured on a GPU (no GPU was lent
@@ -545,8 +545,10 @@ H100_BF16_TFLOPS = 989.0
 #:   a method not listed costs 1.
 GPU_ASSUMPTIONS: dict[str, Any] = {
     "utilisation": 0.05,
-    "step_floor_s": {"cnn": 0.002, "resnet18": 0.005, "densenet121": 0.015},
-    "eval_floor_s": {"cnn": 0.001, "resnet18": 0.002, "densenet121": 0.005},
+    # EfficientNet-Lite0: 16 blocks of depthwise and pointwise convolutions, BatchNorm and ReLU6
+    # (about 200 forward kernels): between ResNet-18 and DenseNet-121
+    "step_floor_s": {"cnn": 0.002, "resnet18": 0.005, "densenet121": 0.015, "efficientnet_lite0": 0.008},
+    "eval_floor_s": {"cnn": 0.001, "resnet18": 0.002, "densenet121": 0.005, "efficientnet_lite0": 0.003},
     "run_overhead_s": 0.3,
     "method_cost": {
         "fedlsm": 2.0, "fedlsm_no_awpa": 2.0, "fedlsm_no_ude": 1.5, "fedlsm_no_ue": 2.0,  # EMA teacher, MixUp batch
@@ -609,27 +611,63 @@ def run_cost(cfg) -> dict[str, float]:
             "eval_images": eval_images, "eval_batches": eval_images / e.eval_batch_size + warmup / e.batch_size}
 
 
-def gpu_estimate(configs, assumptions: Mapping[str, Any] | None = None) -> dict[str, float]:
-    """Seconds on one H100, on paper, of the runs ``configs`` (each run id once: ``run_many``
-    caches a repeated run), by :data:`GPU_ASSUMPTIONS` (``assumptions`` replaces some):
-    a training step takes the larger of its FLOPs (3 forward passes an image) at
+def paper_seconds(model: str, image_size: int, batch_size: float, assumptions: Mapping[str, Any] | None = None,
+                  train: bool = True) -> float:
+    """Seconds of one training step (``train``; 3 forward passes an image) or one evaluation
+    batch of ``batch_size`` images on one H100, on paper: the larger of its FLOPs at
+    ``utilisation`` of :data:`H100_BF16_TFLOPS` and the step's floor (:data:`GPU_ASSUMPTIONS`,
+    ``assumptions`` replacing some)."""
+    a = {**GPU_ASSUMPTIONS, **(assumptions or {})}
+    flops = (3 if train else 1) * forward_gflops(model, image_size) * 1e9 * batch_size
+    floor = a["step_floor_s" if train else "eval_floor_s"].get(model, 0.005 if train else 0.002)
+    return max(flops / (a["utilisation"] * H100_BF16_TFLOPS * 1e12), floor)
+
+
+def assumed_step(model: str, image_size: int, batch_size: int) -> dict[str, float]:
+    """What the gpu profile assumed for what ``gpu-checks`` measures: ``train_step_s`` (one
+    training step) and ``eval512_s`` (512 images in batches of the engine's
+    ``eval_batch_size``), by :func:`paper_seconds`."""
+    import math
+
+    from .config import EngineConfig
+
+    eb = EngineConfig().eval_batch_size
+    return {"train_step_s": paper_seconds(model, image_size, batch_size),
+            "eval512_s": math.ceil(512 / eb) * paper_seconds(model, image_size, min(eb, 512), train=False)}
+
+
+def gpu_estimate(configs, assumptions: Mapping[str, Any] | None = None,
+                 measured: Mapping[str, Any] | None | bool = True) -> dict[str, float]:
+    """Seconds on one H100 of the runs ``configs`` (each run id once: ``run_many`` caches a
+    repeated run).  On paper, by :data:`GPU_ASSUMPTIONS` (``assumptions`` replaces some): a
+    training step takes the larger of its FLOPs (3 forward passes an image) at
     ``utilisation`` of :data:`H100_BF16_TFLOPS` and ``step_floor_s``; an evaluation batch the
     larger of its forward FLOPs and ``eval_floor_s``; each run adds ``run_overhead_s``.
-    Returns ``runs``, ``steps``, ``train_images``, ``eval_images``, ``pflop`` (total PFLOPs),
-    ``flop_s`` (the FLOPs alone at ``utilisation``), ``floor_s`` (the floors alone) and
-    ``seconds`` (the estimate)."""
+
+    Measured, where a GPU has timed the run's backbone (``measured``: the step times that
+    ``python -m fedpl_core gpu-checks`` wrote, :func:`measured_step_times`; True, the default:
+    the checkout's :data:`STEP_TIMES_FILE` when it exists; None or False: on paper only): a
+    training step takes the measured time of one step of its model at its image size and
+    batch size (:func:`measured_step`), an evaluation image 1/512 of the measured 512-image
+    evaluation.  The method's cost factor and ``run_overhead_s`` stay assumptions.
+
+    Returns ``runs``, ``measured_runs`` (runs timed from measurements), ``steps``,
+    ``train_images``, ``eval_images``, ``pflop`` (total PFLOPs), ``flop_s`` (the FLOPs alone at
+    ``utilisation``), ``floor_s`` (the floors alone) and ``seconds`` (the estimate)."""
     a = {**GPU_ASSUMPTIONS, **(assumptions or {})}
+    if measured is True:
+        measured = measured_step_times()
     rate = a["utilisation"] * H100_BF16_TFLOPS * 1e12
     seen: dict[str, Any] = {}
     for cfg in configs:
         seen.setdefault(cfg.run_id(), cfg)
-    out = dict.fromkeys(("steps", "train_images", "eval_images", "pflop", "flop_s", "floor_s", "seconds"), 0.0)
+    out = dict.fromkeys(("steps", "train_images", "eval_images", "pflop", "flop_s", "floor_s", "seconds",
+                         "measured_runs"), 0.0)
     for cfg in seen.values():
         c = run_cost(cfg)
         g = forward_gflops(cfg.model, cfg.image_size) * 1e9
-        step_flops = 3 * g * cfg.engine.batch_size
         step_floor = a["step_floor_s"].get(cfg.model, 0.005)
-        eval_batch_flops = g * c["eval_images"] / max(c["eval_batches"], 1e-9)
+        eval_batch_images = c["eval_images"] / max(c["eval_batches"], 1e-9)
         eval_floor = a["eval_floor_s"].get(cfg.model, 0.002)
         flops = 3 * g * c["train_images"] + g * c["eval_images"]
         out["steps"] += c["steps"]
@@ -638,8 +676,114 @@ def gpu_estimate(configs, assumptions: Mapping[str, Any] | None = None) -> dict[
         out["pflop"] += flops / 1e15
         out["flop_s"] += flops / rate
         out["floor_s"] += c["steps"] * step_floor + c["eval_batches"] * eval_floor
-        out["seconds"] += (c["steps"] * max(step_flops / rate, step_floor)
-                           + c["eval_batches"] * max(eval_batch_flops / rate, eval_floor))
+        timed = measured_step(measured, cfg.model, cfg.image_size, cfg.engine.batch_size) if measured else None
+        if timed is not None:
+            out["measured_runs"] += 1
+            out["seconds"] += c["steps"] * timed["train_step_s"] + c["eval_images"] * timed["eval512_s"] / 512
+        else:
+            out["seconds"] += (c["steps"] * paper_seconds(cfg.model, cfg.image_size, cfg.engine.batch_size, a)
+                               + c["eval_batches"] * paper_seconds(cfg.model, cfg.image_size, eval_batch_images, a,
+                                                                   train=False))
     out["runs"] = float(len(seen))
     out["seconds"] += a["run_overhead_s"] * len(seen)
     return out
+
+
+# =========================================================================== measured step times
+#: The sizes at which ``gpu-checks`` times a training step and a 512-image evaluation of each
+#: backbone (its ``step-times`` step): the gpu profile's (model, image size, batch size), bf16
+#: autocast and channels-last on CUDA.  DenseNet-121 at batch 64 is Surgical Aggregation's
+#: batch; EfficientNet-Lite0 is the pretrained second backbone of each paper's headline pair.
+STEP_TIME_SIZES: tuple[tuple[str, int, int], ...] = (
+    ("densenet121", 128, 32), ("densenet121", 128, 64), ("resnet18", 128, 32), ("efficientnet_lite0", 128, 32),
+    ("cnn", 32, 32),
+)
+#: Where the measured step times live in a checkout, committed after a GPU session:
+#: ``gpu-checks`` writes them there when it ran on CUDA, and :func:`gpu_estimate` reads them.
+STEP_TIMES_FILE = "figures/gpu/step_times.json"
+
+
+def measured_step_times(path: Any = None) -> dict[str, Any] | None:
+    """The step times ``gpu-checks`` measured (``path``; None: the checkout's
+    :data:`STEP_TIMES_FILE`), or None when there are none.  Only times measured on CUDA
+    count for the H100 estimate: a file measured on a CPU (a rehearsal) is read only when
+    named.  A file that is not such a record is a ``ValueError`` naming it."""
+    import json
+    from pathlib import Path
+
+    from .paths import checkout
+
+    if path is None:
+        root = checkout()
+        if root is None or not (root / STEP_TIMES_FILE).is_file():
+            return None
+        path = root / STEP_TIMES_FILE
+        named = False
+    else:
+        named = True
+    try:
+        d = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"step times {path}: not readable JSON ({type(e).__name__})") from None
+    rows = d.get("rows") if isinstance(d, dict) else None
+    keys = ("model", "image_size", "batch_size", "train_step_s", "eval512_s")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and all(k in r for k in keys) for r in rows):
+        raise ValueError(f"step times {path}: not a gpu-checks step-time record (rows of {', '.join(keys)})")
+    if not named and d.get("device_type") != "cuda":
+        return None
+    return d
+
+
+def measured_step(measured: Mapping[str, Any] | None, model: str, image_size: int, batch_size: int
+                  ) -> dict[str, float] | None:
+    """``{"train_step_s", "eval512_s"}`` of ``model`` from ``measured`` (:func:`measured_step_times`):
+    the row of the same image size and batch size, else **[choice]** the row of the same
+    image size with the nearest batch size, its step time scaled by the ratio of the batch
+    sizes when larger (never made cheaper: a step at the launch floor costs the same for
+    fewer images); None when the model was not timed at that image size."""
+    if not measured:
+        return None
+    rows = [r for r in measured["rows"] if r["model"] == model and int(r["image_size"]) == int(image_size)
+            and r.get("train_step_s") is not None]
+    if not rows:
+        return None
+    r = min(rows, key=lambda r: (abs(int(r["batch_size"]) - batch_size), -int(r["batch_size"])))
+    scale = max(1.0, batch_size / int(r["batch_size"]))
+    return {"train_step_s": float(r["train_step_s"]) * scale, "eval512_s": float(r["eval512_s"])}
+
+
+# =========================================================================== the ImageNet start
+#: The second backbone of each paper's headline pair in the gpu profile: EfficientNet-Lite0
+#: from the ImageNet weights of the ``pretrained`` extra (:func:`fedpl_core.models.efficientnet_lite0`),
+#: the one offline stand-in for the papers' ImageNet start (their ResNet-18 and DenseNet-121
+#: weights are downloaded at run time, which an offline node cannot).
+PRETRAINED_BACKBONE = {"model": "efficientnet_lite0", "model_kwargs": {"pretrained": True}}
+#: The profiles that run it: gpu and full.  Not the cpu profile: on this project's 2-core CPU a
+#: Lite0 training step costs 4-5 times the small CNN's (32 px, batch 32, one thread:
+#: :func:`fedpl_core.gpu_checks.time_backbone`).  Not the smoke profile either: at the smoke sizes
+#: FedMLP's and FedPSL's ImageNet starts took 69-71 s each on that CPU while it was loaded, against a
+#: smoke notebook's 90 s (the tests run the study functions at the smoke sizes with ``force``).
+PRETRAINED_PROFILES = ("gpu", "full")
+
+
+def pretrained_backbone(profile: str, verbose: bool = True, force: bool = False) -> dict[str, Any] | None:
+    """The config overrides of the ImageNet-pretrained second backbone
+    (:data:`PRETRAINED_BACKBONE`) in ``profile``, or None where it does not run: a profile not
+    in :data:`PRETRAINED_PROFILES` (unless ``force``), or the ``pretrained`` extra is not
+    installed (then, with ``verbose``, one line says so and how to install it)."""
+    import copy
+
+    from .models import missing_pretrained_extra
+
+    profile = check_profile(profile)
+    if profile not in PRETRAINED_PROFILES and not force:
+        if verbose:
+            print(f"ImageNet start: the gpu and full profiles run it, not the {profile} profile")
+        return None
+    missing = missing_pretrained_extra()
+    if missing:
+        if verbose:
+            print(f"ImageNet start: skipped, the pretrained extra is not installed ({', '.join(missing)}): "
+                  "pip install 'fedpl[pretrained]'")
+        return None
+    return copy.deepcopy(PRETRAINED_BACKBONE)

@@ -1,4 +1,5 @@
-"""nbval runs the notebooks: ``pytest --nbval-lax notebooks/`` (``make test`` includes it).
+"""nbval runs the notebooks: ``pytest notebooks/`` (``make test`` includes it) runs them with
+``--nbval-lax`` (set here when nbval is installed; without it each notebook skips, saying why).
 
 * Each notebook's kernel starts in ``notebooks/`` (as JupyterLab's does) with
   ``FEDPL_PROFILE=smoke`` unless the caller set a profile (``FEDPL_PROFILE=cpu pytest
@@ -137,10 +138,37 @@ def pytest_collection_modifyitems(session, config, items):
     items[:] = out
 
 
+class NbvalMissing(pytest.Item):
+    """Stands for a notebook where nbval is not installed: skipped, saying why."""
+
+    def runtest(self) -> None:
+        pytest.skip("nbval is not installed (pip install -e .[test]): the notebook is not executed")
+
+    def reportinfo(self):
+        return self.path, None, f"{self.path.name}: needs nbval"
+
+
+class NotebookWithoutNbval(pytest.File):
+    def collect(self):
+        yield NbvalMissing.from_parent(self, name="needs nbval")
+
+
+def pytest_collect_file(file_path, parent):
+    """Without nbval, each notebook is one item that skips with the reason (with nbval,
+    nbval collects its cells)."""
+    if file_path.suffix == ".ipynb" and not parent.config.pluginmanager.hasplugin("nbval"):
+        return NotebookWithoutNbval.from_parent(parent, path=file_path)
+    return None
+
+
 def pytest_configure(config):
-    """This folder's sanitize file, and the kernel of the running Python (the venv's), unless
-    the command line names others."""
+    """``--nbval-lax`` unless the command line asks for ``--nbval`` (pyproject's ``addopts`` cannot
+    name it: pytest refuses an option of a plugin that is not installed); this folder's
+    sanitize file, and the kernel of the running Python (the venv's), unless the command
+    line names others."""
     opt = config.option
+    if config.pluginmanager.hasplugin("nbval") and not (opt.nbval or opt.nbval_lax):
+        opt.nbval_lax = True
     if getattr(opt, "nbval_sanitize_with", "absent") is None:
         opt.nbval_sanitize_with = str(Path(__file__).with_name("nbval_sanitize.cfg"))
     if hasattr(opt, "nbval_current_env") and not getattr(opt, "nbval_kernel_name", None):

@@ -7,8 +7,10 @@ profile, or undo the change.  Re-pin with ``python tests/test_profile_runs.py``.
 
 The same enumeration of the gpu profile's runs gives its budget on paper
 (:func:`fedpl_core.profiles.gpu_estimate`): ``python tests/test_profile_runs.py --gpu-budget``
-prints it, and a test keeps every notebook within 10 minutes on one H100 and all six within
-an hour."""
+prints it (with the step times ``gpu-checks`` measured on a GPU, once the checkout has them in
+``figures/gpu/step_times.json``; ``--gpu-budget FILE`` reads another record, ``--gpu-budget
+--on-paper`` none), and a test keeps every notebook within 10 minutes on one H100 and all six
+within an hour."""
 from __future__ import annotations
 
 import contextlib
@@ -129,6 +131,41 @@ def profile_configs(results_dir: str, profile: str = "cpu") -> dict[str, list]:
 _setup_profile = _setup
 
 
+def pretrained_configs(results_dir: str, profile: str = "gpu") -> dict[str, dict[str, list]]:
+    """``{notebook: {setting: [config, ...]}}`` of the runs each paper notebook's ImageNet start
+    (``study.imagenet_start``: the headline pair from scratch and from ImageNet-pretrained
+    EfficientNet-Lite0, :mod:`fedpl_core.studies.pretrained`) makes in ``profile``, with the
+    notebook's own base config and settings (as the cell the notebook calls it from passes
+    them); no data loaded (Surgical's class orders: as :func:`profile_configs` takes them)."""
+    from fedpl_core.experiments import Study
+    from fedpl_core.studies import pretrained as pre
+
+    out: dict[str, dict[str, list]] = {}
+
+    def grid(nb, base, pair, seeds, setting=None):
+        settings = pre.jobs(base, pair, profile, setting, verbose=False, force=True)
+        for sname, _, cfg in Study(base, pair, list(seeds), settings).jobs():
+            out.setdefault(nb, {}).setdefault(sname, []).append(cfg)
+
+    def _setup(nb, results_dir):
+        return _setup_profile(nb, results_dir, profile)
+
+    ns = _setup("01_fedpsl", results_dir)
+    grid("01", ns["base2"], ns["study"].imagenet_pair(ns["S"]), ns["S"].seeds,
+         ns["study"].table2_settings(ns["S"])["table"])
+    ns = _setup("02_fedlsm", results_dir)
+    grid("02", ns["base"]["Task 1"], ns["study"].imagenet_pair(ns["S"]), ns["S"].seeds)
+    ns = _setup("03_surgical_aggregation", results_dir)
+    st, s = ns["study"], ns["settings"]
+    b = st.noniid_config(s, heterogeneous=True)
+    grid("03", b, st.imagenet_pair(s, st.class_orders(b) if profile == "cpu" else None), s.seeds)
+    ns = _setup("04_fedmlp", results_dir)
+    S = ns["S"]
+    grid("04", ns["base"]["ICH"], ns["study"].imagenet_pair(S), S.seeds,
+         ns["study"].level_settings(S, "ICH")[f"m={S.missing['ICH'][-1]}"])
+    return out
+
+
 def cpu_runs(results_dir: str) -> dict[str, list[str]]:
     """``{notebook: [run id, ...]}`` of the runs each notebook's ``run_many`` calls make."""
     return {nb: [cfg.run_id() for cfg in cfgs] for nb, cfgs in profile_configs(results_dir, "cpu").items()}
@@ -157,11 +194,18 @@ def test_the_cpu_profile_builds_the_pinned_runs(tmp_path, monkeypatch):
 STUDIES = {"00": "introduction", "01": "fedpsl", "02": "fedlsm", "03": "surgical", "04": "fedmlp", "05": "benchmark"}
 
 
-def gpu_budget(results_dir: str) -> dict[str, dict]:
-    """``{notebook: fedpl_core.profiles.gpu_estimate(...)}`` of the gpu profile's runs."""
+def gpu_budget(results_dir: str, measured=True) -> dict[str, dict]:
+    """``{notebook: fedpl_core.profiles.gpu_estimate(...)}`` of the gpu profile's runs, and of each
+    paper notebook's ImageNet start (its EfficientNet-Lite0 runs; its from-scratch runs are the
+    notebook's own) under ``"<notebook>+"``; ``measured``: the step times
+    (:func:`fedpl_core.profiles.gpu_estimate`)."""
     from fedpl_core.profiles import gpu_estimate
 
-    return {nb: gpu_estimate(cfgs) for nb, cfgs in profile_configs(results_dir, "gpu").items()}
+    out = {nb: gpu_estimate(cfgs, measured=measured) for nb, cfgs in profile_configs(results_dir, "gpu").items()}
+    for nb, settings in pretrained_configs(results_dir, "gpu").items():
+        lite0 = [c for cfgs in settings.values() for c in cfgs if c.model == "efficientnet_lite0"]
+        out[nb + "+"] = gpu_estimate(lite0, measured=measured)
+    return out
 
 
 def test_the_gpu_profile_fits_its_budget_on_paper(tmp_path, monkeypatch):
@@ -202,23 +246,72 @@ def test_the_gpu_profile_fits_its_budget_on_paper(tmp_path, monkeypatch):
     assert total <= 3600, f"all six: {total / 60:.1f} min on paper"
 
 
+def test_the_imagenet_start_shares_the_notebooks_runs_and_fits_the_budget(tmp_path, monkeypatch):
+    """Each paper notebook's ImageNet start (gpu profile): its from-scratch runs are the
+    notebook's own (the same run ids: read from the cache, not run again); its Lite0 runs differ
+    from them only in the backbone (pretrained EfficientNet-Lite0); the notebook with them stays
+    within 10 minutes on paper, and ``imagenet_start``'s docstring states what they add."""
+    import importlib
+    import inspect
+    import re
+
+    import pytest
+    import torch
+
+    pytest.importorskip("timm", reason="the pretrained extra is not installed")
+    monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "figures"))
+    threads = torch.get_num_threads()
+    try:
+        nbs = profile_configs(str(tmp_path / "results"), "gpu")
+        pre = pretrained_configs(str(tmp_path / "results"), "gpu")
+    finally:
+        torch.set_num_threads(threads)
+    from fedpl_core.profiles import PRETRAINED_BACKBONE, gpu_estimate
+
+    assert sorted(pre) == ["01", "02", "03", "04"]
+    for nb, settings in pre.items():
+        (scratch, s_cfgs), (lite, l_cfgs) = settings.items()
+        assert "from scratch" in scratch and "EfficientNet-Lite0, ImageNet" in lite
+        assert {c.run_id() for c in s_cfgs} <= {c.run_id() for c in nbs[nb]}, nb
+        assert len({c.method for c in s_cfgs}) == 2 and len(l_cfgs) == len(s_cfgs) == 6, nb
+        for a, b in zip(s_cfgs, l_cfgs):
+            assert (b.model, b.model_kwargs) == (PRETRAINED_BACKBONE["model"], PRETRAINED_BACKBONE["model_kwargs"])
+            assert a.replace(model=b.model, model_kwargs=b.model_kwargs).run_id() == b.run_id(), nb
+        added = gpu_estimate(l_cfgs, measured=None)["seconds"]
+        assert gpu_estimate(nbs[nb], measured=None)["seconds"] + added <= 600, nb
+        doc = inspect.getdoc(importlib.import_module(f"fedpl_core.studies.{STUDIES[nb]}").imagenet_start)
+        stated = [float(m) for m in re.findall(r"estimate\s+(\d+\.\d)\s+min", doc)]
+        assert stated and abs(stated[0] - added / 60) <= 0.15, \
+            f"{STUDIES[nb]}.imagenet_start states {stated}, the Lite0 runs' estimate is {added / 60:.2f} min"
+
+
 if __name__ == "__main__":  # re-pin
-    if sys.argv[1:] == ["--gpu-budget"]:  # print the gpu profile's estimate of every notebook
+    if sys.argv[1:2] == ["--gpu-budget"]:  # print the gpu profile's estimate of every notebook
+        # python tests/test_profile_runs.py --gpu-budget [STEP_TIMES.json | --on-paper]
         import os
         import tempfile
 
         sys.path.insert(0, str(ROOT))
+        from fedpl_core.profiles import STEP_TIMES_FILE, measured_step_times
+
+        arg = sys.argv[2] if len(sys.argv) > 2 else None
+        measured = None if arg == "--on-paper" else measured_step_times(arg)
+        print("step times: " + (f"measured on {measured.get('device_name')} ({measured.get('device_type')}, "
+                                f"{measured.get('date')}; {arg or STEP_TIMES_FILE}) where a backbone was timed, "
+                                "else on paper" if measured else "on paper (fedpl_core.profiles.GPU_ASSUMPTIONS)"))
         with tempfile.TemporaryDirectory() as tmp:
             os.environ.setdefault("FEDPL_FIGURES", str(Path(tmp) / "figures"))
             total = 0.0
-            for nb, e in gpu_budget(str(Path(tmp) / "results")).items():
-                total += e["seconds"]
-                print(f"{nb} ({STUDIES[nb]}): {int(e['runs'])} runs, {e['steps']:,.0f} training steps, "
+            for nb, e in gpu_budget(str(Path(tmp) / "results"), measured=measured).items():
+                total += e["seconds"] if not nb.endswith("+") else 0.0
+                name = STUDIES[nb.rstrip("+")] + (": ImageNet start, its Lite0 runs" if nb.endswith("+") else "")
+                print(f"{nb} ({name}): {int(e['runs'])} runs ({int(e['measured_runs'])} timed from measurements), "
+                      f"{e['steps']:,.0f} training steps, "
                       f"{e['train_images'] / 1e6:.2f} M training / {e['eval_images'] / 1e6:.2f} M evaluation "
                       "images, "
                       f"{e['pflop']:.1f} PFLOP ({e['flop_s']:.0f} s), floors {e['floor_s']:.0f} s: "
                       f"{e['seconds'] / 60:.1f} min")
-            print(f"all six: {total / 60:.1f} min")
+            print(f"all six (without the ImageNet starts): {total / 60:.1f} min")
         sys.exit(0)
 
     import tempfile

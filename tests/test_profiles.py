@@ -251,3 +251,74 @@ def test_every_parameters_cell_has_the_same_names_and_applies_them_one_way(name)
     assert "(P_[k] for k in NOTEBOOK_PARAMETERS)" in setup
     assert "pick(" not in setup and "notebook_parameters(" not in setup
     assert not re.search(r"^if rounds|^\s*S\.rounds =|S\.engine = ", setup, flags=re.M)
+
+
+# =========================================================================== measured step times (issue 34)
+def _gpu_config(model="densenet121", batch=32):
+    from fedpl_core.config import EngineConfig
+    from fedpl_core.experiments import ExperimentConfig
+
+    return ExperimentConfig(dataset="synthetic-cxr", image_size=128, n_train=400, n_test=200, num_clients=4,
+                            model=model, engine=EngineConfig(rounds=3, batch_size=batch, progress=False))
+
+
+def _record(rows, device_type="cuda"):
+    return {"device_type": device_type, "device_name": "test", "rows": rows}
+
+
+def test_gpu_estimate_uses_the_measured_step_times_of_a_timed_backbone():
+    from fedpl_core.profiles import GPU_ASSUMPTIONS, gpu_estimate, run_cost
+
+    cfg = _gpu_config()
+    paper = gpu_estimate([cfg], measured=None)
+    assert paper["measured_runs"] == 0
+    rec = _record([{"model": "densenet121", "image_size": 128, "batch_size": 32, "train_step_s": 0.03,
+                    "eval512_s": 0.05}])
+    got = gpu_estimate([cfg], measured=rec)
+    c = run_cost(cfg)
+    assert got["measured_runs"] == 1
+    assert got["seconds"] == pytest.approx(c["steps"] * 0.03 + c["eval_images"] * 0.05 / 512
+                                           + GPU_ASSUMPTIONS["run_overhead_s"])
+    other = _record([{"model": "resnet18", "image_size": 128, "batch_size": 32, "train_step_s": 9.0,
+                      "eval512_s": 9.0}])
+    assert gpu_estimate([cfg], measured=other) == {**paper}  # another backbone timed: on paper
+
+
+def test_measured_step_takes_the_nearest_batch_and_never_makes_a_step_cheaper():
+    from fedpl_core.profiles import measured_step
+
+    rec = _record([{"model": "densenet121", "image_size": 128, "batch_size": 32, "train_step_s": 0.02,
+                    "eval512_s": 0.05}])
+    assert measured_step(rec, "densenet121", 128, 32)["train_step_s"] == 0.02
+    assert measured_step(rec, "densenet121", 128, 64)["train_step_s"] == pytest.approx(0.04)
+    assert measured_step(rec, "densenet121", 128, 16)["train_step_s"] == 0.02
+    assert measured_step(rec, "densenet121", 224, 32) is None and measured_step(None, "densenet121", 128, 32) is None
+
+
+def test_the_checkouts_step_times_count_only_when_measured_on_cuda(tmp_path, monkeypatch):
+    import json
+
+    import fedpl_core.paths as paths
+    from fedpl_core.profiles import STEP_TIMES_FILE, measured_step_times
+
+    monkeypatch.setattr(paths, "checkout", lambda: tmp_path)
+    assert measured_step_times() is None  # none measured yet
+    f = tmp_path / STEP_TIMES_FILE
+    f.parent.mkdir(parents=True)
+    row = {"model": "cnn", "image_size": 32, "batch_size": 2, "train_step_s": 0.1, "eval512_s": 0.2}
+    f.write_text(json.dumps(_record([row], "cpu")))
+    assert measured_step_times() is None  # a CPU rehearsal's numbers never size the H100 budget
+    assert measured_step_times(f)["rows"] == [row]  # unless named
+    f.write_text(json.dumps(_record([row], "cuda")))
+    assert measured_step_times()["device_type"] == "cuda"
+    f.write_text(json.dumps({"rows": [{"model": "cnn"}]}))
+    with pytest.raises(ValueError, match="not a gpu-checks step-time record"):
+        measured_step_times()
+
+
+def test_the_assumed_figures_are_the_estimates_own():
+    from fedpl_core.profiles import assumed_step, paper_seconds
+
+    a = assumed_step("densenet121", 128, 32)
+    assert a["train_step_s"] == paper_seconds("densenet121", 128, 32) == 0.015  # the floor: launches, not FLOPs
+    assert a["eval512_s"] == paper_seconds("densenet121", 128, 512, train=False) > 0.005  # FLOPs above the floor

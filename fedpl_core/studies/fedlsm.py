@@ -778,3 +778,27 @@ __all__ = ["TASKS", "PAPER_METHODS", "ABLATION", "TDMA_GRID", "tdma_methods", "t
            "ablation_methods", "table1", "table2", "best_and_last", "paper_table", "with_paper", "ordering",
            "describe_ordering", "describe_tdma_drift", "DIAGNOSED", "plot_task_curves", "diagnostic_curves",
            "plot_diagnostics", "headline_claims"]
+
+
+def imagenet_pair(s: Settings) -> list[tuple[str, dict]]:
+    """The headline pair of :func:`imagenet_start`: FedLSM and FedAvg-PL (the paper's FedAvg) of Task 1 (Table 1), as the
+    notebook's Table 1 runs them."""
+    pair = dict(methods("Task 1", ["FedLSM", "FedAvg-PL"], first_order=s.profile != "full"))
+    return [(lab, pair[lab]) for lab in ("FedLSM", "FedAvg-PL") if lab in pair]
+
+
+def imagenet_start(s: Settings, base, results_dir: str, workers: int = 1,
+                   force: bool = False) -> pd.DataFrame | None:
+    """Does FedLSM's headline (above FedAvg on Task 1's chest X-rays) hold from an ImageNet start? FedLSM and
+    FedAvg on ``base`` (the notebook's ``base["Task 1"]``), with the profile's backbone from scratch
+    (the notebook's own runs, read from the cache) and with EfficientNet-Lite0 from ImageNet weights:
+    :func:`fedpl_core.studies.pretrained.imagenet_start` (last round, mean AUROC; the gpu and full
+    profiles, None elsewhere unless ``force``). The 6 Lite0 runs of the gpu profile add an estimate 0.4
+    min on paper (``python tests/test_profile_runs.py --gpu-budget``)."""
+    from .pretrained import imagenet_start as run
+
+    return run(base, imagenet_pair(s), s.seeds, results_dir, s.profile, which="final", workers=workers,
+               force=force)
+
+
+__all__ += ["imagenet_pair", "imagenet_start"]

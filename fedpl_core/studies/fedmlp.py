@@ -533,3 +533,27 @@ __all__ = ["TABLES", "PAPER_METHODS", "ABLATION", "METRICS", "PROFILES", "Settin
            "TAG_KEYS", "tag_curves", "plot_tag_quality", "data_summary", "claims_table", "claims_sentences", "variant_methods", "variants_table",
            "tag_quality", "hot_cool_sentence", "ablation_steps", "ablation_table", "row_one_is_fedavg",
            "what_this_run_shows", "headline_claims"]
+
+
+def imagenet_pair(st: Settings) -> list[tuple[str, dict]]:
+    """The headline pair of :func:`imagenet_start`: FedMLP and FedAvg, the first row of the
+    paper's Tables 1-2, as the tables run them."""
+    return methods(st, ["FedMLP", "FedAvg"])[::-1]
+
+
+def imagenet_start(st: Settings, base: ExperimentConfig, results_dir: str, workers: int = 1,
+                   force: bool = False) -> pd.DataFrame | None:
+    """Does FedMLP's headline (above FedAvg in Table 1) hold from an ImageNet start? FedMLP and FedAvg on
+    ``base`` (the notebook's ``base["ICH"]``) at the table's highest missing level, with the profile's
+    backbone from scratch (the notebook's own runs, read from the cache) and with EfficientNet-Lite0
+    from ImageNet weights: :func:`fedpl_core.studies.pretrained.imagenet_start` (last round, mean AUROC;
+    the gpu and full profiles, None elsewhere unless ``force``). The 6 Lite0 runs of the gpu profile add
+    an estimate 0.5 min on paper (``python tests/test_profile_runs.py --gpu-budget``)."""
+    from .pretrained import imagenet_start as run
+
+    top = f"m={st.missing['ICH'][-1]}"
+    return run(base, imagenet_pair(st), st.seeds, results_dir, st.profile, level_settings(st, "ICH")[top],
+               which="final", workers=workers, force=force)
+
+
+__all__ += ["imagenet_pair", "imagenet_start"]

@@ -805,3 +805,23 @@ def headline_claims(s: Settings) -> list:
             Claim("FedPSL", f"Table V: rarer synchronisation is worse ({avg})", avg, avg, "V", direction=-1,
                   a_setting=f"E={e_hi}", b_setting=f"E={e_lo}", evidence="notebook 01, Table V")]
     return out
+
+
+def imagenet_pair(s: Settings) -> list[tuple[str, dict]]:
+    """The headline pair of :func:`imagenet_start`: FedPSL and FedAvg (wBCE), the paper's FedAVG, as Table II runs them."""
+    pair = dict(paper_methods([display_name("fedavg_wbce"), "FedPSL"], first_order=s.first_order, verbose=False))
+    return [(lab, pair[lab]) for lab in ("FedPSL", display_name("fedavg_wbce")) if lab in pair]
+
+
+def imagenet_start(s: Settings, base, results_dir: str, workers: int = 1,
+                   force: bool = False) -> pd.DataFrame | None:
+    """Does FedPSL's headline (above FedAVG in Table II) hold from an ImageNet start? FedPSL and FedAvg (wBCE) on
+    ``base`` (the notebook's ``base2``) in Table II's setting, with the profile's backbone from scratch
+    (the notebook's own runs, read from the cache) and with EfficientNet-Lite0 from ImageNet weights:
+    :func:`fedpl_core.studies.pretrained.imagenet_start` (last round, mean AUROC; the gpu and full
+    profiles, None elsewhere unless ``force``). The 6 Lite0 runs of the gpu profile add an estimate 0.3
+    min on paper (``python tests/test_profile_runs.py --gpu-budget``)."""
+    from .pretrained import imagenet_start as run
+
+    return run(base, imagenet_pair(s), s.seeds, results_dir, s.profile, table2_settings(s)["table"],
+               which="final", workers=workers, force=force)

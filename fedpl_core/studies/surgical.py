@@ -987,3 +987,38 @@ __all__ = ["settings_table", "data_sets_table", "grid_tables", "round_gap", "rou
            "class_orders", "partition", "random_label_sets", "table_columns", "long_form", "ablation_summary",
            "ablation_table", "noniid_table", "gap_by_round", "best_vs_last", "plot_ablation", "plot_shared_unique",
            "plot_gap_by_round", "column_scores", "headline_claims"]
+
+
+def imagenet_pair(st: Settings, orders: dict[str, list[str]] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """The headline pair of :func:`imagenet_start`: FL + SA and FL + PL with FedAvg, as the
+    non-IID tables run them (``orders``: :func:`class_orders`)."""
+    pair = dict(noniid_methods(st, orders))
+    return [(lab, pair[lab]) for lab in ("FL + SA (FedAvg)", "FL + PL (FedAvg)")]
+
+
+def imagenet_start(st: Settings, base: ExperimentConfig, results_dir: str, workers: int = 1,
+                   force: bool = False) -> pd.DataFrame | None:
+    """Does Surgical Aggregation's headline (FL + SA above FL with the partial loss when the clients' label
+    spaces differ) hold from an ImageNet start? FL + SA and FL + PL with FedAvg on ``base`` (the
+    notebook's class-heterogeneous ``het_base``), with the profile's backbone from scratch (the
+    notebook's own runs, read from the cache) and with EfficientNet-Lite0 from ImageNet weights:
+    :func:`fedpl_core.studies.pretrained.imagenet_start` (the selected model, mean AUROC; the gpu and
+    full profiles, None elsewhere unless ``force``). The 6 Lite0 runs of the gpu profile add an estimate
+    0.2 min on paper (``python tests/test_profile_runs.py --gpu-budget``)."""
+    from .pretrained import imagenet_start as run
+
+    if _imagenet_skipped(st.profile, force):
+        return None
+    return run(base, imagenet_pair(st, class_orders(base)), st.seeds, results_dir, st.profile, which="best",
+               workers=workers, force=force)
+
+
+def _imagenet_skipped(profile: str, force: bool = False) -> bool:
+    """True (after one printed line) where :func:`imagenet_start` runs nothing, before the data
+    are loaded for the class orders."""
+    from ..profiles import pretrained_backbone
+
+    return pretrained_backbone(profile, verbose=True, force=force) is None
+
+
+__all__ += ["imagenet_pair", "imagenet_start"]

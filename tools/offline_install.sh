@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# fedpl's offline install over the machine's own PyTorch, from the checkout's root:
+#     bash tools/offline_install.sh [ENV]          (default ENV: .venv-node)
+# ENV: a virtual environment that sees the packages of $BASE_PYTHON (default: python3, the Python
+# that has torch), made with `venv --system-site-packages` unless it exists; the package goes in
+# with its test and pretrained extras from $WHEELHOUSE (default: wheelhouse/, made on a machine
+# with internet by tools/wheelhouse.py) and nothing else: no package index, no pins
+# (constraints.txt is the lock of the CPU machines; the machine's torch and packages are kept
+# where they satisfy pyproject.toml's bounds). $EXTRAS changes the extras (default test,pretrained).
+# Exit status 2 with one line 'offline_install: error: ...' when it cannot.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+ENV=${1:-.venv-node}
+BASE_PYTHON=${BASE_PYTHON:-python3}
+WHEELHOUSE=${WHEELHOUSE:-wheelhouse}
+EXTRAS=${EXTRAS:-test,pretrained}
+fail() { echo "offline_install: error: $*" >&2; exit 2; }
+
+[[ -f $WHEELHOUSE/SHA256SUMS ]] || fail "no $WHEELHOUSE/SHA256SUMS: make the wheelhouse with tools/wheelhouse.py where there is internet and carry it here"
+(cd "$WHEELHOUSE" && sha256sum --quiet -c SHA256SUMS) >/dev/null 2>&1 \
+  || fail "a wheel in $WHEELHOUSE/ is missing or damaged (sha256sum -c SHA256SUMS there says which)"
+"$BASE_PYTHON" -c 'import torch' 2>/dev/null || fail "$BASE_PYTHON has no torch: point BASE_PYTHON at the Python that has the machine's PyTorch"
+
+if [[ ! -x $ENV/bin/python ]]; then
+  "$BASE_PYTHON" -m venv --system-site-packages "$ENV" || fail "could not make the virtual environment $ENV"
+  # A base Python that is itself a virtual environment (an HPC module, a conda-less venv): venv's
+  # system site packages are those of the interpreter underneath, so the base's own site-packages
+  # are added with a .pth file.
+  "$BASE_PYTHON" - "$ENV" <<'PY' || fail "could not link $BASE_PYTHON's packages into $1"
+import site, subprocess, sys
+if sys.prefix != sys.base_prefix:
+    env = sys.argv[1]
+    target = subprocess.run([f"{env}/bin/python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    with open(f"{target}/_fedpl_base_env.pth", "w") as f:
+        f.write("\n".join(site.getsitepackages()) + "\n")
+PY
+fi
+# only the wheelhouse: no configuration file, index or find-links of this machine
+env -u PIP_FIND_LINKS -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null PIP_NO_INDEX=1 \
+  PIP_DISABLE_PIP_VERSION_CHECK=1 \
+  "$ENV/bin/python" -m pip install -q --no-index --find-links "$WHEELHOUSE" -e ".[$EXTRAS]" \
+  || fail "pip could not install from $WHEELHOUSE/ (above: the package it lacks or that is too old; make the wheelhouse again, without --have for that package)"
+"$ENV/bin/python" - <<'PY' || fail "the environment does not import fedpl_core with torch"
+import torch, fedpl_core
+print(f"fedpl {fedpl_core.__version__} from {fedpl_core.__file__.rsplit('/', 2)[0]}; torch {torch.__version__} "
+      f"from {torch.__file__.rsplit('/', 2)[0]}; CUDA {'yes: ' + torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no'}")
+PY
