@@ -1,4 +1,4 @@
-"""Command line: ``python -m fedpl_core [--plugin MODULE] {run,grid,report,reproduce,methods}``.
+"""Command line: ``python -m fedpl_core [--plugin MODULE] {run,grid,report,reproduce,methods,gpu-checks}``.
 
 Bad input (unknown method, missing data path, unknown class, a value of the wrong type,
 an empty option value, conflicting config keys, an unwritable ``--out``, a device this
@@ -46,7 +46,7 @@ DESCRIPTION = ("Federated learning with partial labels: run one experiment, a gr
                "and partition report, the notebooks, or list the methods.  Bad input ends with one line "
                "'fedpl: error: ...' and exit status 2, before any training.")
 #: The subcommands, in the order of the help.
-COMMANDS = ("run", "grid", "report", "reproduce", "methods")
+COMMANDS = ("run", "grid", "report", "reproduce", "methods", "gpu-checks")
 #: Where ``reproduce`` writes the executed notebooks without ``--output``; ``make reproduce``
 #: passes ``--output reports`` (the committed cpu-profile copies).
 REPRODUCE_OUTPUT = "outputs/notebooks"
