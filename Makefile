@@ -1,6 +1,7 @@
 # fedpl: `make reproduce` (set up + run every notebook on the built-in data, cpu profile)
 #        `make reproduce-gpu` (the same, gpu profile: one H100, about 45 min on paper; figures/gpu/)
 #        `make test`      (set up + run the test suite)
+#        `make docs`      (the documentation site, offline -> outputs/docs/html/index.html)
 # On an offline GPU machine with its own PyTorch (docs/gpu.md): `make OFFLINE=1 gpu-checks` and
 # `make OFFLINE=1 reproduce-gpu` install from wheelhouse/ (made by `make wheelhouse` where there is
 # internet) into $(NODE_ENV), a venv that sees the machine's torch, with no package index and no pins.
@@ -18,7 +19,7 @@ endif
 # wheelhouse: the target machine's Python (3.12) and platform; --have NAME ... for what it has
 WHEELHOUSE_ARGS ?= --python-version 3.12
 
-.PHONY: setup reproduce reproduce-gpu reproduce-full report test benchmark gpu-checks checked-outputs clean wheelhouse \
+.PHONY: setup reproduce reproduce-gpu reproduce-full docs test benchmark gpu-checks checked-outputs clean wheelhouse \
         offline-rehearsal
 
 ifeq ($(OFFLINE),1)
@@ -38,9 +39,10 @@ setup: $(STAMP)
 reproduce: $(STAMP)
 	$(PY) -m fedpl_core reproduce --profile cpu --output reports
 
-# the static site of the executed notebooks in reports/ -> outputs/site/index.html
-report: $(STAMP)
-	$(PY) -m fedpl_core.report.site --notebooks reports --out outputs/site
+# the documentation site, offline (Sphinx + MyST-NB; docs/ and the executed notebooks in reports/)
+# -> outputs/docs/html/index.html; a warning (a broken link, say) fails it
+docs: $(STAMP)
+	$(PY) -m fedpl_core.report.docs --notebooks reports --out outputs/docs
 
 # store the smoke output of the notebook cells marked "# NBVAL_CHECK_OUTPUT" (nbval compares it)
 checked-outputs: $(STAMP)
