@@ -12,6 +12,7 @@ extensions = [
     "myst_nb",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.napoleon",           # the Google-style "Args:" / "Returns:" sections of the docstrings
     "sphinx-mathjax-offline",
     "fedpl_core.report.sphinx_safety",
 ]

@@ -2,16 +2,16 @@
 
 One parameter, ``profile``, decides how big a notebook's runs are:
 
-========  ================================================================  ======================
-profile   what it is for                                                    budget
-========  ================================================================  ======================
-smoke     the test suite: every cell runs, the numbers mean nothing         90 s or less a notebook
-cpu       the default: converged runs with 3 seeds on 2 CPU cores           15 min or less
-gpu       the papers' backbones (ResNet-18 for FedMLP, DenseNet-121 for     10 min or less on one
-          the others) at 64-128 px, the papers' schedules in proportion,    H100, all six within
-          3 seeds, bf16 autocast and channels-last (``make reproduce-gpu``) an hour (on paper)
-full      the papers' settings (models, image sizes, schedules): a GPU      hours
-========  ================================================================  ======================
+========  ====================================================================  ========================
+profile   what it is for                                                        budget
+========  ====================================================================  ========================
+smoke     the test suite: every cell runs, the numbers mean nothing             90 s or less a notebook
+cpu       the default: converged runs with 3 seeds on 2 CPU cores               15 min or less
+gpu       the papers' backbones (ResNet-18 for FedMLP, DenseNet-121 for         10 min or less on one
+          the others) at 64-128 px, the papers' schedules in proportion,        H100, all six within
+          3 seeds, bf16 autocast and channels-last (``make reproduce-gpu``)     an hour (on paper)
+full      the papers' settings (models, image sizes, schedules): a GPU          hours
+========  ====================================================================  ========================
 
 Profiles are declared one way: each study module has a table ``PROFILES = {"smoke": {...},
 "cpu": {...}, "gpu": {...}, "full": {...}}`` of named fields (its settings: data sizes, model,

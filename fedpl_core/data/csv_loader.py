@@ -160,7 +160,7 @@ def load_csv(
         rename: ``{column name: class name}`` for the returned ``class_names``.
         skip_missing: drop rows whose image is absent instead of raising.
         max_images, seed: random subset of this size (after the filters).
-        decode, **decode_kw: :class:`~fedpl_core.data.cache.DecodeOptions` or its
+        decode, ``**decode_kw``: :class:`~fedpl_core.data.cache.DecodeOptions` or its
             fields as keywords (channels default to 1, here and in the loaders below).
     """
     decode = decode_options(decode, **decode_kw)
@@ -291,7 +291,7 @@ def load_mimic_cxr(
         uncertain, blank, rename, skip_missing: as in :func:`load_chexpert`.
 
     Study labels are joined to every image (``dicom_id``) of the study; images of
-    studies without a label row are dropped.  ``groups`` are the ``subject_id``s.
+    studies without a label row are dropped.  ``groups`` are the ``subject_id`` values.
     """
     decode = decode_options(decode, **decode_kw)
     what = "MIMIC-CXR-JPG"

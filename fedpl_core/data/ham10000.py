@@ -106,7 +106,7 @@ def load_ham10000(
         classes: keep / reorder classes (default :data:`HAM_CLASSES`); images of
             unselected classes are dropped.
         max_images, seed: random subset of this size, as in :func:`fedpl_core.data.nih.load_nih`.
-        decode, **decode_kw: :class:`~fedpl_core.data.cache.DecodeOptions` or its
+        decode, ``**decode_kw``: :class:`~fedpl_core.data.cache.DecodeOptions` or its
             fields as keywords; channels default to 3 (RGB).
     """
     decode = decode_options(decode, **decode_kw)

@@ -223,7 +223,7 @@ def load_medmnist(
             multi-label data set with only the positive class (label 1).
         max_images: random subset of this size (``seed``).
         download: fetch the file with the ``medmnist`` package when absent.
-        decode, **decode_kw: :class:`~fedpl_core.data.cache.DecodeOptions` or its
+        decode, ``**decode_kw``: :class:`~fedpl_core.data.cache.DecodeOptions` or its
             fields as keywords.  Only ``image_size`` and ``channels`` apply (the
             arrays are read from the ``.npz``, not decoded): ``image_size`` keeps
             ``size`` unless given (as a keyword or in ``decode``); ``channels``

@@ -100,7 +100,7 @@ def load_nih(
         max_images: keep a random subset of this size (after the filters; ``seed``).
         skip_missing: drop rows whose image file is absent (a partial download)
             instead of raising; the count is in ``extra["skipped_missing"]``.
-        decode, **decode_kw: :class:`~fedpl_core.data.cache.DecodeOptions` (image
+        decode, ``**decode_kw``: :class:`~fedpl_core.data.cache.DecodeOptions` (image
             size, channels (default 1), cache, mmap, progress) or its fields as keywords.
 
     ``groups`` are the patient ids; ``extra`` holds per-image ``paths``, ``image_index``,

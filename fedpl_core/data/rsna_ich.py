@@ -416,7 +416,7 @@ def load_rsna_ich(
         on_conflict: ``"error"`` or ``"max"`` for repeated CSV rows that disagree.
         skip_missing: drop slices whose ``.dcm`` file is absent (a partial download)
             instead of raising; the count is in ``extra["skipped_missing"]``.
-        decode, **decode_kw: :class:`~fedpl_core.data.cache.DecodeOptions` or its
+        decode, ``**decode_kw``: :class:`~fedpl_core.data.cache.DecodeOptions` or its
             fields (image size, channels (default 1), cache, mmap, progress).
 
     ``extra`` holds ``paths``, ``image_id``, ``any`` (the CSV's ``any`` label) and,

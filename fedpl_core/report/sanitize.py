@@ -125,7 +125,7 @@ def sanitise_notebook(nb: Any) -> dict[str, int]:
                     html = "".join(html) if isinstance(html, list) else html
                     clean = clean_html(html)
                     if clean != html:
-                        count("unsafe HTML")
+                        count("HTML output cleaned (tags or attributes outside the allowed set)")
                     data["text/html"] = clean
     return removed
 

@@ -306,7 +306,7 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
 
 
 def stars(p: float | None) -> str:
-    """Significance stars: * p < 0.05, ** p < 0.01, *** p < 0.001."""
+    """Significance stars: ``*`` p < 0.05, ``**`` p < 0.01, ``***`` p < 0.001."""
     if p is None or not np.isfinite(p):
         return ""
     return "***" if p < 1e-3 else "**" if p < 1e-2 else "*" if p < 0.05 else ""
