@@ -20,8 +20,9 @@ The layers, each importing only from those above it in this list:
   :mod:`fedpl_core.experiments` re-exports its public names;
 * :mod:`fedpl_core.studies`, :mod:`fedpl_core.profiles` - the papers' experiments and the
   notebooks' profiles; :mod:`fedpl_core.report.tables`, :mod:`fedpl_core.report.plotting` - tables and
-  figures; :mod:`fedpl_core.cli`, :mod:`fedpl_core.flower`, :mod:`fedpl_core.report.site` - the
-  command line, the Flower app, the report site.
+  figures; :mod:`fedpl_core.report.docs` - the documentation site; :mod:`fedpl_core.cli`,
+  :mod:`fedpl_core.flower`, :mod:`fedpl_core.gpu_checks` - the command line, the Flower app, the
+  checks of a GPU machine.
 """
 from __future__ import annotations
 

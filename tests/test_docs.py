@@ -222,6 +222,7 @@ def test_the_record_keeps_each_notebooks_run_and_names_those_made_by_other_code(
     rec = R.read_record(tmp_path)
     assert rec["notebooks"]["00_a"]["parameters"] == {"rounds": 2} and rec["notebooks"]["02_b"]["seconds"] == 2.0
     assert R.compare(rec)["older"] == ["02_b"] and "Made by older code: 02_b." in R.describe(rec)
+    assert [i["notebooks"] for i in rec["invocations"]] == [["00_a", "02_b"], ["00_a"]]
 
 
 def test_a_committed_executed_notebook_holds_no_stale_result_warning():

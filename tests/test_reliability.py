@@ -1,4 +1,4 @@
-"""What the README's "Reliability" section promises: safe checkpoints, results that survive
+"""What the Reliability page (docs/reliability.md) promises: safe checkpoints, results that survive
 corrupt files and concurrent processes, validated settings, divergence stops, honest
 summaries.  Each case failed on the code before it was hardened."""
 import json
@@ -241,12 +241,12 @@ def test_real_data_log_says_n_train_does_not_apply(tmp_path):
     assert "n_train / n_test do not apply" in p.stderr
 
 
-# ------------------------------------------------------------------ the README's command lines
+# ------------------------------------------------------------------ the documented command lines
 def readme_cli_examples() -> list[str]:
-    """The commands of the README block that follows ``<!-- cli-examples: tested -->``
-    (continuation lines joined, comments dropped)."""
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    block = text.split("<!-- cli-examples: tested -->", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    """The commands of the block of the usage page (``docs/usage.md``) that follows its
+    ``% cli-examples: tested`` comment (continuation lines joined, comments dropped)."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "usage.md").read_text()
+    block = text.split("% cli-examples: tested", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
     cmds, cur = [], ""
     for line in block.splitlines():
         line = line.split("  # ")[0].rstrip()

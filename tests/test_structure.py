@@ -95,7 +95,7 @@ def test_the_package_has_no_import_circle():
     assert not found, "import circles: " + "; ".join(" <-> ".join(c) for c in found)
 
 
-#: The layers of README's "What is inside", bottom up; a module belongs to the layer of its
+#: The layers of docs/architecture.md, bottom up; a module belongs to the layer of its
 #: longest matching prefix and may import only from its own layer or those below it.
 LAYERS = [
     ("base", ["fedpl_core.config", "fedpl_core.fileio", "fedpl_core.locks", "fedpl_core.messages", "fedpl_core.paths",
@@ -127,7 +127,7 @@ def upward_imports(g: dict[str, set[str]]) -> list[str]:
 
 def test_every_module_has_a_layer_and_imports_only_downward():
     g = graph()
-    assert not [m for m in g if layer(m) is None], "a module of no layer: add it to LAYERS and the README table"
+    assert not [m for m in g if layer(m) is None], "a module of no layer: add it to LAYERS and the table of docs/architecture.md"
     up = upward_imports(g)
     assert not up, "imports that go up a layer: " + "; ".join(up)
     # the check can fail: a planted import from the data layer up into the runner

@@ -220,3 +220,19 @@ def test_benchmark_ranks_by_hand_equal_the_package_and_the_closing_sentences():
     shows = benchmark.what_this_run_shows(board, paper_methods=("b",))
     assert shows[0] == "Over the 2 settings the best mean ranks are Oracle (1.00), a (2.50) and b (2.50), of 3 methods."
     assert shows[1].startswith("The papers' own methods: b 2.50 (place 2).")
+
+
+def test_fedlsm_ham_tdma_sentences_read_the_benchmarks_table_with_verdicts():
+    ham = pd.DataFrame([
+        {"client loss": "softmax over all classes", "metric": "AUC", "FedAvg-PL": 80.0, "FedAvg*": 75.5,
+         "TDMA gain (points)": -4.5, "p": 0.02, "pairs": 3},
+        {"client loss": "softmax over known classes", "metric": "AUC", "FedAvg-PL": 83.6, "FedAvg*": 84.8,
+         "TDMA gain (points)": 1.2, "p": 0.2, "pairs": 3}]
+        + [{"client loss": c, "metric": m, "FedAvg-PL": v, "FedAvg*": v + 1, "TDMA gain (points)": None, "p": None,
+            "pairs": 3} for c in ("softmax over all classes", "softmax over known classes") for m, v in
+           (("Accuracy", 60.0), ("F1", 20.0))]
+        + [{"client loss": "always NV (no training)", "metric": m, "FedAvg-PL": v, "FedAvg*": v,
+            "TDMA gain (points)": None, "p": None, "pairs": ""} for m, v in (("Accuracy", 64.8), ("F1", 11.2))])
+    lines = fedlsm.ham_tdma_sentences(ham)
+    assert lines[0].endswith("(p = 0.02; paper +2.2): opposite") and lines[1].endswith("not distinguishable")
+    assert lines[2] == "Accuracy: the trained runs score 60.0 to 61.0; always NV (no training) scores 64.8"

@@ -48,8 +48,9 @@ def write_record(folder: str | Path, profile: str, runs: list[tuple[str, float, 
     are ``(notebook, seconds, status, parameters)``.  Each notebook's entry keeps the commit,
     the code fingerprint, the profile, the parameters besides the profile, the status, the
     seconds, the date and the machine's load at its end; the record's top holds today's code
-    state.  Entries of notebooks not run again are kept, so a record can say that two
-    notebooks were made by different code."""
+    state; ``invocations`` lists every ``reproduce`` that wrote to the folder (its notebooks,
+    parameters and wall time).  Entries of notebooks not run again are kept, so a record can
+    say that two notebooks were made by different code."""
     from ..fileio import atomic_write
     from ..provenance import git_state, numeric_platform
 
@@ -67,9 +68,13 @@ def write_record(folder: str | Path, profile: str, runs: list[tuple[str, float, 
         entries[name] = {"commit": commit, "dirty": dirty, "code_fingerprint": fp, "profile": profile,
                          "parameters": params, "status": status, "seconds": round(seconds, 1), "date": date,
                          "load_average_at_end": load}
+    invocations = list(old.get("invocations") or []) if isinstance(old.get("invocations"), list) else []
+    invocations.append({"date": date, "commit": commit, "code_fingerprint": fp, "profile": profile,
+                        "notebooks": [name for name, *_ in runs], "parameters": runs[0][3] if runs else {},
+                        "seconds": round(sum(sec for _, sec, _, _ in runs), 1), "load_average_at_end": load})
     rec = {"commit": commit, "dirty": dirty, "profile": profile, "date": date, "cpus": os.cpu_count(),
            "numeric_platform": numeric_platform()["key"], "code_fingerprint": fp, "code": state,
-           "notebooks": dict(sorted(entries.items()))}
+           "notebooks": dict(sorted(entries.items())), "invocations": invocations}
     target = Path(folder) / RECORD
     with atomic_write(target) as f:
         json.dump(rec, f, indent=1, sort_keys=True)

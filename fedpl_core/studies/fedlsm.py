@@ -679,16 +679,25 @@ def image_files_note(ds) -> str:
 
 def ham_tdma_sentences(ham: pd.DataFrame) -> list[str]:
     """The committed HAM10000 TDMA benchmark (``figures/bench_fedlsm_ham_tdma.csv``) as
-    sentences: TDMA's gain with each client loss, and what accuracy and F1 score against the
-    classifier that always answers the most frequent class."""
+    sentences: TDMA's gain with each client loss (with its verdict), and what accuracy and F1
+    score against the classifier that always answers the most frequent class.  The FedAvg
+    column is the paper's FedAvg (``FedAvg-PL``; ``FedAvg`` in tables written before the
+    display names)."""
+    from ..report.tables import verdict
+
+    avg = "FedAvg-PL" if "FedAvg-PL" in ham.columns else "FedAvg"
     trivial = ham["client loss"].str.startswith("always")
-    lines = [f"{loss}: FedAvg* - FedAvg = {r['TDMA gain (points)']:+.1f} AUC points (p = {r['p']:.2g}; paper +2.2)"
-             for loss, r in ham[~trivial & (ham["metric"] == "AUC")].set_index("client loss").iterrows()]
+    lines = []
+    for loss, r in ham[~trivial & (ham["metric"] == "AUC")].set_index("client loss").iterrows():
+        p = None if r["p"] != r["p"] else r["p"]
+        lines.append(f"{loss}: FedAvg* − {avg} = {r['TDMA gain (points)']:+.1f} AUC points "
+                     f"({'no test' if p is None else f'p = {p:.2g}'}; paper +2.2): "
+                     f"{verdict({'diff': r['TDMA gain (points)'], 'p': p})}")
     for metric in ("Accuracy", "F1"):
-        runs = ham[~trivial & (ham["metric"] == metric)][["FedAvg", "FedAvg*"]].to_numpy()
+        runs = ham[~trivial & (ham["metric"] == metric)][[avg, "FedAvg*"]].to_numpy()
         base_ = ham[trivial & (ham["metric"] == metric)]
         lines.append(f"{metric}: the trained runs score {runs.min():.1f} to {runs.max():.1f}; "
-                     f"{base_['client loss'].iloc[0]} scores {base_['FedAvg'].iloc[0]:.1f}")
+                     f"{base_['client loss'].iloc[0]} scores {base_[avg].iloc[0]:.1f}")
     return lines
 
 

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Make every committed result again, from an empty results cache, with the code as it is:
+#   1. the six notebooks in the cpu profile (make reproduce) -> reports/, figures/, reports/RUN.json;
+#   2. notebook 02 again with its real-data section on HAM10000 (the built-in sections come from
+#      step 1's cache; the record keeps both invocations);
+#   3. the benchmarks whose tables the notebooks and the documentation quote: the 40-round
+#      HAM10000 run, why TDMA lowers FedAvg there, FedMLP's tags over 100 rounds;
+#   4. the README's findings block, from the notebooks' headline tables.
+# The machine's load is logged every minute to outputs/rerun/load.txt, each step's output and
+# wall time to outputs/rerun/.
+#
+#   bash tools/rerun_committed.sh /path/to/HAM10000     # HAM10000_metadata.csv and the JPEGs below it
+set -euo pipefail
+cd "$(dirname "$0")/.."
+HAM=${1:?"give the HAM10000 folder (HAM10000_metadata.csv and its JPEGs)"}
+PY=${PY:-.venv/bin/python}
+LOG=outputs/rerun
+mkdir -p "$LOG" data
+[ -e data/HAM10000 ] || ln -s "$(realpath "$HAM")" data/HAM10000  # a relative path in the executed notebook
+(while true; do echo "$(date -u +%FT%TZ) $(cut -d' ' -f1-3 /proc/loadavg)"; sleep 60; done) > "$LOG/load.txt" &
+LOGGER=$!
+trap 'kill $LOGGER 2>/dev/null' EXIT
+
+step() {  # step NAME COMMAND...: run it, its output and wall time to $LOG/NAME.{log,time}
+  local name=$1; shift
+  local t0=$SECONDS
+  echo "== $name: $*"
+  "$@" > "$LOG/$name.log" 2>&1
+  echo "$((SECONDS - t0))" > "$LOG/$name.time"
+  echo "   $((SECONDS - t0)) s"
+}
+
+rm -rf results reports/RUN.json                                        # an empty results cache
+find figures -maxdepth 1 -type f ! -name 'bench_*' -delete              # every notebook figure and table anew
+step reproduce make reproduce
+step real_data "$PY" -m fedpl_core reproduce --profile cpu --output reports --notebooks 02 \
+  -p data_roots '{"Task 2": data/HAM10000}'
+step ham_long "$PY" benchmarks/fedlsm_ham10000.py --data-root data/HAM10000 --rounds 40 --local-iters 30 \
+  --methods FedAvg-PL "FedAvg*" FedLSM --out 02_real_ham10000_long.md
+step ham_tdma "$PY" benchmarks/fedlsm_ham_tdma.py --data-root data/HAM10000
+step fedmlp_tagging "$PY" benchmarks/fedmlp_tagging.py
+step findings "$PY" -m fedpl_core.report.findings
+echo "done: reports/, figures/, README.md's findings; logs and times in $LOG/"
