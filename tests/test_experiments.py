@@ -109,7 +109,7 @@ def test_summaries_and_tests_match_hand_computation():
     assert s.loc[("s", "b"), "auroc_mean"] == "70.00 ± 0.00"
     table = pivot_mean_std(df)
     assert table.loc["a", "s"] == "85.00 ± 7.07"
-    assert "| a       | 85.00 ± 7.07 |" in to_markdown(table)
+    assert "| a        | 85.00 ± 7.07 |" in to_markdown(table) and to_markdown(table).startswith("| method ")
     assert r"$\pm$" in to_latex(table)
     t, p = paired_ttest([1.0, 2.0, 3.0], [1.5, 2.0, 3.5])
     # differences -0.5, 0, -0.5: mean -1/3, sd 0.2887, t = -1/3 / (0.2887 / sqrt 3) = -2.0
