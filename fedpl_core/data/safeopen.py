@@ -18,21 +18,14 @@ from typing import BinaryIO
 from .base import DataError
 
 
+#: The kinds of file :func:`describe_mode` names, by their ``stat`` test.
+_KINDS = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
 def describe_mode(mode: int) -> str:
     """What a file of ``st_mode`` ``mode`` is, in words ("a FIFO (named pipe)", "a folder", ...)."""
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    return "not a regular file"
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def not_regular(path: str | os.PathLike) -> str | None:

@@ -536,17 +536,14 @@ def claims_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def claims_sentences(claims: pd.DataFrame) -> list[str]:
-    """Each claim of :func:`claims_table` as a sentence, then how many hold at p < 0.05 in the
-    paper's direction, before and after Holm's correction."""
+    """Each claim of :func:`claims_table` as a sentence, then how many the run reproduces
+    (p < 0.05 in the paper's direction), before and after Holm's correction."""
     from ..metrics import metric_name
+    from .notebook import reproduced_count
 
     out = [f"{r['task']}, {metric_name(r['metric'])}: {r['sentence']}" for _, r in claims.iterrows()]
     if len(claims):
-        held = claims[(claims["diff (points)"] > 0) & claims["p"].map(lambda p: p is not None and p < 0.05)]
-        held_holm = claims[(claims["diff (points)"] > 0)
-                           & claims["p (Holm)"].map(lambda p: p is not None and float(p) < 0.05)]
-        out.append(f"FedLSM is significantly above the reference in {len(held)} of {len(claims)} comparisons "
-                   f"({len(held_holm)} after Holm's correction for the {len(claims)} tests).")
+        out.append(reproduced_count(claims, "FedLSM"))
     return out
 
 

@@ -348,14 +348,11 @@ def claims_sentences(claims: pd.DataFrame) -> list[str]:
     """Each claim of :func:`claims_table` as a sentence, then how many the run reproduces
     (p < 0.05 in the paper's direction), before and after Holm's correction."""
     from ..metrics import metric_name
+    from .notebook import reproduced_count
 
     out = [f"{r['table']}, m = {r['m']}, {metric_name(r['metric'])}: {r['sentence']}" for _, r in claims.iterrows()]
     if len(claims):
-        held = claims[(claims["diff (points)"] > 0) & claims["p"].map(lambda p: p is not None and p < 0.05)]
-        held_holm = claims[(claims["diff (points)"] > 0)
-                           & claims["p (Holm)"].map(lambda p: p is not None and float(p) < 0.05)]
-        out.append(f"FedMLP is significantly above the reference in {len(held)} of {len(claims)} comparisons "
-                   f"({len(held_holm)} after Holm's correction for the {len(claims)} tests).")
+        out.append(reproduced_count(claims, "FedMLP"))
     return out
 
 
@@ -391,27 +388,19 @@ def variants_table(results: dict[str, pd.DataFrame], st: Settings) -> pd.DataFra
 
 def tag_quality(results: dict[str, pd.DataFrame], st: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The tags' quality round by round at each table's highest missing level: the long
-    curves (label, round, ``metric`` "<table> (m=<m>): <key>", value) that the figure draws,
+    curves of :func:`tag_curves` (``metric`` "<table> (m=<m>): <key>") that the figure draws,
     and the table of each method's last-round value of every :data:`TAG_KEYS` (mean over
     the seeds; rows table x method)."""
-    from ..report.tables import curve_frame
-
-    summary, frames = [], []
-    for t, res in results.items():
-        top = f"m={st.missing[t][-1]}"
-        for k in TAG_KEYS:
-            cv = curve_frame(res, metric=k)
-            cv = cv[cv["setting"] == top]
-            frames.append(cv.rename(columns={k: "value"}).assign(metric=f"{t} ({top}): {k}"))
-            for lab, d in cv.groupby("label", sort=False):
-                mean = d.groupby("round")[k].mean()
-                summary.append({"table": t, "method": lab, "metric": k, "last round": round(float(mean.iloc[-1]), 3)})
-    cv = pd.concat(frames) if frames else pd.DataFrame(columns=["label", "round", "metric", "value"])
+    cv = tag_curves(results, st)
+    summary = []
+    for (metric, lab), d in cv.groupby(["metric", "label"], sort=False):
+        table, key = metric.split(" (", 1)[0], metric.split(": ", 1)[1]
+        last = d.groupby("round")["value"].mean().iloc[-1]
+        summary.append({"table": table, "method": lab, "metric": key, "last round": round(float(last), 3)})
     tags = pd.DataFrame(summary)
     if len(tags):
-        tags = tags.pivot_table(index=["table", "method"], columns="metric", values="last round")
+        tags = tags.pivot_table(index=["table", "method"], columns="metric", values="last round", sort=False)
     return cv, tags
-
 
 def hot_cool_sentence(g: dict[str, Any], table: str, m: int) -> str:
     """The hot / cool comparison of :func:`hot_cool_gap` as a sentence, with the verdict on
