@@ -183,7 +183,7 @@ def test_introduction_findings_are_prose():
                   "centralized": [0.6, 0.6, 0.61], "oracle": [0.8, 0.81, 0.8]}, setting="one class per client")
     (para,) = introduction.findings(df, ["one class per client"], methods, [0, 1, 2])
     assert para.startswith("**one class per client.** The cost of partial labels: the Oracle is above every")
-    assert "fedavg does not decline" in para and "rounds 4, 4 and 4 (one per seed)" in para
+    assert "FedAvg does not decline" in para and "rounds 4, 4 and 4 (one per seed)" in para
     assert not re.search(r"\[\d", para), "a Python list in the prose"
 
 

@@ -249,10 +249,12 @@ def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05, pair
     >>> describe_difference({"a": "A", "b": "B", "diff": -2.0, "n": 3, "p": 0.01, "ci": (-3.1, -0.9)})
     'A is 2.0 points below B (95 % CI -3.1 to -0.9; paired t-test over 3 runs: p = 0.01, significant at 0.05)'
     """
+    from .names import display_name
+
+    a, b = display_name(d["a"]), display_name(d["b"])  # a registry key reads as its method's name
     size = abs(d["diff"])
     side = "above" if d["diff"] > 0 else "below"
-    head = (f"{d['a']} is level with {d['b']} (within 0.05 {unit})" if size < 0.05
-            else f"{d['a']} is {size:.1f} {unit} {side} {d['b']}")
+    head = (f"{a} is level with {b} (within 0.05 {unit})" if size < 0.05 else f"{a} is {size:.1f} {unit} {side} {b}")
     if d["p"] is None:
         return head + f" ({pairs}: {d['n']}, no test)"
     verdict = "significant" if d["p"] < alpha else "not significant"

@@ -142,6 +142,7 @@ def findings(df: pd.DataFrame, settings: Sequence[str], methods: Sequence[str], 
     loss, whether FedAvg declines after a peak, and head dilution (surgical against the
     partial loss half-way and at the last round).  **[choice]** With one seed there is no
     test and the sentence says so; "significantly" means a paired t-test at p < 0.05."""
+    from ..report.names import display_name as name
     from ..report.tables import curve_frame, describe_difference, paired_difference
     from .notebook import join
 
@@ -159,21 +160,21 @@ def findings(df: pd.DataFrame, settings: Sequence[str], methods: Sequence[str], 
         elif len(significant) == len(partial):
             verdict = "the Oracle is above every partial-label method (each paired p < 0.05)"
         else:
-            verdict = (f"the Oracle is significantly above {join(significant) or 'none'} of the partial-label "
+            verdict = (f"the Oracle is significantly above {join(map(name, significant)) or 'none'} of the partial-label "
                        f"methods, not above the others at p < 0.05")
         closest = min(gaps, key=lambda m: gaps[m]["diff"])
-        lines = [f"**{setting}.** The cost of partial labels: {verdict}; the closest is {closest}: "
+        lines = [f"**{setting}.** The cost of partial labels: {verdict}; the closest is {name(closest)}: "
                  + describe_difference(gaps[closest]) + ".",
                  "Missing as negative against the partial loss, last round: "
                  + describe_difference(paired_difference(d, "fedavg_pl", "fedavg")) + "."]
         rounds_, drop = _peak_then_last(curves, setting, "fedavg")
         when = f"round {rounds_[0]}" if len(rounds_) == 1 else f"rounds {join(rounds_)} (one per seed)"
         if drop.mean() >= 1.0:
-            lines.append(f"fedavg peaks at {when} and ends {drop.mean():.1f} points (mean over seeds) below its "
+            lines.append(f"{name('fedavg')} peaks at {when} and ends {drop.mean():.1f} points (mean over seeds) below its "
                          "peak: a decline that fits the false negatives it learns as truth outweighing the signal "
                          "later on.")
         else:
-            lines.append(f"fedavg does not decline: its last round is within {drop.mean():.1f} points of its peak "
+            lines.append(f"{name('fedavg')} does not decline: its last round is within {drop.mean():.1f} points of its peak "
                          f"({when}).")
         mid, r_mid = _mid_training(curves, setting, "surgical", "fedavg_pl")
         lines.append(f"Head dilution: half-way (round {r_mid}), " + describe_difference(mid)
