@@ -184,6 +184,7 @@ def test_introduction_findings_are_prose():
     (para,) = introduction.findings(df, ["one class per client"], methods, [0, 1, 2])
     assert para.startswith("**one class per client.** The cost of partial labels: the Oracle is above every")
     assert "FedAvg does not decline" in para and "rounds 4, 4 and 4 (one per seed)" in para
+    assert not re.search(r"\b(fedavg|fedavg_pl|surgical|oracle|centralized)\b", para), "a registry key in the prose"
     assert not re.search(r"\[\d", para), "a Python list in the prose"
 
 
