@@ -110,10 +110,16 @@ def clients_per_class(part, classes: Sequence[str]) -> pd.Series:
 
 
 def hot_cool_table(long: pd.DataFrame, clients: pd.Series) -> pd.DataFrame:
-    """Mean per-class AUROC of each method (columns) by the number of clients that label the
-    class (rows), from :func:`~fedpl_core.report.plotting.per_class_long`'s long rows."""
+    """Mean per-class AUROC of each method (columns, by its display name) by the number of
+    clients that label the class (rows), from :func:`~fedpl_core.report.plotting.per_class_long`'s
+    long rows."""
+    from ..report.names import display_name
+
     d = long.assign(clients=long["class"].map(clients))
-    return d.groupby(["label", "clients"])["auroc"].mean().unstack(0).round(3)
+    t = d.groupby(["label", "clients"], sort=False)["auroc"].mean().unstack(0).round(3)
+    t.columns = pd.Index([display_name(c) for c in t.columns], name="method")
+    t.index.name = "clients labelling the class"
+    return t
 
 
 def _mid_training(curves: pd.DataFrame, setting: str, a: str, b: str):
