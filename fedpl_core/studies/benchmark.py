@@ -191,6 +191,7 @@ def settings_table(configs: dict[str, ExperimentConfig]) -> pd.DataFrame:
     """Clients, classes and training images of each setting's federation, how many clients
     annotate a class (fewest and most) and the setting's score."""
     from ..experiments import build_partition, load_data
+    from ..metrics import metric_name
 
     rows = []
     for name, cfg in configs.items():
@@ -199,7 +200,7 @@ def settings_table(configs: dict[str, ExperimentConfig]) -> pd.DataFrame:
         per_class = part.masks.sum(0)
         rows.append({"setting": name, "clients": part.num_clients, "classes": data.train.num_classes,
                      "training images": int(sum(part.sizes())), "clients per class (min-max)":
-                     f"{per_class.min()}-{per_class.max()}", "score": SCORES.get(name, "auroc_mean")})
+                     f"{per_class.min()}-{per_class.max()}", "score": metric_name(SCORES.get(name, "auroc_mean"))})
     return pd.DataFrame(rows).set_index("setting")
 
 
