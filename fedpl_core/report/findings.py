@@ -88,9 +88,19 @@ def headline_table(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], 
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
+def p_text(p: float) -> str:
+    """A p-value with two significant digits, three near 0.05, so that a p below 0.05 never reads
+    as "p = 0.05" beside its verdict.
+
+    >>> p_text(0.0497), p_text(0.0081), p_text(0.21)
+    ('p = 0.0497', 'p = 0.0081', 'p = 0.21')
+    """
+    return f"p = {p:.3g}" if 0.045 <= p < 0.055 else f"p = {p:.2g}"
+
+
 def _fmt_row(r: pd.Series) -> str:
     ci = (f"; 95 % CI {r['ci_low']:.1f} to {r['ci_high']:.1f}" if pd.notna(r["ci_low"]) else "")
-    p = f", p = {r['p']:.2g}" if pd.notna(r["p"]) else ", no test"
+    p = f", {p_text(r['p'])}" if pd.notna(r["p"]) else ", no test"
     return f"{r['a']} − {r['b']}: {r['diff']:+.1f} points{ci}{p} ({int(r['pairs'])} seeds)"
 
 
@@ -150,7 +160,7 @@ def readme_block(figures: str | Path | None) -> str:
     df = df.assign(_o=df["paper"].map(lambda p: order.get(p, len(order)))).sort_values("_o", kind="stable")
     lines = ["| paper | claim | this run | verdict |", "|---|---|---|---|"]
     for _, r in df.iterrows():
-        p = f"p = {r['p']:.2g}" if pd.notna(r["p"]) else "no test"
+        p = p_text(r["p"]) if pd.notna(r["p"]) else "no test"
         claim = _cell(r["claim"]) + (f" ({_cell(r['setting'])})" if _cell(r["setting"]) else "")
         lines.append(f"| {r['paper']} | {claim} | {r['diff']:+.1f} ({p}) | {r['verdict']} |")
     counts = df["verdict"].value_counts()
