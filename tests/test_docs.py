@@ -120,7 +120,10 @@ def test_sanitising_closes_each_way_to_script():
     nb = notebook([("md", "# t")], outputs=[nbformat.v4.new_output(
         "display_data", data={"application/javascript": "alert(1)", "text/plain": "x", "image/svg+xml": "<svg/>"})])
     nb.metadata["mystnb"] = {"execution_mode": "force"}
+    nb.cells[1].outputs.append(nbformat.v4.new_output("display_data", data={
+        "application/vnd.jupyter.widget-view+json": {"model_id": "x"}, "text/plain": "runs:   0%|  | 0/30"}))
     removed = sanitise_notebook(nb)
+    assert len(nb.cells[1].outputs) == 1 and removed["widget output"] == 1
     assert set(nb.cells[1].outputs[0]["data"]) == {"text/plain"} and "mystnb" not in nb.metadata
     assert removed["javascript output"] == 1 and removed["notebook metadata"] == 1
 

@@ -7,7 +7,8 @@ notebook can carry script in many places; each is closed here, and
 
 * **outputs**: only the MIME types of :data:`KEPT_MIME` are kept (text, HTML, Markdown,
   LaTeX, PNG / JPEG / GIF).  JavaScript, SVG (which can hold script), widget state and
-  anything unknown are dropped, each counted.  HTML is cleaned by `nh3
+  anything unknown are dropped, each counted; a widget output (a progress bar) goes whole, its
+  text fallback with it.  HTML is cleaned by `nh3
   <https://nh3.readthedocs.io>`_ (the Rust sanitiser ammonia): no ``<script>``, ``<style>``,
   event attributes or ``javascript:`` links; tables keep their ``class`` and ``text-align``;
   images only from ``data:image/...`` or a relative path;
@@ -112,6 +113,10 @@ def sanitise_notebook(nb: Any) -> dict[str, int]:
         elif cell.cell_type == "raw":
             cell.metadata = type(cell.metadata)()  # a raw cell's format decides how it is written out
         elif cell.cell_type == "code":
+            widgets = [o for o in cell.get("outputs", []) if any("widget" in m for m in (o.get("data") or {}))]
+            if widgets:  # a widget (a progress bar) is gone with its script; its text fallback means nothing
+                cell.outputs = [o for o in cell.outputs if o not in widgets]
+                removed["widget output"] = removed.get("widget output", 0) + len(widgets)
             for out in cell.get("outputs", []):
                 data = out.get("data")
                 if not data:
