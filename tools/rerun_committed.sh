@@ -31,7 +31,7 @@ step() {  # step NAME COMMAND...: run it, its output and wall time to $LOG/NAME.
 }
 
 rm -rf results reports/RUN.json                                        # an empty results cache
-find figures -maxdepth 1 -type f ! -name 'bench_*' -delete              # every notebook figure and table anew
+find figures -maxdepth 1 -type f ! -name 'bench_*' ! -name README.md ! -name .gitkeep -delete  # each notebook figure anew
 step reproduce make reproduce
 step real_data "$PY" -m fedpl_core reproduce --profile cpu --output reports --notebooks 02 \
   -p data_roots '{"Task 2": data/HAM10000}'
