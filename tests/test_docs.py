@@ -226,6 +226,25 @@ def test_the_record_keeps_each_notebooks_run_and_names_those_made_by_other_code(
     assert rec["notebooks"]["00_a"]["parameters"] == {"rounds": 2} and rec["notebooks"]["02_b"]["seconds"] == 2.0
     assert R.compare(rec)["older"] == ["02_b"] and "Made by older code: 02_b." in R.describe(rec)
     assert [i["notebooks"] for i in rec["invocations"]] == [["00_a", "02_b"], ["00_a"]]
+    assert rec["invocations"][0]["seconds_by_notebook"] == {"00_a": 1.0, "02_b": 2.0}
+
+
+def test_written_results_do_not_make_the_code_dirty(tmp_path):
+    import subprocess
+
+    repo = tmp_path / "repo"
+    (repo / "fedpl_core").mkdir(parents=True)
+    (repo / "reports").mkdir()
+    for p in ("fedpl_core/a.py", "reports/r.ipynb"):
+        (repo / p).write_text("x\n")
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "c"], check=True)
+    (repo / "reports" / "r.ipynb").write_text("changed\n")
+    assert R.code_dirty(repo) is False
+    (repo / "fedpl_core" / "a.py").write_text("changed\n")
+    assert R.code_dirty(repo) is True
 
 
 def test_a_committed_executed_notebook_holds_no_stale_result_warning():

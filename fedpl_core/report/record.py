@@ -43,18 +43,34 @@ def fingerprint(state: dict[str, str]) -> str:
     return hashlib.sha256("".join(f"{k}:{v}\n" for k, v in sorted(state.items())).encode()).hexdigest()[:16]
 
 
+def code_dirty(root: str | Path = ROOT) -> bool | None:
+    """Whether the code of :func:`code_state` (``fedpl_core/``, ``notebooks/``) differs from the
+    commit; None outside a git checkout.  The results a run writes (``reports/``, ``figures/``)
+    are not code: a checkout is not dirty because a run is writing them."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
+                              "fedpl_core", "notebooks"], capture_output=True, text=True, timeout=5, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip())
+
+
 def write_record(folder: str | Path, profile: str, runs: list[tuple[str, float, str, dict[str, Any]]]) -> Path:
     """Add the notebooks just executed to ``<folder>/RUN.json`` (written atomically): ``runs``
     are ``(notebook, seconds, status, parameters)``.  Each notebook's entry keeps the commit,
     the code fingerprint, the profile, the parameters besides the profile, the status, the
     seconds, the date and the machine's load at its end; the record's top holds today's code
     state; ``invocations`` lists every ``reproduce`` that wrote to the folder (its notebooks,
-    parameters and wall time).  Entries of notebooks not run again are kept, so a record can
+    parameters, wall time and each notebook's).  ``dirty``: whether the code differed from the
+    commit (:func:`code_dirty`).  Entries of notebooks not run again are kept, so a record can
     say that two notebooks were made by different code."""
     from ..fileio import atomic_write
     from ..provenance import git_state, numeric_platform
 
-    commit, dirty = git_state()
+    commit, _ = git_state()
+    dirty = code_dirty() if commit else None
     state = code_state()
     fp = fingerprint(state)
     try:
@@ -71,7 +87,9 @@ def write_record(folder: str | Path, profile: str, runs: list[tuple[str, float, 
     invocations = list(old.get("invocations") or []) if isinstance(old.get("invocations"), list) else []
     invocations.append({"date": date, "commit": commit, "code_fingerprint": fp, "profile": profile,
                         "notebooks": [name for name, *_ in runs], "parameters": runs[0][3] if runs else {},
-                        "seconds": round(sum(sec for _, sec, _, _ in runs), 1), "load_average_at_end": load})
+                        "seconds": round(sum(sec for _, sec, _, _ in runs), 1),
+                        "seconds_by_notebook": {name: round(sec, 1) for name, sec, _, _ in runs},
+                        "load_average_at_end": load})
     rec = {"commit": commit, "dirty": dirty, "profile": profile, "date": date, "cpus": os.cpu_count(),
            "numeric_platform": numeric_platform()["key"], "code_fingerprint": fp, "code": state,
            "notebooks": dict(sorted(entries.items())), "invocations": invocations}
@@ -154,5 +172,5 @@ def check_fresh_target(output: str | Path, keep_stale: bool) -> None:
                          "(FEDPL_KEEP_STALE / --keep-stale): re-run from an empty results folder, or write elsewhere")
 
 
-__all__ = ["RECORD", "STALE_MARK", "code_state", "fingerprint", "write_record", "read_record", "compare", "describe",
+__all__ = ["RECORD", "STALE_MARK", "code_state", "code_dirty", "fingerprint", "write_record", "read_record", "compare", "describe",
            "stale_warnings", "is_committed_reports", "check_fresh_target"]
