@@ -574,6 +574,13 @@ def code_mode_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def code_mode_sentences(code_mode: pd.DataFrame) -> list[str]:
+    """:func:`code_mode_table`'s sentences, each after its task and metric (by its name)."""
+    from ..metrics import metric_name
+
+    return [f"{r['task']}, {metric_name(r['metric'])}: {r['sentence']}" for _, r in code_mode.iterrows()]
+
+
 def diagnostics(res: pd.DataFrame) -> pd.DataFrame:
     """The pseudo-label (``pl/*``) and uncertainty-split (``log/*``) records of every run,
     round by round, as long rows (label, seed, round, metric, value); empty without any."""
@@ -590,6 +597,7 @@ def tried_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
     FedAvg* and FedLSM): its pseudo-labelled share and the precision of its positive
     pseudo-labels at the last round (mean over seeds), and its paired differences from FedAvg
     and FedAvg* (points, with p)."""
+    from ..metrics import metric_name
     from ..report.tables import curve_frame, paired_difference
 
     rows = []
@@ -605,7 +613,7 @@ def tried_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
             for metric in CLAIM_METRICS[task]:
                 for ref in ("FedAvg-PL", "FedAvg*"):
                     d = paired_difference(rv, lab, ref, metric)
-                    row[f"{metric} vs {ref}"] = (f"{d['diff']:+.1f} (p = {d['p']:.2g})" if d["p"] is not None
+                    row[f"{metric_name(metric)} vs {ref}"] = (f"{d['diff']:+.1f} (p = {d['p']:.2g})" if d["p"] is not None
                                                  else f"{d['diff']:+.1f}")
             rows.append(row)
     return pd.DataFrame(rows).set_index(["task", "variant"])
@@ -627,6 +635,7 @@ def tried_sentences(tried: pd.DataFrame) -> list[str]:
 def ablation_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Table 3: per task, metric and ablation row, mean ± SD over seeds (points) and each
     variant's paired difference from the full FedLSM."""
+    from ..metrics import metric_name
     from ..report.tables import difference_columns, paired_difference
 
     rows = []
@@ -634,7 +643,8 @@ def ablation_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
         for lab in dict.fromkeys(ra["label"]):
             for metric in CLAIM_METRICS[task]:
                 d = ra[(ra["label"] == lab) & (ra["which"] == "final")][metric] * 100
-                row = {"task": task, "metric": metric, "method": lab, "mean ± SD": f"{d.mean():.1f} ± {d.std(ddof=1):.1f}"}
+                row = {"task": task, "metric": metric_name(metric), "method": lab,
+                       "mean ± SD": f"{d.mean():.1f} ± {d.std(ddof=1):.1f}"}
                 if lab != "FedLSM":
                     row.update(difference_columns(paired_difference(ra, lab, "FedLSM", metric), diff="vs FedLSM",
                                                   sd=False))
@@ -778,7 +788,8 @@ def headline_claims() -> list:
 
 __all__ = ["TASKS", "PAPER_METHODS", "ABLATION", "TDMA_GRID", "tdma_methods", "tdma_effect", "code_mode_methods", "TABLE2_METRICS", "PAPER_TABLE1", "PAPER_TABLE2", "RANKING",
            "RANKING_METRICS", "PROFILES", "TRIED_VARIANTS", "CLAIM_METRICS", "PAPER_SETUP", "same_as_paper",
-           "label_sets_table", "claims_table", "claims_sentences", "tdma_sentences", "code_mode_table", "diagnostics",
+           "label_sets_table", "claims_table", "claims_sentences", "tdma_sentences", "code_mode_table", "code_mode_sentences",
+           "diagnostics",
            "diagnostics_table", "tried_table", "tried_sentences", "ablation_table", "ablation_sentences",
            "image_files_note", "ham_tdma_sentences", "last_coverage", "what_this_run_shows", "Settings", "check_data_roots", "settings", "methods", "missing_methods",
            "ablation_methods", "table1", "table2", "best_and_last", "paper_table", "with_paper", "ordering",

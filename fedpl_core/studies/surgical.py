@@ -779,7 +779,12 @@ def settings_table(st: Settings) -> pd.DataFrame:
 
     out = {}
     for k, v in vars(st).items():
-        out[k] = shown(v, "FEDPL_RESULTS") if k in ("results_dir", "data_root") and v else str(v)
+        if k in ("results_dir", "data_root") and v:
+            out[k] = shown(v, "FEDPL_RESULTS")
+        elif isinstance(v, (list, tuple)):
+            out[k] = ", ".join(map(str, v))  # prose, not a Python list
+        else:
+            out[k] = str(v)
     return pd.Series(out, name="value").to_frame()
 
 
@@ -790,7 +795,8 @@ def data_sets_table(abl, nd) -> pd.DataFrame:
             "non-IID: NIH + CheXpert train": nd.train, "non-IID: NIH test": nd.extra["NIH"],
             "non-IID: CheXpert test": nd.extra["CheXpert"], "non-IID: external": nd.extra["external"]}
     table = pd.DataFrame({name: {"images": len(ds), "classes": ds.num_classes,
-                                 "domain(s)": sorted(set(ds.domains.tolist())) if ds.domains is not None else "-"}
+                                 "domain(s)": ", ".join(map(str, sorted(set(ds.domains.tolist()))))
+                                 if ds.domains is not None else "-"}
                           for name, ds in sets.items()}).T
     table.loc["public (BatchNorm calibration)"] = [0 if abl.public is None else len(abl.public), "-", "-"]
     return table
@@ -801,7 +807,8 @@ def grid_tables(iterations: dict, methods: Sequence[tuple[str, dict]], name: str
     value of ``name``, its config overrides) and the rows (one a method, its overrides)."""
     its = pd.DataFrame(iterations).T.rename_axis(name)
     rows = pd.DataFrame([{"label": label, **{k: str(v) for k, v in over.items()}} for label, over in methods])
-    return its, rows.set_index("label").fillna("")
+    rows = rows.rename(columns={"method": "registry name (method=)", "method_kwargs": "options (method_kwargs=)"})
+    return its, rows.set_index("label").rename_axis("method").fillna("")
 
 
 def round_gap(curves: pd.DataFrame, a: str, b: str, by: str = "K") -> pd.DataFrame:
