@@ -29,6 +29,13 @@ def test_the_findings_block_is_generated_from_the_committed_headline_tables():
     assert "| paper | claim | this run | verdict |" in block
 
 
+def test_the_committed_findings_page_is_the_generated_one():
+    from fedpl_core.report.findings import findings_page
+
+    assert (ROOT / "docs" / "findings.md").read_text() == findings_page(ROOT / "figures"), \
+        "run `python -m fedpl_core.report.findings` after the notebooks"
+
+
 def test_the_readme_is_a_front_page():
     lines = README.splitlines()
     assert len(lines) <= 200, f"{len(lines)} lines: move the detail into docs/"

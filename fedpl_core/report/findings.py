@@ -191,12 +191,19 @@ def main(argv: list[str] | None = None) -> int:
 
     root = Path(__file__).resolve().parents[2]
     ap = argparse.ArgumentParser(prog="python -m fedpl_core.report.findings",
-                                 description="Rewrite the README's findings block from the headline tables.")
+                                 description="Rewrite the README's findings block and the findings page "
+                                             "(docs/findings.md) from the headline tables.")
     ap.add_argument("--readme", default=str(root / "README.md"))
+    ap.add_argument("--page", default=str(root / "docs" / "findings.md"))
     ap.add_argument("--figures", default=str(root / "figures"))
     a = ap.parse_args(argv)
     changed = update_readme(a.readme, a.figures)
     print(f"{a.readme}: findings block {'rewritten' if changed else 'unchanged'}")
+    from ..fileio import atomic_write
+
+    with atomic_write(a.page) as f:
+        f.write(findings_page(a.figures))
+    print(f"{a.page}: written")
     return 0
 
 
