@@ -1,3 +1,5 @@
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
@@ -16,3 +18,23 @@ def toy():
 @pytest.fixture
 def toy_partition(toy):
     return one_class_partition(toy[0])
+
+
+@pytest.fixture
+def main(capsys, tmp_path, monkeypatch):
+    """``main(*args)`` runs the CLI in this process: ``.returncode``, ``.stdout``, ``.stderr``."""
+    from fedpl_core.cli import main as cli_main
+
+    monkeypatch.setenv("FEDPL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+
+    def call(*args):
+        capsys.readouterr()
+        try:
+            rc = cli_main([str(a) for a in args])
+        except SystemExit as e:  # argparse
+            rc = e.code
+        out = capsys.readouterr()
+        return SimpleNamespace(returncode=rc, stdout=out.out, stderr=out.err)
+
+    return call

@@ -201,7 +201,7 @@ def test_notebook_teaches(nb):
 
 
 # ------------------------------------------------------------------ papermill
-def _head(nb_name: str, tmp_path: Path) -> Path:
+def notebook_head(nb_name: str, tmp_path: Path) -> Path:
     """The notebook up to its setup cell (the one after ``parameters``): what reads the parameters."""
     import nbformat
 
@@ -221,7 +221,7 @@ def test_a_misspelt_papermill_parameter_is_refused_in_one_line(tmp_path, monkeyp
 
     monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "figures"))
     monkeypatch.setenv("FEDPL_RESULTS", str(tmp_path / "results"))
-    nb = _head("00_introduction.ipynb", tmp_path)
+    nb = notebook_head("00_introduction.ipynb", tmp_path)
     p = subprocess.run([sys.executable, "-m", "papermill", str(nb), str(tmp_path / "o.ipynb"), "-p", "profile", "smoke",
                         "-p", "round", "2", "--cwd", str(ROOT)], capture_output=True, text=True)
     assert p.returncode != 0
@@ -305,7 +305,7 @@ def test_notebook_04_reads_a_partial_nih_download_with_skip_missing_from_a_param
     assert cxr and all(c["dataset_kwargs"] == {"skip_missing": True} and c["data_root"] == str(nih) for c in cxr)
     assert (tmp_path / "figures" / "04_table2_cxr.csv").is_file()
 
-    head = _head("04_fedmlp.ipynb", tmp_path)  # the options are checked in the setup cell
+    head = notebook_head("04_fedmlp.ipynb", tmp_path)  # the options are checked in the setup cell
     with pytest.raises(pm.PapermillExecutionError, match="the nih loader has no option 'skip_mising'"):
         pm.execute_notebook(str(head), str(tmp_path / "o2.ipynb"), progress_bar=False, kernel_name="python3",
                             parameters=dict(params, dataset_kwargs='{"CXR": {"skip_mising": true}}'))

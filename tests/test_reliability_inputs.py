@@ -17,6 +17,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 import fixtures_data as fx  # noqa: E402
+from test_notebooks import notebook_head  # noqa: E402
 from test_reliability import one_error_line  # noqa: E402
 
 from fedpl_core import experiments as E  # noqa: E402
@@ -29,26 +30,6 @@ BASE = ["--n-train", "200", "--n-test", "100", "--rounds", "1", "--image-size", 
 #: ``report`` takes the data and partition flags only.
 REPORT_BASE = ["--n-train", "200", "--n-test", "100", "--image-size", "28", "--classes", "Effusion,Pneumothorax,Nodule",
                "--num-clients", "3", "--progress", "false"]
-
-
-@pytest.fixture
-def main(capsys, tmp_path, monkeypatch):
-    """``main(*args)`` runs the CLI in this process: ``.returncode``, ``.stdout``, ``.stderr``."""
-    from fedpl_core.cli import main as cli_main
-
-    monkeypatch.setenv("FEDPL_CACHE", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-
-    def call(*args):
-        capsys.readouterr()
-        try:
-            rc = cli_main([str(a) for a in args])
-        except SystemExit as e:  # argparse
-            rc = e.code
-        out = capsys.readouterr()
-        return SimpleNamespace(returncode=rc, stdout=out.out, stderr=out.err)
-
-    return call
 
 
 def written(tmp_path):
@@ -329,16 +310,6 @@ def test_ham10000_on_an_empty_root_names_both_layouts(main, tmp_path):
 
 
 # ------------------------------------------------------------------ the notebooks' parameter cells, run by papermill
-def _head(nb_name: str, tmp_path: Path) -> Path:
-    """The notebook up to its setup cell (the one after ``parameters``): what reads the parameters."""
-    import nbformat
-
-    nb = nbformat.read(Path(__file__).resolve().parent.parent / "notebooks" / nb_name, as_version=4)
-    i = next(i for i, c in enumerate(nb.cells) if "parameters" in c.get("metadata", {}).get("tags", []))
-    nb.cells = nb.cells[:i + 2]
-    out = tmp_path / nb_name
-    nbformat.write(nb, out)
-    return out
 
 
 @pytest.mark.notebook
@@ -346,7 +317,7 @@ def test_readme_papermill_command_reads_seeds_as_a_list(tmp_path, monkeypatch):
     import subprocess
 
     monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "figures"))
-    nb = _head("00_introduction.ipynb", tmp_path)
+    nb = notebook_head("00_introduction.ipynb", tmp_path)
     p = subprocess.run([sys.executable, "-m", "papermill", str(nb), str(tmp_path / "o.ipynb"), "-p", "profile", "smoke",
                         "-p", "seeds", "[0, 1]", "--cwd", str(Path(__file__).resolve().parent.parent)],
                        capture_output=True, text=True)
@@ -359,7 +330,7 @@ def test_notebook_04_refuses_a_data_root_it_would_ignore(tmp_path, monkeypatch):
     import papermill as pm
 
     monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "figures"))
-    nb = _head("04_fedmlp.ipynb", tmp_path)
+    nb = notebook_head("04_fedmlp.ipynb", tmp_path)
     with pytest.raises(pm.PapermillExecutionError, match="data_roots maps a name to a data folder"):
         pm.execute_notebook(str(nb), str(tmp_path / "o.ipynb"), parameters={"profile": "smoke",
                             "data_roots": "/nonexistent"}, progress_bar=False, kernel_name="python3")
@@ -375,7 +346,7 @@ def test_papermill_rounds_and_lr_reach_the_notebooks_settings(tmp_path, monkeypa
     import papermill as pm
 
     monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "figures"))
-    nb = _head("04_fedmlp.ipynb", tmp_path)
+    nb = notebook_head("04_fedmlp.ipynb", tmp_path)
     pm.execute_notebook(str(nb), str(tmp_path / "o.ipynb"), parameters={"profile": "smoke", "rounds": 3, "lr": "5e-3"},
                         progress_bar=False, kernel_name="python3")
     assert "3 rounds (1 warm-up), Adam lr 0.005" in (tmp_path / "o.ipynb").read_text()

@@ -11,7 +11,6 @@ import os
 import sys
 import warnings
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -27,26 +26,6 @@ from fedpl_core.config import ConfigError, EngineConfig  # noqa: E402
 DATA = ["--n-train", "200", "--n-test", "100", "--rounds", "1", "--image-size", "28",
         "--classes", "Effusion,Pneumothorax,Nodule", "--progress", "false", "--model-kwargs", '{"width": 4}']
 BASE = DATA + ["--num-clients", "3"]
-
-
-@pytest.fixture
-def main(capsys, tmp_path, monkeypatch):
-    """``main(*args)`` runs the CLI in this process: ``.returncode``, ``.stdout``, ``.stderr``."""
-    from fedpl_core.cli import main as cli_main
-
-    monkeypatch.setenv("FEDPL_CACHE", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-
-    def call(*args):
-        capsys.readouterr()
-        try:
-            rc = cli_main([str(a) for a in args])
-        except SystemExit as e:  # argparse
-            rc = e.code
-        out = capsys.readouterr()
-        return SimpleNamespace(returncode=rc, stdout=out.out, stderr=out.err)
-
-    return call
 
 
 # ------------------------------------------------------------------ config files that expand
