@@ -41,3 +41,20 @@ def test_settings_cover_the_four_papers_and_every_registered_method():
     assert "fedavg" not in B.methods(["fedavg"])
     with pytest.raises(ValueError, match="unknown profile"):
         B.settings("tpu")
+
+
+def test_the_leaderboard_a_reader_sees_names_methods_as_their_papers_do():
+    from fedpl_core.methods import available_methods
+
+    df = _frame().replace({"label": {"a": "fedavg_star", "b": "oracle_wbce", "c": "fedavg_pl"}})
+    shown = B.leaderboard_table(B.leaderboard(df))
+    assert not set(shown["method"]) & set(available_methods())  # no registry key
+    assert {"FedAvg*", "Oracle (wBCE)"} <= set(shown["method"]) and "mean" not in shown
+    table = B.methods_table(["fedavg_star", "surgical"])
+    assert list(table.index) == ["FedAvg*", "Surgical Aggregation"]
+    assert list(table["registry name (method=)"]) == ["fedavg_star", "surgical"]  # what a user types
+
+
+def test_each_leaderboard_heading_names_the_score_it_ranks_by():
+    assert "external: mean AUROC" in B.leaderboard_caption(B.SETTINGS[3], 3)
+    assert B.leaderboard_caption(B.SETTINGS[0], 1).endswith("(mean AUROC, last round, 1 seed)")

@@ -153,6 +153,22 @@ def leaderboard(df: pd.DataFrame, metric: str = "score", which: str = "final", d
     return out[["setting", "rank", "method", metric, "mean", "n"]].reset_index(drop=True)
 
 
+def leaderboard_table(board: pd.DataFrame) -> pd.DataFrame:
+    """:func:`leaderboard` as a reader sees it: each method by its display name
+    (:func:`fedpl_core.report.names.display_name`), without the unrounded mean."""
+    from ..report.names import display_name
+
+    return board.assign(method=board["method"].map(display_name)).drop(columns="mean")
+
+
+def leaderboard_caption(setting: str, n_seeds: int) -> str:
+    """The heading of one setting's leaderboard: the setting, the score it ranks by, the seeds."""
+    from ..metrics import metric_name
+
+    score = metric_name(SCORES.get(setting, "auroc_mean"))
+    return f"**{setting}** ({score}, last round, {n_seeds} seed{'s' if n_seeds != 1 else ''})"
+
+
 def rank_table(board: pd.DataFrame) -> pd.DataFrame:
     """Methods (by their display names, :func:`fedpl_core.report.names.display_name`) x
     settings of ranks, plus the mean rank (sorted by it)."""
@@ -205,11 +221,13 @@ def settings_table(configs: dict[str, ExperimentConfig]) -> pd.DataFrame:
 
 
 def methods_table(names: Sequence[str]) -> pd.DataFrame:
-    """Each method of the benchmark and the first line of its class docstring (the registry
-    is the one place a method says what it does)."""
+    """Each method of the benchmark by its display name, the registry name that selects it
+    (``method=``) and the first line of its class docstring (the registry is the one place a
+    method says what it does)."""
     from ..methods import METHODS
+    from ..report.names import display_name
 
-    return pd.DataFrame({"method": list(names),
+    return pd.DataFrame({"method": [display_name(m) for m in names], "registry name (method=)": list(names),
                          "what it does": [(METHODS[m].__doc__ or "").strip().splitlines()[0] for m in names]}
                         ).set_index("method")
 
