@@ -87,7 +87,8 @@ def main() -> None:
             try:
                 with tempfile.TemporaryDirectory() as rd:
                     df = run_many(cfg, methods, seeds, rd, progress=False,
-                                  backend="process" if name == "spawn" else backend, workers=a.workers)
+                                  backend="process" if name == "spawn" else backend,
+                                  workers=1 if backend == "serial" else a.workers)
                     times[name] = time.perf_counter() - t0
             finally:
                 grid.start_method = started

@@ -296,3 +296,17 @@ def test_deterministic_changes_the_run_id_only_when_on_and_leaves_a_cpu_run_alon
     assert torch.backends.cudnn.benchmark and not torch.backends.cudnn.deterministic
     assert not torch.are_deterministic_algorithms_enabled()
     assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+
+
+def test_images_on_the_current_cuda_device_count_as_on_cuda(monkeypatch):
+    """``device="cuda"`` names the current CUDA device: images resident on ``cuda:0`` are
+    gathered in place there (an H200 run took the host path for every batch, a synchronising
+    index, while ``cuda:0 != cuda``)."""
+    from fedpl_core.fl.federation import _same_device
+
+    cpu, cuda, cuda0, cuda1 = (torch.device(d) for d in ("cpu", "cuda", "cuda:0", "cuda:1"))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    assert _same_device(cuda0, cuda) and _same_device(cuda, cuda0) and _same_device(cpu, cpu)
+    assert not _same_device(cuda1, cuda) and not _same_device(cpu, cuda) and not _same_device(cuda0, cuda1)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    assert _same_device(cuda1, cuda) and not _same_device(cuda0, cuda)

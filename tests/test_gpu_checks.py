@@ -137,3 +137,16 @@ def test_the_smoke_step_stops_its_notebooks_at_its_deadline_and_ends_their_proce
     assert not ok and "stopped at the step's limit" in note and note.startswith("0 of 1 notebooks ran")
     time.sleep(0.5)
     assert G._reap(mark) == []  # nothing of the step is left running
+
+
+def test_the_grids_steps_benchmark_runs_the_serial_backend_without_workers():
+    """The ``grids`` step's benchmark in its tiny form: the serial backend runs one run at a
+    time, so ``--workers`` goes only to the other backends (``run_many`` refuses workers > 1
+    on the serial backend; the step failed on every device before), and the threads give the
+    serial numbers."""
+    env = {**os.environ, "PYTHONPATH": str(TESTS.parent)}
+    p = subprocess.run([sys.executable, str(TESTS.parent / "benchmarks" / "grid_throughput.py"), "--backends", "serial",
+                        "threads", "--workers", "2", "--runs", "2", "--rounds", "1", "--n-train", "200"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "threads    / serial throughput" in p.stdout and "numbers identical" in p.stdout

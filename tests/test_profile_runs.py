@@ -236,7 +236,7 @@ def test_the_gpu_profile_fits_its_budget_on_paper(tmp_path, monkeypatch):
         assert {c.image_size for c in cfgs} == {128}, nb
         assert {c.seed for c in cfgs} == {0, 1, 2}, nb
         assert all(c.engine.amp and c.engine.channels_last for c in cfgs), nb
-        est = gpu_estimate(cfgs)
+        est = gpu_estimate(cfgs, measured=None)  # on paper; docs/gpu.md has the measured times
         assert est["seconds"] <= 600, f"{nb}: {est['seconds'] / 60:.1f} min on paper"
         total += est["seconds"]
         doc = inspect.getsource(importlib.import_module(f"fedpl_core.studies.{STUDIES[nb]}"))

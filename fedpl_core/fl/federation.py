@@ -239,12 +239,23 @@ def _gather(images: torch.Tensor, idx: torch.Tensor, device: torch.device) -> to
     device when they are resident there); host images bound for a GPU are gathered into
     pinned memory (PyTorch's caching host allocator: reused, not re-pinned per batch) so
     that the upload is asynchronous."""
-    if images.device == device:
+    if _same_device(images.device, device):
         return torch.index_select(images, 0, idx.to(images.device, non_blocking=True))
     if device.type == "cuda" and images.device.type == "cpu":
         buf = torch.empty((idx.numel(), *images.shape[1:]), dtype=images.dtype, pin_memory=True)
         return torch.index_select(images, 0, idx, out=buf).to(device, non_blocking=True)
     return images[idx.to(images.device)].to(device, non_blocking=True)
+
+
+def _same_device(a: torch.device, b: torch.device) -> bool:
+    """Whether ``a`` and ``b`` are one device: ``cuda`` (no index) is the current CUDA device,
+    so images on ``cuda:0`` are on ``cuda`` when device 0 is current."""
+    if a.type != b.type:
+        return False
+    if a.type != "cuda" or a.index == b.index:
+        return True
+    current = torch.cuda.current_device()
+    return (current if a.index is None else a.index) == (current if b.index is None else b.index)
 
 
 __all__ = ["DivergenceError", "ClientData", "Batch", "FederationInfo", "ClientUpdate", "ClientContext", "derive_seed",
