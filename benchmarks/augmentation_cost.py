@@ -30,8 +30,8 @@ import pandas as pd
 import torch
 
 import fedpl_core.fl.preprocess as PP
-from fedpl_core.experiments import run_many
-from fedpl_core.profiles import prepare
+from fedpl_core.runs.study import run_many
+from fedpl_core.studies.profiles import prepare
 from fedpl_core.studies import fedmlp
 from fedpl_core.report.tables import paired_difference
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import argparse
 
 from fedpl_core.data import synthetic as S
-from fedpl_core.config import EngineConfig
-from fedpl_core.experiments import ExperimentConfig, run
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.runner import run
 
 
 def main() -> None:

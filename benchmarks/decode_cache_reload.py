@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from fedpl_core.data import cache, registry
+from fedpl_core.data import cache, catalog as registry
 from fedpl_core.data.ham10000 import load_ham10000
 
 DX = ["akiec", "bcc", "bkl", "df", "mel", "nv", "vasc"]

@@ -65,14 +65,14 @@ import numpy as np
 import torch
 
 from fedpl_core.data.base import ImageDataset
-from fedpl_core.config import EngineConfig
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.fl.site import resolve_device
 from fedpl_core.fl.federation import derive_seed
-from fedpl_core.losses import masked_bce
+from fedpl_core.nn.losses import masked_bce
 from fedpl_core.methods import get_method
-from fedpl_core.metrics import evaluate as compute_metrics
-from fedpl_core.models import build_model
+from fedpl_core.nn.metrics import evaluate as compute_metrics
+from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import iid
 
 

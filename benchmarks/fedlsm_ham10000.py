@@ -28,9 +28,10 @@ import time
 
 import pandas as pd
 
-from fedpl_core.data.registry import FEDLSM_FRACTIONS
-from fedpl_core.experiments import load_data, run_many
-from fedpl_core.profiles import default_workers, prepare
+from fedpl_core.data.catalog import FEDLSM_FRACTIONS
+from fedpl_core.runs.build import load_data
+from fedpl_core.runs.study import run_many
+from fedpl_core.studies.profiles import default_workers, prepare
 from fedpl_core.studies import fedlsm
 from fedpl_core.report.tables import curve_frame, describe_late_gain, late_gain
 
@@ -104,7 +105,7 @@ def write_report(a, cfg, st, data, val, methods, seconds, report) -> None:
     import shlex
     import sys
 
-    from fedpl_core.fileio import atomic_write
+    from fedpl_core.base.fileio import atomic_write
     from fedpl_core.report.tables import output_path
 
     args = [("<HAM10000 folder>" if prev == "--data-root" else x) for prev, x in zip([""] + sys.argv[1:], sys.argv[1:])]

@@ -38,8 +38,9 @@ import torch
 import fedpl_core.methods.blocks as MB
 import numpy as np
 
-from fedpl_core.experiments import load_data, run_many
-from fedpl_core.profiles import prepare
+from fedpl_core.runs.build import load_data
+from fedpl_core.runs.study import run_many
+from fedpl_core.studies.profiles import prepare
 from fedpl_core.studies import fedlsm
 from fedpl_core.report.tables import paired_difference, save_table
 

@@ -34,10 +34,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from fedpl_core.experiments import run_many  # noqa: E402
+from fedpl_core.runs.study import run_many  # noqa: E402
 from fedpl_core.report.plotting import draw_lines, figure_legend, method_palette, savefig  # noqa: E402
-from fedpl_core.metrics import metric_name  # noqa: E402
-from fedpl_core.profiles import prepare  # noqa: E402
+from fedpl_core.nn.metrics import metric_name  # noqa: E402
+from fedpl_core.studies.profiles import prepare  # noqa: E402
 from fedpl_core.studies import fedmlp  # noqa: E402
 from fedpl_core.report.tables import curve_frame, paired_difference, save_table  # noqa: E402
 

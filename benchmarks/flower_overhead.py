@@ -1,5 +1,5 @@
 """Flower overhead: the same FedAvg rounds through the in-process engine and through
-Flower 1.40's simulation runtime (Ray), via ``fedpl_core.flower``.
+Flower 1.40's simulation runtime (Ray), via ``fedpl_core.apps.flower``.
 
 Same work on both sides: one ``ExperimentConfig`` (synthetic-cxr, a missing-classes
 partition over 8 clients, the small CNN, FedAvg, 1 local epoch), the same seeds.  Timed
@@ -32,8 +32,9 @@ os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
 
 import torch  # noqa: E402
 
-from fedpl_core.config import EngineConfig  # noqa: E402
-from fedpl_core.experiments import ExperimentConfig, build_simulation  # noqa: E402
+from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.build import build_simulation  # noqa: E402
 
 
 def experiment(a) -> ExperimentConfig:
@@ -55,7 +56,7 @@ def run_engine(cfg: ExperimentConfig):
 
 
 def _parts(cfg: ExperimentConfig):
-    from fedpl_core.flower import FedplStrategy, FlowerSite, make_client_app
+    from fedpl_core.apps.flower import FedplStrategy, FlowerSite, make_client_app
 
     server_sim = build_simulation(cfg)
     strategy = FedplStrategy(server_sim.server, server_sim.cfg)
@@ -70,7 +71,7 @@ def _parts(cfg: ExperimentConfig):
 
 
 def run_local(cfg: ExperimentConfig):
-    from fedpl_core.flower import LocalGrid
+    from fedpl_core.apps.flower import LocalGrid
 
     strategy, app = _parts(cfg)
     grid = LocalGrid(app, [{"partition-id": k} for k in range(cfg.num_clients)])

@@ -14,7 +14,7 @@ each side's best turn counts: on a shared machine a slow spell then hits every s
 * ``plain``: what a user writes by hand: per round and client a shuffle, batches gathered
   from the uint8 images and normalised, ``load_state_dict``, ``model(x)``, ``backward``,
   ``torch.optim.Adam``, the mean of the ``state_dict``s (no divergence check, no metadata);
-* ``flower``: Flower 1.40's simulation (Ray) of the same rounds through ``fedpl_core.flower``,
+* ``flower``: Flower 1.40's simulation (Ray) of the same rounds through ``fedpl_core.apps.flower``,
   when ``flwr[simulation]`` is installed (``pip install -e .[flower]``): one CPU per client and,
   on a GPU, a 1/K fraction of it (Flower's advice); the median round after the first.
 
@@ -40,8 +40,9 @@ import time
 import pandas as pd
 import torch
 
-from fedpl_core.config import EngineConfig
-from fedpl_core.experiments import ExperimentConfig, build_simulation
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.build import build_simulation
 from fedpl_core.fl import batched as B
 from fedpl_core.fl.server import sample_clients
 from fedpl_core.report.tables import save_table
@@ -135,7 +136,7 @@ def flower_installed() -> bool:
 
 
 def flower_rounds_per_second(cfg, a) -> float:
-    """Flower 1.40's simulation (Ray) of the same rounds through ``fedpl_core.flower``
+    """Flower 1.40's simulation (Ray) of the same rounds through ``fedpl_core.apps.flower``
     (``benchmarks/flower_overhead.py``'s run): each client one CPU and, on a GPU, a
     1/K fraction of it (Flower's advice for many small clients); rounds per second from
     the median round after the first (which also builds the sites in the workers)."""

@@ -40,8 +40,9 @@ import warnings
 
 import torch
 
-from fedpl_core.config import EngineConfig
-from fedpl_core.experiments import ExperimentConfig, run_many
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.study import run_many
 from fedpl_core.runs import grid
 
 

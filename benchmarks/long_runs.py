@@ -26,8 +26,8 @@ import time
 
 import pandas as pd
 
-from fedpl_core.experiments import run_many
-from fedpl_core.profiles import prepare
+from fedpl_core.runs.study import run_many
+from fedpl_core.studies.profiles import prepare
 from fedpl_core.studies import fedlsm, fedpsl
 from fedpl_core.report.tables import curve_frame, late_gain, paired_difference
 

@@ -1,4 +1,4 @@
-"""Cost of one evaluation's metrics (``fedpl_core.metrics.multilabel_metrics``) against the
+"""Cost of one evaluation's metrics (``fedpl_core.nn.metrics.multilabel_metrics``) against the
 same metrics computed with scikit-learn's per-class functions, not a test.
 
 An evaluation round scores every class of a test set; on the small models of the cpu
@@ -20,7 +20,7 @@ import time
 import numpy as np
 from sklearn.metrics import average_precision_score, precision_recall_fscore_support, roc_auc_score
 
-from fedpl_core.metrics import multilabel_metrics
+from fedpl_core.nn.metrics import multilabel_metrics
 
 
 def sklearn_metrics(y: np.ndarray, s: np.ndarray) -> list[tuple[float, float, float]]:

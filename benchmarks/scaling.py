@@ -27,11 +27,11 @@ import numpy as np
 import torch
 
 from fedpl_core.data.base import ImageDataset
-from fedpl_core.config import EngineConfig
-from fedpl_core.fileio import atomic_write
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.base.fileio import atomic_write
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import get_method
-from fedpl_core.models import build_model
+from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import iid
 
 

@@ -21,8 +21,8 @@ import time
 
 import torch
 
-from fedpl_core.config import EngineConfig
-from fedpl_core.experiments import run_many
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.runs.study import run_many
 from fedpl_core.studies import fedpsl as study
 from fedpl_core.report.tables import describe_difference, paired_difference
 

@@ -23,7 +23,7 @@ def toy_partition(toy):
 @pytest.fixture
 def main(capsys, tmp_path, monkeypatch):
     """``main(*args)`` runs the CLI in this process: ``.returncode``, ``.stdout``, ``.stderr``."""
-    from fedpl_core.cli import main as cli_main
+    from fedpl_core.apps.cli import main as cli_main
 
     monkeypatch.setenv("FEDPL_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)

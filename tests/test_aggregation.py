@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from fedpl_core.aggregation import aggregate_with_head_weights, rowwise_average, weighted_average
+from fedpl_core.nn.aggregation import aggregate_with_head_weights, rowwise_average, weighted_average
 
 
 def test_weighted_average_matches_hand_computation():

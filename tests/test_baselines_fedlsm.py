@@ -7,16 +7,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fedpl_core.aggregation import weighted_average
+from fedpl_core.nn.aggregation import weighted_average
 from fedpl_core.data.synthetic import make_skin
-from fedpl_core.config import EngineConfig
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import METHODS, get_method
 from fedpl_core.methods.blocks import moon_contrastive
 from fedpl_core.methods.fedpu import fedpu_risk
 from fedpl_core.methods.fedrs import restricted_logits
 from fedpl_core.methods.fixmatch import fixmatch_pseudo_labels, unlabelled_loss
-from fedpl_core.models import build_model
+from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import ClientSpec, Partition
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from fedpl_core.aggregation import weighted_average
-from fedpl_core.config import EngineConfig
+from fedpl_core.nn.aggregation import weighted_average
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.fl.federation import FederationInfo, derive_seed
 from fedpl_core.fl.server import Server
@@ -21,7 +21,7 @@ from fedpl_core.methods.fedlsr import bernoulli_js
 from fedpl_core.methods.blocks import sigmoid_rampup
 from fedpl_core.methods.fednoro import logit_shift
 from fedpl_core.methods.rscfed import dma_weights, sample_subsets
-from fedpl_core.models import build_model
+from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import ClientSpec, Partition
 
 INFO = FederationInfo(3, ["c0", "c1", "c2"], "multilabel", ["A", "B", "C"])

@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 import torch
 
-from fedpl_core.aggregation import weighted_average
-from fedpl_core.config import EngineConfig
+from fedpl_core.nn.aggregation import weighted_average
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import METHODS, get_method
-from fedpl_core.methods.blocks import simsiam_loss
+from fedpl_core.methods.simsiam import simsiam_loss
 from fedpl_core.methods.fedmatch import FedMatch, agreement_labels, select_helpers
 from fedpl_core.methods.mixup_pme import pme_targets
-from fedpl_core.models import build_model
+from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import ClientSpec, Partition
 
 NAMES = ("fedssp", "fedmatch", "fedmatch_plus", "mixup_pme")

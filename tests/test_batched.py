@@ -3,8 +3,9 @@ numbers to float tolerance, and says why when a round cannot be batched."""
 import pytest
 import torch
 
-from fedpl_core.config import EngineConfig
-from fedpl_core.experiments import ExperimentConfig, build_simulation
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.build import build_simulation
 from fedpl_core.fl import batched as B
 from fedpl_core.fl.server import sample_clients
 from fedpl_core.methods import FedAvg, batchable_methods

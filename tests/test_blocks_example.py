@@ -17,9 +17,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from test_reliability_methods import config, numbers  # noqa: E402
 
-from fedpl_core import experiments as E  # noqa: E402
-from fedpl_core.config import EngineConfig  # noqa: E402
-from fedpl_core.losses import masked_bce  # noqa: E402
+from fedpl_core.runs import build, runner  # noqa: E402
+from fedpl_core.runs.experiment_config import ExperimentConfig  # noqa: E402
+from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
+from fedpl_core.nn.losses import masked_bce  # noqa: E402
 from fedpl_core.methods import METHODS, Method, get_method, register  # noqa: E402
 from fedpl_core.methods.blocks import Proximal, record_pseudo_labels  # noqa: E402
 
@@ -68,7 +69,7 @@ def run(name, **method_kwargs):
     cfg = dataclasses.replace(config(name), method_kwargs=method_kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return E.run(cfg)
+        return runner.run(cfg)
 
 
 def test_the_example_is_short():
@@ -105,7 +106,7 @@ def test_a_papers_name_is_a_method_with_options(alias, name, kw):
 
 
 def test_every_method_takes_the_head_warmup():
-    from fedpl_core.config import ConfigError
+    from fedpl_core.base.validation import ConfigError
     from fedpl_core.methods import available_methods
 
     for name in available_methods():
@@ -124,12 +125,12 @@ def test_every_multilabel_method_trains_a_round_after_the_head_warmup():
     for name in available_methods():
         if "multilabel" not in METHODS[name].tasks:
             continue
-        cfg = E.ExperimentConfig(dataset="synthetic-cxr", classes=["Effusion", "Pneumothorax", "Nodule"],
+        cfg = ExperimentConfig(dataset="synthetic-cxr", classes=["Effusion", "Pneumothorax", "Nodule"],
                                  image_size=28, n_train=60, n_test=30, partition="missing_classes", num_clients=3,
                                  partition_kwargs={"missing": 1}, model="cnn", model_kwargs={"width": 4}, method=name,
                                  method_kwargs={"warmup_epochs": 0.5},
                                  engine=EngineConfig(rounds=1, batch_size=10, progress=False, selection=None))
-        sim = E.build_simulation(cfg)
+        sim = build.build_simulation(cfg)
         try:
             sim.run()
         except Exception as e:  # every failure named at once

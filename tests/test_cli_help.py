@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 from fedpl_core import __version__
-from fedpl_core import cli
+from fedpl_core.apps import cli
 from fedpl_core import partitions as P
-from fedpl_core.config import EngineConfig, field_docs
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.base.validation import field_docs
 from fedpl_core.data.base import ImageDataset
-from fedpl_core.datasets import known_sources
-from fedpl_core.experiments import ExperimentConfig
+from fedpl_core.data.sources import known_sources
+from fedpl_core.runs.experiment_config import ExperimentConfig
 from fedpl_core.methods import METHODS, available_methods
 from fedpl_core.partitions import ClientSpec, Partition
 
@@ -221,7 +222,7 @@ def test_label_report_tells_not_annotated_from_zero():
 
 
 def test_report_labels_train_and_test_and_marks_unannotated(capsys, tmp_path, monkeypatch):
-    from fedpl_core.experiments import build_partition, load_data
+    from fedpl_core.runs.build import build_partition, load_data
 
     monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "figures"))
     args = ["--partition", "label_set_mismatch", "--num-clients", "5", "--n-train", "300", "--n-test", "300",
@@ -285,7 +286,7 @@ def _python(args, cwd=None, env=None):
 def test_help_and_methods_import_neither_torch_nor_scipy():
     """``--help``, ``reproduce --help`` and ``methods`` answer without importing torch, scipy
     or the methods (they took 4-12 s when the package imported them)."""
-    code = ("import sys\nfrom fedpl_core import cli\n"
+    code = ("import sys\nfrom fedpl_core.apps import cli\n"
             "for argv in (['--help'], ['reproduce', '--help'], ['methods']):\n"
             "    assert cli.main(argv) == 0, argv\n"
             "heavy = sorted(m for m in ('torch', 'scipy', 'fedpl_core.methods', 'pandas') if m in sys.modules)\n"
@@ -304,7 +305,7 @@ def test_reproduce_help_says_where_each_way_writes(capsys):
 
 PLUGIN = '''
 """A user's plugin: one method and one data source, registered on import."""
-from fedpl_core.datasets import register_source
+from fedpl_core.data.sources import register_source
 from fedpl_core.methods import register
 from fedpl_core.methods.fedavg import FedAvg
 
@@ -318,7 +319,7 @@ class MyFedAvg(FedAvg):
 
 @register_source("my-source")
 def my_source(name, data_root, classes, image_size, n_train, n_test, data_seed, **kw):
-    from fedpl_core.datasets import SOURCES
+    from fedpl_core.data.sources import SOURCES
 
     return SOURCES["synthetic-cxr"]("synthetic-cxr", None, classes, image_size, n_train, n_test, data_seed)
 '''
@@ -370,8 +371,8 @@ def forget_plugins():
     """Leave the registries and the plugin list as they were."""
     import sys
 
-    from fedpl_core import plugins
-    from fedpl_core.datasets import SOURCES
+    from fedpl_core.base import plugins
+    from fedpl_core.data.sources.base import SOURCES
 
     methods, sources, loaded = dict(METHODS), dict(SOURCES), list(plugins._loaded)
     yield
@@ -386,8 +387,9 @@ def forget_plugins():
 def test_a_spawned_grid_worker_finds_a_plugin_method(plugin_dir, monkeypatch, tmp_path, forget_plugins):
     """A plugin's method reaches a worker process started with spawn (a fresh interpreter:
     nothing of the driver's registry), through ``$FEDPL_PLUGINS``."""
-    from fedpl_core.experiments import ExperimentConfig, run_many
-    from fedpl_core.plugins import ENV, load_plugins
+    from fedpl_core.runs.experiment_config import ExperimentConfig
+    from fedpl_core.runs.study import run_many
+    from fedpl_core.base.plugins import ENV, load_plugins
     from fedpl_core.runs import grid
 
     monkeypatch.setenv(ENV, "")

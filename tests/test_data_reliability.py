@@ -21,16 +21,16 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).parent))
 import fixtures_data as fx  # noqa: E402
 
-from fedpl_core.data import cache, registry  # noqa: E402
+from fedpl_core.data import cache, catalog as registry  # noqa: E402
 from fedpl_core.data.base import DataError, DataWarning  # noqa: E402
 from fedpl_core.data.cache import CacheSpaceError, decode_image, write_cache_array  # noqa: E402
 from fedpl_core.data.csv_loader import load_chexpert, load_csv  # noqa: E402
 from fedpl_core.data.ham10000 import load_ham10000  # noqa: E402
 from fedpl_core.data.medmnist import load_medmnist  # noqa: E402
 from fedpl_core.data.nih import load_nih  # noqa: E402
-from fedpl_core.data.splits import warn_few_positives  # noqa: E402
+from fedpl_core.data.dataset_splits import warn_few_positives  # noqa: E402
 from fedpl_core.data.tb_covid import load_tb  # noqa: E402
-from fedpl_core.fileio import host_tag  # noqa: E402
+from fedpl_core.base.fileio import host_tag  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,7 +95,7 @@ def test_no_fallocate_compares_the_free_space(tmp_path, monkeypatch):
 
 
 def test_the_cli_says_no_space_in_one_line(tmp_path, monkeypatch, capsys):
-    from fedpl_core.cli import main
+    from fedpl_core.apps.cli import main
 
     d = fx.write_tb(tmp_path)
     monkeypatch.setenv("FEDPL_CACHE", str(tmp_path / "full"))
@@ -383,7 +383,7 @@ def test_a_linked_ham_image_folder_is_followed(tmp_path, kw):
 
 # ============================================================================ test positives
 def test_a_real_test_split_with_few_positives_is_named_once(tmp_path):
-    from fedpl_core.datasets import load_bundle
+    from fedpl_core.data.sources import load_bundle
 
     d = fx.write_tb(tmp_path)
     with pytest.warns(DataWarning) as record:
@@ -414,7 +414,7 @@ def test_few_positives_counts_known_labels_only(tmp_path):
 
 
 def test_generated_data_gets_no_few_positives_warning():
-    from fedpl_core.datasets import load_bundle
+    from fedpl_core.data.sources import load_bundle
 
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")

@@ -272,7 +272,7 @@ def test_reproduce_refuses_stale_results_for_the_committed_reports_and_bad_param
 
 
 def test_reproduce_reads_parameter_values_as_yaml():
-    from fedpl_core.cli import reproduce_parameters
+    from fedpl_core.apps.cli import reproduce_parameters
 
     assert reproduce_parameters([("data_roots", '{"Task 2": data/HAM10000}'), ("rounds", "2")]) == {
         "data_roots": {"Task 2": "data/HAM10000"}, "rounds": 2}

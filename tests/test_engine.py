@@ -6,14 +6,14 @@ import pytest
 import torch
 
 from fedpl_core.data.base import ImageDataset
-from fedpl_core.config import EngineConfig
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.fl.federation import ClientData, ClientUpdate
 from fedpl_core.fl.server import Server
 from fedpl_core.methods import get_method
 from fedpl_core.methods import FedAvg
 from fedpl_core.methods.base import Method
-from fedpl_core.models import build_model
+from fedpl_core.nn.models import build_model
 
 
 def make_sim(toy, part, method="fedavg", seed=0, **cfg):
@@ -283,7 +283,7 @@ def test_a_round_is_sites_training_on_payloads_and_the_server_aggregating(toy, t
 def test_deterministic_changes_the_run_id_only_when_on_and_leaves_a_cpu_run_alone(monkeypatch):
     """``EngineConfig.deterministic`` off (the default) keeps every run id made before it;
     on a CPU it does not touch torch's process-wide cuDNN and determinism settings."""
-    from fedpl_core.experiments import ExperimentConfig
+    from fedpl_core.runs.experiment_config import ExperimentConfig
     from fedpl_core.fl.site import configure_cuda
 
     def cfg(**eng):

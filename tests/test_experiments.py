@@ -5,8 +5,11 @@ import sys
 import pandas as pd
 import pytest
 
-from fedpl_core import experiments as E
-from fedpl_core.config import EngineConfig
+from fedpl_core.runs.build import build_simulation
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.runner import run
+from fedpl_core.runs.study import result_rows, run_many
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.runs import runner as R
 from fedpl_core.report.tables import paired_ttest, pivot_mean_std, stars, summarize, to_latex, to_markdown
 
@@ -16,12 +19,12 @@ TINY = dict(dataset="synthetic-cxr", classes=["Cardiomegaly", "Effusion", "Pneum
 
 def tiny(**kw):
     kw.setdefault("engine", EngineConfig(rounds=2, batch_size=32, progress=False))
-    return E.ExperimentConfig(**{**TINY, **kw})
+    return ExperimentConfig(**{**TINY, **kw})
 
 
 def test_run_writes_result_atomically_and_skips_finished_runs(tmp_path, monkeypatch):
     cfg = tiny(method="fedavg_pl")
-    res = E.run(cfg, tmp_path)
+    res = run(cfg, tmp_path)
     out = tmp_path / f"{cfg.run_id()}.json"
     assert out.is_file() and not list(tmp_path.glob(".*tmp")) and not list(tmp_path.glob("*.ckpt"))
     saved = json.loads(out.read_text())
@@ -32,21 +35,21 @@ def test_run_writes_result_atomically_and_skips_finished_runs(tmp_path, monkeypa
         raise AssertionError("a finished run must not be re-run")
 
     monkeypatch.setattr(R, "build_simulation", boom)  # where run calls it
-    again = E.run(cfg, tmp_path)
+    again = run(cfg, tmp_path)
     assert again.final == res.final
 
 
 def test_interrupted_run_resumes_from_checkpoint(tmp_path):
     cfg = tiny(method="fedavg", engine=EngineConfig(rounds=3, batch_size=32, progress=False, checkpoint_every=1))
-    full = E.run(cfg)  # no results dir: in memory
-    sim = E.build_simulation(cfg, checkpoint_path=tmp_path / f"{cfg.run_id()}.ckpt")
+    full = run(cfg)  # no results dir: in memory
+    sim = build_simulation(cfg, checkpoint_path=tmp_path / f"{cfg.run_id()}.ckpt")
     sim.run(rounds=1)  # interrupted after one round
-    resumed = E.run(cfg, tmp_path)
+    resumed = run(cfg, tmp_path)
     assert [h["auroc_mean"] for h in resumed.history] == [h["auroc_mean"] for h in full.history]
 
 
 def test_run_many_is_tidy_and_uses_identical_data(tmp_path):
-    df = E.run_many(tiny(), ["fedavg", ("prox", {"method": "fedprox", "method_kwargs": {"mu": 0.0}})],
+    df = run_many(tiny(), ["fedavg", ("prox", {"method": "fedprox", "method_kwargs": {"mu": 0.0}})],
                     seeds=[0, 1], results_dir=tmp_path, progress=False)
     assert len(df) == 2 * 2  # methods x seeds; no "best" rows: the default selection needs validation splits
     assert set(df["label"]) == {"fedavg", "prox"} and set(df["which"]) == {"final"}
@@ -66,25 +69,25 @@ def test_run_many_in_worker_processes_gives_the_serial_numbers(tmp_path):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        serial = E.run_many(tiny(), methods, seeds=[0, 1], progress=False)
+        serial = run_many(tiny(), methods, seeds=[0, 1], progress=False)
     finally:
         torch.set_num_threads(threads)
-    E.run(tiny(method="fedavg", seed=0), tmp_path)  # one run cached beforehand
+    run(tiny(method="fedavg", seed=0), tmp_path)  # one run cached beforehand
     before = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.json")}
-    par = E.run_many(tiny(), methods, seeds=[0, 1], results_dir=tmp_path, progress=False, workers=2)
+    par = run_many(tiny(), methods, seeds=[0, 1], results_dir=tmp_path, progress=False, workers=2)
     assert par["auroc_mean"].tolist() == serial["auroc_mean"].tolist()
     assert len(list(tmp_path.glob("*.json"))) == 4
     assert all(tmp_path.joinpath(n).stat().st_mtime_ns == t for n, t in before.items())  # not rewritten
     with pytest.raises(ValueError, match="workers"):
-        E.run_many(tiny(), methods, workers=0)
+        run_many(tiny(), methods, workers=0)
 
 
 def test_best_rows_come_from_validation_selection_never_the_test_set(tmp_path):
     cfg = tiny(method="fedavg", engine=EngineConfig(rounds=3, batch_size=32, progress=False, client_val_fraction=0.2))
-    res = E.run(cfg)
+    res = run(cfg)
     vals = [h["val_loss"] for h in res.history]
     assert res.best["val_loss"] == min(vals) and res.best["round"] == 1 + vals.index(min(vals))
-    rows = pd.DataFrame(E.result_rows(res))
+    rows = pd.DataFrame(result_rows(res))
     assert set(rows["which"]) == {"final", "best"}
 
 
@@ -93,11 +96,11 @@ def test_config_from_json_and_yaml(tmp_path):
     (tmp_path / "c.json").write_text(json.dumps(d))
     (tmp_path / "c.yaml").write_text("method: fedprox\nmethod_kwargs: {mu: 0.1}\nrounds: 7\nengine:\n  lr: 0.01\n")
     for f in ("c.json", "c.yaml"):
-        cfg = E.ExperimentConfig.from_file(tmp_path / f)
+        cfg = ExperimentConfig.from_file(tmp_path / f)
         assert cfg.method == "fedprox" and cfg.method_kwargs == {"mu": 0.1}
         assert cfg.engine.rounds == 7 and cfg.engine.lr == 0.01
     with pytest.raises(ValueError, match="unknown config key"):
-        E.ExperimentConfig.from_dict({"methd": "fedavg"})
+        ExperimentConfig.from_dict({"methd": "fedavg"})
 
 
 def test_summaries_and_tests_match_hand_computation():
@@ -159,15 +162,16 @@ def test_one_seed_shows_the_mean_without_a_spread():
 
 
 def test_the_runner_layers_import_only_downward():
-    """fedpl_core/runs: config < build < results < runner < grid < study (issue 26). Each
-    module imports only the ones before it, at module level or inside a function, and
-    nothing that imports the runner (experiments, studies, cli, the package root);
-    experiments.py is a short facade of re-exports."""
+    """fedpl_core/runs: experiment_config < build < provenance < results < runner < grid <
+    study.  Each module imports only the ones before it, at module level or inside a
+    function, and nothing that imports the runner (studies, apps, the package root)."""
     import ast
     from pathlib import Path
 
-    root = Path(E.__file__).parent
-    order = ["config", "build", "results", "runner", "grid", "study"]
+    import fedpl_core
+
+    root = Path(fedpl_core.__file__).parent
+    order = ["experiment_config", "build", "provenance", "results", "runner", "grid", "study"]
     assert sorted(p.stem for p in (root / "runs").glob("*.py")) == sorted(order + ["__init__"])
     for i, name in enumerate(order):
         nodes = list(ast.walk(ast.parse((root / "runs" / f"{name}.py").read_text())))
@@ -175,7 +179,7 @@ def test_the_runner_layers_import_only_downward():
         assert here <= set(order[:i]), f"runs/{name}.py imports runs/{sorted(here - set(order[:i]))}"
         above = {n.module or a.name for n in nodes if isinstance(n, ast.ImportFrom) and n.level == 2 for a in n.names}
         above |= {a.name for n in nodes if isinstance(n, ast.Import) for a in n.names if a.name.startswith("fedpl_core")}
-        assert not {m.split(".")[0] for m in above} & {"experiments", "studies", "cli", "fedpl_core", "__version__"}, \
+        assert not {m.split(".")[0] for m in above} & {"studies", "apps", "fedpl_core", "__version__"}, \
             (name, above)
-    assert len((root / "experiments.py").read_text().splitlines()) < 200
+    assert not (root / "experiments.py").exists()  # no facade: each name is imported from its home
     assert "import" not in (root / "runs" / "__init__.py").read_text().split('"""')[-1]

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fedpl_core.data.synthetic import make_cxr, make_skin
-from fedpl_core.config import EngineConfig
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.fl.federation import FederationInfo
 from fedpl_core.fl.server import Server
@@ -17,7 +17,7 @@ from fedpl_core.methods.base import ClientUpdate
 from fedpl_core.methods.fedlsm import (FedLSM, ema_update, multilabel_loss, multilabel_targets, paper_strong_view,
                                        singlelabel_loss, singlelabel_targets, split_by_uncertainty, split_counts,
                                        ude_multilabel, uncertainty)
-from fedpl_core.models import build_model
+from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import label_set_mismatch
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fedpl_core.data.synthetic import NIH14, make_cxr
-from fedpl_core.config import EngineConfig
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.fl.federation import Batch, ClientUpdate, FederationInfo
 from fedpl_core.fl.server import Server
@@ -16,7 +16,7 @@ from fedpl_core.methods import get_method
 from fedpl_core.methods.fedmlp import (FedMLP, adjusted_probability, adjustment, dual_prototypes,
                                        global_learning_degree, global_prototypes, learning_degree, select_tags,
                                        wpc_loss, z_score)
-from fedpl_core.models import build_model
+from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import missing_classes
 
 LN2 = math.log(2.0)

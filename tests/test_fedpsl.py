@@ -8,17 +8,17 @@ import pytest
 import torch
 from torch import nn
 
-from fedpl_core.aggregation import aggregate_with_head_weights, weighted_average
-from fedpl_core.config import EngineConfig
+from fedpl_core.nn.aggregation import aggregate_with_head_weights, weighted_average
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.fl.federation import FederationInfo
 from fedpl_core.fl.server import Server
-from fedpl_core.losses import masked_bce
+from fedpl_core.nn.losses import masked_bce
 from fedpl_core.methods import METHODS, get_method
 from fedpl_core.methods.base import ClientUpdate
-from fedpl_core.losses import class_pos_weight
+from fedpl_core.nn.losses import class_pos_weight
 from fedpl_core.methods.fedpsl import FedPSL, tadl_step
-from fedpl_core.models import FedModel, build_model
+from fedpl_core.nn.models import FedModel, build_model
 from fedpl_core.partitions import ClientSpec, Partition
 
 
@@ -388,7 +388,7 @@ def test_second_order_tadl_runs_with_batchnorm_through_the_engine(federation):
 
 # ------------------------------------------------------------------ the study's data
 def test_study_data_blocks_pools_and_one_class_clients():
-    from fedpl_core.experiments import load_data
+    from fedpl_core.runs.build import load_data
     from fedpl_core.studies import fedpsl as study
 
     cfg = study.config("IV", pool=40, image_size=28, test_pos=10, test_neg=12, n=15)
@@ -427,7 +427,7 @@ def test_paper_methods_skip_missing_and_set_first_order(monkeypatch, capsys):
 def test_study_sweeps_are_settings_of_the_one_runner(tmp_path, monkeypatch):
     """Fig. 4 as settings of run_many: clients 2 and 3 of size n, the others fig4_base;
     a second call reads every run from the cache."""
-    from fedpl_core import experiments as E
+    from fedpl_core.runs.study import run_many
     from fedpl_core.studies import fedpsl as study
 
     s = study.settings("smoke", seeds=[0])
@@ -440,10 +440,10 @@ def test_study_sweeps_are_settings_of_the_one_runner(tmp_path, monkeypatch):
         n = int(label.split("=")[1])
         assert study.partition(base.replace(**over)).sizes().tolist() == [20, n, n, 20]
     methods = study.paper_methods(["FedAvg (wBCE)"], verbose=False)
-    df = E.run_many(base, methods, [0], tmp_path, settings=settings, progress=False)
+    df = run_many(base, methods, [0], tmp_path, settings=settings, progress=False)
     assert sorted(study.setting_value(df[df.which == "final"]).tolist()) == [10, 30]
-    monkeypatch.setattr(E, "build_simulation", lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-run")))
-    again = E.run_many(base, methods, [0], tmp_path, settings=settings, progress=False)
+    monkeypatch.setattr("fedpl_core.runs.runner.build_simulation", lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-run")))
+    again = run_many(base, methods, [0], tmp_path, settings=settings, progress=False)
     assert again["auroc_mean"].tolist() == df["auroc_mean"].tolist()
 
 

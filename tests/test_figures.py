@@ -20,6 +20,7 @@ from fedpl_core import partitions as P  # noqa: E402
 from fedpl_core.data import synthetic as S  # noqa: E402
 from fedpl_core.report import plotting as PL  # noqa: E402
 from fedpl_core.report.tables import curve_frame  # noqa: E402
+from fedpl_core.runs.build import load_data  # noqa: E402
 from fedpl_core.studies import benchmark as B  # noqa: E402
 from fedpl_core.studies import fedlsm, fedmlp, fedpsl, introduction, surgical  # noqa: E402
 
@@ -86,8 +87,7 @@ def nb01(ds):
     sweep["n"] = fedpsl.setting_value(sweep)
     st = fedpsl.settings("smoke")
     return {"01_table1_labels": lambda: P.plot_label_report(fedpsl.partition(_fedpsl_cfg("II")),
-                                                            __import__("fedpl_core.experiments").experiments
-                                                            .load_data(_fedpsl_cfg("II")).train),
+                                                            load_data(_fedpsl_cfg("II")).train),
             "01_tdma_weights": lambda: fedpsl.plot_head_weights(_fedpsl_cfg("II"), title="head-row weights"),
             "01_table4_sources": lambda: fedpsl.plot_sources(_fedpsl_cfg("IV")),
             "01_table2_per_class": lambda: fedpsl.plot_per_class_selection(df2),

@@ -1,7 +1,7 @@
-"""fedpl methods through the Flower adapter (fedpl_core.flower) against the in-process engine.
+"""fedpl methods through the Flower adapter (fedpl_core.apps.flower) against the in-process engine.
 
 The Flower side runs the real strategy loop (``Strategy.start``) and the real ClientApp,
-in this process: :class:`~fedpl_core.flower.LocalGrid` sends every message and every
+in this process: :class:`~fedpl_core.apps.flower.LocalGrid` sends every message and every
 node's context through protobuf and back, as between Flower processes.
 """
 import numpy as np
@@ -13,13 +13,12 @@ pytestmark = pytest.mark.flower
 
 from toy import toy_dataset  # noqa: E402
 
-from fedpl_core.config import EngineConfig  # noqa: E402
+from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
 from fedpl_core.fl.simulation import Simulation  # noqa: E402
-from fedpl_core.flower import (FedplStrategy, FlowerSite, LocalGrid, decode, encode,  # noqa: E402
-                               make_client_app)
+from fedpl_core.apps.flower import FedplStrategy, FlowerSite, LocalGrid, decode, encode, make_client_app
 from fedpl_core.methods.fedavg import FedAvg  # noqa: E402
 from fedpl_core.methods.surgical import SurgicalAggregation  # noqa: E402
-from fedpl_core.models import build_model  # noqa: E402
+from fedpl_core.nn.models import build_model  # noqa: E402
 from fedpl_core.partitions import ClientSpec, Partition  # noqa: E402
 
 K = 4

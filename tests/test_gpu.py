@@ -12,8 +12,10 @@ CPU machines); a session with a GPU runs them with ``pytest tests/test_gpu.py``.
 import pytest
 import torch
 
-from fedpl_core.config import EngineConfig
-from fedpl_core.experiments import ExperimentConfig, build_simulation, run
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.build import build_simulation
+from fedpl_core.runs.runner import run
 from fedpl_core.fl import batched as B
 from fedpl_core.fl.server import sample_clients
 from fedpl_core.methods.blocks import sgd_step

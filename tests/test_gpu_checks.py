@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from fedpl_core import gpu_checks as G
-from fedpl_core.cli import main
+from fedpl_core.apps import gpu_checks as G
+from fedpl_core.apps.cli import main
 
 TESTS = Path(__file__).resolve().parent
 

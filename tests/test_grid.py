@@ -12,11 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedpl_core import experiments as E
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.results import atomic_write_json
+from fedpl_core.runs.runner import run
+from fedpl_core.runs.study import run_many
 from fedpl_core.runs import grid as G
 from fedpl_core.runs import runner as R
-from fedpl_core.datasets import load_bundle, register_source
-from fedpl_core.config import EngineConfig
+from fedpl_core.data.sources import load_bundle
+from fedpl_core.data.sources.base import register_source
+from fedpl_core.fl.engine_config import EngineConfig
 
 ray_mark = pytest.mark.ray  # local Ray, 2 CPUs; skipped where the ray extra is not installed
 
@@ -28,7 +32,7 @@ METHODS = ["fedavg", ("prox0", {"method": "fedprox", "method_kwargs": {"mu": 0.0
 
 def tiny(**kw):
     kw.setdefault("engine", EngineConfig(rounds=1, batch_size=32, progress=False))
-    return E.ExperimentConfig(**{**TINY, **kw})
+    return ExperimentConfig(**{**TINY, **kw})
 
 
 @register_source("flaky-cxr")
@@ -69,7 +73,7 @@ def finals(df, setting=None):
 @pytest.fixture(scope="module")
 def serial():
     """The serial numbers (1 torch thread, as conftest sets) of METHODS x seeds 0, 1."""
-    return finals(E.run_many(tiny(), METHODS, [0, 1], progress=False, backend="serial"))
+    return finals(run_many(tiny(), METHODS, [0, 1], progress=False, backend="serial"))
 
 
 def test_default_backend_and_bad_arguments():
@@ -86,7 +90,7 @@ def test_process_backend_gives_the_serial_numbers_and_retries_a_failed_run(seria
     worker, are retried, and give the numbers of the same data loaded directly."""
     methods = METHODS + [("flaky", {"method": "fedavg", **flaky(tmp_path / "m")})]
     with pytest.warns(RuntimeWarning, match=r"failed \(RuntimeError: flaky source failed.*retrying \(1 of 1\)"):
-        df = E.run_many(tiny(), methods, [0, 1], tmp_path, progress=False, backend="process", workers=2)
+        df = run_many(tiny(), methods, [0, 1], tmp_path, progress=False, backend="process", workers=2)
     got = finals(df)
     assert got.drop("flaky").tolist() == serial.tolist()
     assert got["flaky"].tolist() == serial["fedavg"].tolist()
@@ -109,7 +113,7 @@ def test_threads_backend_gives_the_serial_numbers(serial, monkeypatch, tmp_path)
         return real(*a, **k)
 
     monkeypatch.setattr(BD, "build_model", slow)
-    df = E.run_many(tiny(), METHODS, [0, 1], tmp_path, progress=False, backend="threads", workers=2)
+    df = run_many(tiny(), METHODS, [0, 1], tmp_path, progress=False, backend="threads", workers=2)
     assert finals(df).tolist() == serial.tolist()
     assert len(list(tmp_path.glob("*.json"))) == 4 and not list(tmp_path.glob("*.lock"))
 
@@ -119,7 +123,7 @@ def test_failed_run_is_retried_once_then_reported_after_the_others(tmp_path):
     broken_id = tiny(**settings["broken"]).run_id()
     with pytest.warns(RuntimeWarning, match="retrying"):
         with pytest.raises(G.GridError) as e:
-            E.run_many(tiny(), ["fedavg"], [0], tmp_path, settings=settings, progress=False, backend="serial")
+            run_many(tiny(), ["fedavg"], [0], tmp_path, settings=settings, progress=False, backend="serial")
     # one error, naming the failed run and its exception, raised after every other run was written
     assert [rid for rid, _ in e.value.failures] == [broken_id]
     assert f"{broken_id} (RuntimeError: flaky source failed (b))" in str(e.value)
@@ -130,7 +134,7 @@ def test_failed_run_is_retried_once_then_reported_after_the_others(tmp_path):
     assert done == {"synthetic-cxr", "flaky-cxr"} and not (tmp_path / f"{broken_id}.json").exists()
     # resume: the finished runs are loaded, only the broken one is tried again (and fails)
     with pytest.raises(G.GridError, match="after 1 attempt"):
-        E.run_many(tiny(), ["fedavg"], [0], tmp_path, settings=settings, progress=False, retries=0)
+        run_many(tiny(), ["fedavg"], [0], tmp_path, settings=settings, progress=False, retries=0)
     assert len((tmp_path / "b.log").read_text().split()) == 3 and len((tmp_path / "f.log").read_text().split()) == 2
 
 
@@ -140,12 +144,12 @@ sys.path.insert(0, {tests!r})
 torch.set_num_threads(1)
 import json, test_grid as T
 from pathlib import Path
-from fedpl_core import experiments as E
+from fedpl_core.runs.study import run_many
 go = Path({go!r})
 go.with_suffix(".ready").touch()
 while not go.exists():
     time.sleep(0.01)
-df = E.run_many(T.tiny(), ["fedavg"], [0], {rd!r}, settings=T.counted_settings({log!r}), progress=False,
+df = run_many(T.tiny(), ["fedavg"], [0], {rd!r}, settings=T.counted_settings({log!r}), progress=False,
                 backend="serial")
 Path({out!r}).write_text(json.dumps(dict(zip(df.setting, df.auroc_mean))))
 """
@@ -166,7 +170,7 @@ def test_two_processes_on_one_results_dir_do_each_run_once(tmp_path):
     try:
         while not go.with_suffix(".ready").exists() and other.poll() is None:
             time.sleep(0.05)  # the other process has imported everything and waits for `go`
-        here = E.run_many(tiny(), ["fedavg"], [0], rd, settings=counted_settings(log), progress=False,
+        here = run_many(tiny(), ["fedavg"], [0], rd, settings=counted_settings(log), progress=False,
                           backend="process", workers=2)
     finally:
         err = other.communicate(timeout=120)[1]
@@ -184,7 +188,7 @@ def test_two_processes_on_one_results_dir_do_each_run_once(tmp_path):
 CLAIM_SCRIPT = """
 import sys, time
 from pathlib import Path
-from fedpl_core.locks import try_lock
+from fedpl_core.base.locks import try_lock
 d, n = Path(sys.argv[1]), int(sys.argv[2])
 print("ready", flush=True)
 while not (d / "go").exists():
@@ -215,11 +219,11 @@ def test_run_locks_are_exclusive_under_a_race(tmp_path):
 
 def test_a_run_finished_by_another_process_just_before_the_lock_is_not_redone(tmp_path, monkeypatch):
     cfg = tiny()
-    done = E.run(cfg)
+    done = run(cfg)
     real_try_lock = R.try_lock
 
     def other_process_finishes_first(path, timeout=0):
-        E.atomic_write_json(done.to_json(), tmp_path / f"{cfg.run_id()}.json")
+        atomic_write_json(done.to_json(), tmp_path / f"{cfg.run_id()}.json")
         return real_try_lock(path, timeout)
 
     def boom(*a, **k):
@@ -227,11 +231,11 @@ def test_a_run_finished_by_another_process_just_before_the_lock_is_not_redone(tm
 
     monkeypatch.setattr(R, "try_lock", other_process_finishes_first)
     monkeypatch.setattr(R, "_execute", boom)
-    assert E.run(cfg, tmp_path).final == done.final and not list(tmp_path.glob("*.lock"))
+    assert run(cfg, tmp_path).final == done.final and not list(tmp_path.glob("*.lock"))
 
 
 def test_cli_grid_serial_prints_mean_and_std_per_method(tmp_path, capsys):
-    from fedpl_core.cli import main
+    from fedpl_core.apps.cli import main
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text("dataset: synthetic-cxr\nclasses: [Cardiomegaly, Effusion, Pneumothorax]\nimage_size: 28\n"
@@ -266,7 +270,7 @@ def test_cli_grid_serial_prints_mean_and_std_per_method(tmp_path, capsys):
 def test_ray_missing_names_the_extra(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     with pytest.raises(ImportError, match=r"pip install -e \.\[ray\]"):
-        E.run_many(tiny(), ["fedavg"], [0], tmp_path, progress=False, backend="ray")
+        run_many(tiny(), ["fedavg"], [0], tmp_path, progress=False, backend="ray")
 
 
 def test_ray_task_asks_for_a_gpu_from_the_run_device():
@@ -290,13 +294,13 @@ def test_ray_backend_gives_the_serial_numbers_and_reports_a_failed_run(serial, l
     the other runs were written."""
     methods = METHODS + [("broken", {"method": "fedavg", **flaky(tmp_path / "b", "always")})]
     with pytest.raises(G.GridError) as e, pytest.warns(RuntimeWarning, match="retrying"):
-        E.run_many(tiny(), methods, [0, 1], tmp_path, progress=False, backend="ray", workers=2)
+        run_many(tiny(), methods, [0, 1], tmp_path, progress=False, backend="ray", workers=2)
     assert local_ray.is_initialized() and local_ray.cluster_resources()["CPU"] == 2
     assert len(e.value.failures) == 2 and "RuntimeError: flaky source failed (b)" in str(e.value)
     assert len((tmp_path / "b.log").read_text().split()) == 4  # 2 runs, each tried twice
     assert len(list(tmp_path.glob("*.json"))) == 4
     # the Ray tasks wrote the results: loaded from the files, no Ray task needed
-    df = E.run_many(tiny(), METHODS, [0, 1], tmp_path, progress=False, backend="ray", workers=2)
+    df = run_many(tiny(), METHODS, [0, 1], tmp_path, progress=False, backend="ray", workers=2)
     assert finals(df).tolist() == serial.tolist()
 
 
@@ -306,16 +310,16 @@ def test_process_workers_outlive_a_grid(tmp_path):
     log = tmp_path / "loads.log"
     cfg = lambda k: tiny(dataset="counted-cxr", dataset_kwargs={"log": str(log), "k": k})  # noqa: E731
     G.shutdown_pools()
-    E.run_many(cfg(0), ["fedavg"], [0, 1], tmp_path / "a", workers=2, progress=False)
+    run_many(cfg(0), ["fedavg"], [0, 1], tmp_path / "a", workers=2, progress=False)
     (pool,) = G._POOLS.values()
     workers = {str(pid) for pid in pool._processes}
-    E.run_many(cfg(1), ["fedavg"], [0, 1], tmp_path / "b", workers=2, progress=False)
+    run_many(cfg(1), ["fedavg"], [0, 1], tmp_path / "b", workers=2, progress=False)
     assert list(G._POOLS.values()) == [pool] and {str(pid) for pid in pool._processes} == workers
     loads = [line.split() for line in log.read_text().splitlines()]
     assert {k for k, _ in loads} == {"0", "1"} and {pid for _, pid in loads} <= workers
     G.shutdown_pools()
     assert not G._POOLS
-    E.run_many(cfg(2), ["fedavg"], [0], tmp_path / "c", workers=2, progress=False)
+    run_many(cfg(2), ["fedavg"], [0], tmp_path / "c", workers=2, progress=False)
     (fresh,) = G._POOLS.values()
     assert fresh is not pool and not {str(pid) for pid in fresh._processes} & workers
 

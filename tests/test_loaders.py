@@ -15,7 +15,7 @@ from PIL import ImageFile
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fixtures_data as fx  # noqa: E402
 
-from fedpl_core.data import cache, registry  # noqa: E402
+from fedpl_core.data import cache, catalog as registry  # noqa: E402
 from fedpl_core.data.base import MULTICLASS, MULTILABEL, DataError  # noqa: E402
 from fedpl_core.data.cache import DECODE_FIELDS, DecodeOptions  # noqa: E402
 from fedpl_core.data.csv_loader import (  # noqa: E402
@@ -24,7 +24,7 @@ from fedpl_core.data.csv_loader import (  # noqa: E402
 from fedpl_core.data.ham10000 import HAM_CLASSES, load_ham10000  # noqa: E402
 from fedpl_core.data.medmnist import MEDMNIST_INFO, load_medmnist  # noqa: E402
 from fedpl_core.data.nih import NIH_CLASSES, load_nih  # noqa: E402
-from fedpl_core.data.splits import group_split, split_dataset  # noqa: E402
+from fedpl_core.data.dataset_splits import group_split, split_dataset  # noqa: E402
 from fedpl_core.data.tb_covid import load_covid, load_tb  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""Run locks (fedpl_core.locks, filelock): a run held by a live process is not done twice
+"""Run locks (fedpl_core.base.locks, filelock): a run held by a live process is not done twice
 (``run`` waits naming the holder, ``run_many`` skips it and comes back), and a lock of a
 dead process never blocks (the issue's planted ``<run_id>.lock`` of pid 1:
 test_reliability_files.py)."""
@@ -16,13 +16,14 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from test_reliability import tiny  # noqa: E402
 
-from fedpl_core import experiments as E  # noqa: E402
-from fedpl_core.config import EngineConfig  # noqa: E402
-from fedpl_core.locks import holder, run_lock, try_lock  # noqa: E402
+from fedpl_core.runs.runner import run
+from fedpl_core.runs.study import run_many  # noqa: E402
+from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
+from fedpl_core.base.locks import holder, run_lock, try_lock  # noqa: E402
 
 HOLD = """
 import os, sys, time
-from fedpl_core.locks import try_lock
+from fedpl_core.base.locks import try_lock
 lock = try_lock(sys.argv[1])
 print("held" if lock else "busy", flush=True)
 if len(sys.argv) > 2:  # let go once this file appears (exit 3 if it never does)
@@ -106,9 +107,9 @@ def test_run_waits_for_a_live_holder_naming_it_then_runs(tmp_path, caplog):
     box: list = []
     try:
         with caplog.at_level(logging.INFO, logger="fedpl"):
-            assert E.run(cfg, tmp_path, wait=False) is None  # held: not done twice, left for later
+            assert run(cfg, tmp_path, wait=False) is None  # held: not done twice, left for later
             assert f"run {cfg.run_id()} is held by host {socket.gethostname()} pid {p.pid}, " in caplog.text
-            waiter = threading.Thread(target=lambda: box.append(E.run(cfg, tmp_path)), daemon=True)
+            waiter = threading.Thread(target=lambda: box.append(run(cfg, tmp_path)), daemon=True)
             waiter.start()
             t0 = time.monotonic()
             while "waiting for run" not in caplog.text and time.monotonic() - t0 < 60:
@@ -133,7 +134,7 @@ def test_run_many_skips_a_held_run_and_comes_back_to_it(tmp_path, caplog):
     p = hold(tmp_path / f"{held.run_id()}.lock", until=tmp_path / f"{other.run_id()}.json")
     try:
         with caplog.at_level(logging.INFO, logger="fedpl"):
-            df = E.run_many(base, ["fedavg"], [1, 0], tmp_path, progress=False, backend="serial")
+            df = run_many(base, ["fedavg"], [1, 0], tmp_path, progress=False, backend="serial")
     finally:
         rc = stop(p) if p.poll() is None else p.returncode
     assert rc == 0
@@ -145,7 +146,7 @@ def test_run_many_skips_a_held_run_and_comes_back_to_it(tmp_path, caplog):
 def test_doctests():
     import doctest
 
-    from fedpl_core import locks
+    from fedpl_core.base import locks
 
     res = doctest.testmod(locks)
     assert res.attempted and not res.failed

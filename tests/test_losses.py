@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from fedpl_core.losses import masked_bce, masked_ce
+from fedpl_core.nn.losses import masked_bce, masked_ce
 
 
 def _bce(z, y):

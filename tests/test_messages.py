@@ -1,10 +1,10 @@
-"""Warnings print as one line each, once a process (fedpl_core.messages)."""
+"""Warnings print as one line each, once a process (fedpl_core.base.messages)."""
 import subprocess
 import sys
 
 CODE = """
 import warnings
-from fedpl_core.messages import use_one_line_warnings
+from fedpl_core.base.messages import use_one_line_warnings
 use_one_line_warnings()
 for _ in range(3):
     warnings.warn("client G has 0 positives of Hernia")

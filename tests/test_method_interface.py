@@ -11,7 +11,7 @@ from fedpl_core.methods import METHODS, Method, available_methods
 from fedpl_core.methods import base
 
 PKG = Path(fedpl_core.__file__).parent
-HARNESS = ["fl/site.py", "fl/simulation.py", "fl/evaluation.py", "fl/server.py", "fl/batched.py", "flower.py"]
+HARNESS = ["fl/site.py", "fl/simulation.py", "fl/evaluation.py", "fl/server.py", "fl/batched.py", "apps/flower.py"]
 #: the method's configuration the harness may call (blocks, not hooks; see base.py's docstring)
 CONFIG_CALLS = {"clients_block", "warmup"}  # blocks the harness calls: configuration, not hooks
 

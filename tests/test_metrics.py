@@ -1,4 +1,4 @@
-"""Tests for fedpl_core.metrics against values computed by hand."""
+"""Tests for fedpl_core.nn.metrics against values computed by hand."""
 import json
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedpl_core.metrics import evaluate, multiclass_metrics, multilabel_metrics, per_class_table
+from fedpl_core.nn.metrics import evaluate, multiclass_metrics, multilabel_metrics, per_class_table
 
 # Multi-label toy case: 4 samples, 3 classes; class 2 is all-positive (undefined).
 Y_ML = np.array([[1, 0, 1],

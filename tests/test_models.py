@@ -2,7 +2,7 @@ import pytest
 import torch
 from torch import nn
 
-from fedpl_core.models import build_model, is_bn_key
+from fedpl_core.nn.models import build_model, is_bn_key
 
 
 @pytest.mark.parametrize("name", ["cnn", "resnet18", "densenet121"])

@@ -239,7 +239,7 @@ def test_a_misspelt_papermill_parameter_is_refused_in_one_line(tmp_path, monkeyp
 
 @pytest.mark.notebook
 def test_reproduce_runs_a_notebook_with_papermill_parameters(tmp_path, monkeypatch, capsys):
-    from fedpl_core.cli import main
+    from fedpl_core.apps.cli import main
 
     figures = tmp_path / "figures"  # never overwrite the committed cpu-profile figures
     monkeypatch.setenv("FEDPL_FIGURES", str(figures))
@@ -315,7 +315,7 @@ def test_notebook_04_reads_a_partial_nih_download_with_skip_missing_from_a_param
 
 
 def test_dataset_kwargs_reach_the_config_of_a_real_data_folder_only(tmp_path):
-    from fedpl_core.config import ConfigError
+    from fedpl_core.base.validation import ConfigError
     from fedpl_core.studies import fedlsm, fedmlp
 
     st = fedmlp.settings("smoke", data_roots={"CXR": str(tmp_path)}, dataset_kwargs='{"CXR": {"skip_missing": true}}')

@@ -13,7 +13,7 @@ def test_methods_never_import_the_simulation_and_it_stays_the_round_loop():
     a site or the runner (every import counts, as in tests/test_structure.py)."""
     from test_structure import graph
 
-    above = {"fedpl_core.fl.simulation", "fedpl_core.fl.site", "fedpl_core.experiments"}
+    above = {"fedpl_core.fl.simulation", "fedpl_core.fl.site", "fedpl_core.runs"}
     for m, deps in graph().items():
         if m.startswith("fedpl_core.methods"):
             assert not (above & deps or {d for d in deps if d.startswith("fedpl_core.runs")}), m
@@ -37,10 +37,10 @@ HPARAMS = {"surgical": {"warmup_epochs": 1}, "fedpsl": {"first_order": False}}
 
 @pytest.mark.parametrize("method", sorted(PINNED))
 def test_pinned_numbers_of_a_tiny_run(toy, toy_partition, method):
-    from fedpl_core.config import EngineConfig
+    from fedpl_core.fl.engine_config import EngineConfig
     from fedpl_core.fl.simulation import Simulation
     from fedpl_core.methods import get_method
-    from fedpl_core.models import build_model
+    from fedpl_core.nn.models import build_model
 
     train, test = toy
     torch.manual_seed(0)

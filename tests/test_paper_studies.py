@@ -4,7 +4,7 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from fedpl_core.experiments import run_many
+from fedpl_core.runs.study import run_many
 from fedpl_core.methods import get_method
 from fedpl_core.studies import fedlsm, fedmlp
 from fixtures_data import ham_rows, write_ham10000

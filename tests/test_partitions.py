@@ -500,7 +500,7 @@ def test_doctests():
     import importlib
 
     attempted = 0
-    for mod in ("partition", "splits", "label_sets", "paper_tables", "compose", "report"):
+    for mod in ("partition", "sample_splits", "label_sets", "paper_tables", "compose", "report"):
         res = doctest.testmod(importlib.import_module(f"fedpl_core.partitions.{mod}"),
                               optionflags=doctest.ELLIPSIS)
         assert res.failed == 0, mod

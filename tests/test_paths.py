@@ -1,4 +1,4 @@
-"""Where figures and results go (fedpl_core.paths): the same folders whatever the working
+"""Where figures and results go (fedpl_core.base.paths): the same folders whatever the working
 directory, and never the committed ``figures/`` in the smoke profile (issue 25, section 1)."""
 import hashlib
 import tempfile
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fedpl_core import paths
+from fedpl_core.base import paths
 from fedpl_core.report import tables
 
 ROOT = Path(__file__).resolve().parent.parent

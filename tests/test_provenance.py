@@ -5,10 +5,13 @@ import warnings
 
 import pytest
 
-from fedpl_core import experiments as E
-from fedpl_core import provenance as P
-from fedpl_core.cli import build_parser
-from fedpl_core.config import EngineConfig
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.results import ResultFileError, StaleResultWarning, parse_result, read_result
+from fedpl_core.runs.runner import run
+from fedpl_core.runs.study import run_many
+from fedpl_core.runs import provenance as P
+from fedpl_core.apps.cli import build_parser
+from fedpl_core.fl.engine_config import EngineConfig
 
 TINY = dict(dataset="synthetic-cxr", classes=["Cardiomegaly", "Effusion", "Pneumothorax"], image_size=28,
             n_train=240, n_test=120, num_clients=3, model_kwargs={"width": 8})
@@ -16,7 +19,7 @@ TINY = dict(dataset="synthetic-cxr", classes=["Cardiomegaly", "Effusion", "Pneum
 
 def tiny(**kw):
     kw.setdefault("engine", EngineConfig(rounds=1, batch_size=32, progress=False))
-    return E.ExperimentConfig(**{**TINY, **kw})
+    return ExperimentConfig(**{**TINY, **kw})
 
 
 @pytest.fixture(autouse=True)
@@ -25,7 +28,7 @@ def no_env(monkeypatch):
 
 
 def stale_warnings(rec):
-    return [w for w in rec if issubclass(w.category, E.StaleResultWarning)]
+    return [w for w in rec if issubclass(w.category, StaleResultWarning)]
 
 
 def change_code(monkeypatch, module="fedpl_core.engine"):
@@ -36,7 +39,7 @@ def change_code(monkeypatch, module="fedpl_core.engine"):
 
 def test_result_records_provenance(tmp_path):
     cfg = tiny()
-    res = E.run(cfg, tmp_path)
+    res = run(cfg, tmp_path)
     d = json.loads((tmp_path / f"{cfg.run_id()}.json").read_text())
     p = d["provenance"]
     assert p == res.provenance
@@ -53,7 +56,7 @@ def test_result_records_provenance(tmp_path):
     # loaded from the cache: the same result, no warning
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        again = E.run(cfg, tmp_path)
+        again = run(cfg, tmp_path)
     assert again.provenance == p
 
 
@@ -65,11 +68,11 @@ def test_method_mro_modules_are_fingerprinted():
 
 def test_changed_code_redoes_the_run_with_one_warning(tmp_path, monkeypatch):
     cfg = tiny()
-    first = E.run(cfg, tmp_path)
+    first = run(cfg, tmp_path)
     change_code(monkeypatch)
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        res = E.run(cfg, tmp_path)
+        res = run(cfg, tmp_path)
     w = stale_warnings(rec)
     assert len(w) == 1
     assert "1 of 1" in str(w[0].message) and "engine" in str(w[0].message) and "recomputed" in str(w[0].message)
@@ -83,14 +86,14 @@ def test_changed_code_redoes_the_run_with_one_warning(tmp_path, monkeypatch):
 @pytest.mark.parametrize("how", ["argument", "env"])
 def test_keep_stale_reuses_with_a_warning(tmp_path, monkeypatch, how):
     cfg = tiny()
-    first = E.run(cfg, tmp_path)
+    first = run(cfg, tmp_path)
     change_code(monkeypatch)
     kw = {"keep_stale": True} if how == "argument" else {}
     if how == "env":
         monkeypatch.setenv(P.KEEP_STALE_ENV, "1")
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        res = E.run(cfg, tmp_path, **kw)
+        res = run(cfg, tmp_path, **kw)
     w = stale_warnings(rec)
     assert len(w) == 1 and "kept" in str(w[0].message)
     assert res.provenance == first.provenance  # the cached file, as it is
@@ -98,49 +101,49 @@ def test_keep_stale_reuses_with_a_warning(tmp_path, monkeypatch, how):
 
 def test_old_result_without_provenance_is_stale(tmp_path):
     cfg = tiny()
-    E.run(cfg, tmp_path)
+    run(cfg, tmp_path)
     f = tmp_path / f"{cfg.run_id()}.json"
     d = json.loads(f.read_text())
     del d["provenance"]
     f.write_text(json.dumps(d))
-    old = E.read_result(f)  # still readable
+    old = read_result(f)  # still readable
     assert old.provenance == {}
-    with pytest.warns(E.StaleResultWarning, match="kept"):
-        kept = E.run(cfg, tmp_path, keep_stale=True)
+    with pytest.warns(StaleResultWarning, match="kept"):
+        kept = run(cfg, tmp_path, keep_stale=True)
     assert kept.provenance == {}
-    with pytest.warns(E.StaleResultWarning, match="before results recorded their code"):
-        redone = E.run(cfg, tmp_path)
+    with pytest.warns(StaleResultWarning, match="before results recorded their code"):
+        redone = run(cfg, tmp_path)
     assert redone.provenance["code_fingerprint"] == P.code_fingerprint(cfg)
     assert "provenance" in json.loads(f.read_text())
 
 
 def test_bad_provenance_is_a_corrupt_file():
-    with pytest.raises(E.ResultFileError, match="provenance"):
-        E.parse_result(json.dumps({"config": {"method": "fedavg", "seed": 0}, "history": [{"round": 1}],
+    with pytest.raises(ResultFileError, match="provenance"):
+        parse_result(json.dumps({"config": {"method": "fedavg", "seed": 0}, "history": [{"round": 1}],
                                    "final": {"round": 1}, "best": {}, "class_names": ["a"],
                                    "timings": {"total_s": 1.0}, "provenance": [1]}))
 
 
 def test_grid_warns_once_for_all_stale_results(tmp_path, monkeypatch):
     base = tiny()
-    E.run_many(base, ["fedavg"], seeds=[0, 1], results_dir=tmp_path, progress=False)
-    change_code(monkeypatch, "fedpl_core.losses")
+    run_many(base, ["fedavg"], seeds=[0, 1], results_dir=tmp_path, progress=False)
+    change_code(monkeypatch, "fedpl_core.nn.losses")
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        E.run_many(base, ["fedavg"], seeds=[0, 1], results_dir=tmp_path, progress=False, keep_stale=True)
+        run_many(base, ["fedavg"], seeds=[0, 1], results_dir=tmp_path, progress=False, keep_stale=True)
     w = stale_warnings(rec)
     assert len(w) == 1 and "2 of 2" in str(w[0].message) and "kept" in str(w[0].message)
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        E.run_many(base, ["fedavg"], seeds=[0, 1], results_dir=tmp_path, progress=False)
+        run_many(base, ["fedavg"], seeds=[0, 1], results_dir=tmp_path, progress=False)
     w = stale_warnings(rec)
     assert len(w) == 1 and "2 of 2" in str(w[0].message) and "recomputed" in str(w[0].message)
     for s in (0, 1):
         saved = json.loads((tmp_path / f"{base.replace(seed=s).run_id()}.json").read_text())
         assert saved["provenance"]["code_fingerprint"] == P.code_fingerprint(base)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", E.StaleResultWarning)
-        E.run_many(base, ["fedavg"], seeds=[0, 1], results_dir=tmp_path, progress=False)  # fresh now
+        warnings.simplefilter("error", StaleResultWarning)
+        run_many(base, ["fedavg"], seeds=[0, 1], results_dir=tmp_path, progress=False)  # fresh now
 
 
 def test_cli_keep_stale_flag():

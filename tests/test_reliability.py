@@ -14,9 +14,14 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from fedpl_core import experiments as E
+from fedpl_core.runs.build import build_partition, build_simulation, load_data
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.results import RunResult, atomic_write_json
+from fedpl_core.runs.runner import clean_stale_files, run
+from fedpl_core.runs.study import run_many
 from fedpl_core.fl.checkpoint import CheckpointError, read_checkpoint
-from fedpl_core.config import ConfigError, EngineConfig
+from fedpl_core.base.validation import ConfigError
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.federation import DivergenceError
 
 TINY = dict(dataset="synthetic-cxr", classes=["Cardiomegaly", "Effusion", "Pneumothorax"], image_size=28,
@@ -27,7 +32,7 @@ FLAGS = ["--classes", "Cardiomegaly,Effusion,Pneumothorax", "--image-size", "28"
 
 def tiny(**kw):
     kw.setdefault("engine", EngineConfig(rounds=2, batch_size=32, progress=False))
-    return E.ExperimentConfig(**{**TINY, **kw})
+    return ExperimentConfig(**{**TINY, **kw})
 
 
 def cli(*args, cwd=None):
@@ -56,7 +61,7 @@ def test_planted_checkpoint_is_refused_and_runs_nothing(tmp_path, monkeypatch):
     with pytest.raises(CheckpointError, match="refused"):
         read_checkpoint(ckpt)
     with pytest.warns(UserWarning, match="refused"):
-        res = E.run(cfg, tmp_path)  # the run starts again instead of unpickling the file
+        res = run(cfg, tmp_path)  # the run starts again instead of unpickling the file
     assert not mark.exists()
     assert len(res.history) == 2 and not ckpt.exists()
 
@@ -66,14 +71,14 @@ def test_corrupt_result_and_truncated_checkpoint_are_redone(tmp_path):
     a, b = tiny(method="fedavg"), tiny(method="fedavg_pl", engine=EngineConfig(rounds=2, batch_size=32,
                                                                                progress=False, checkpoint_every=1))
     (tmp_path / f"{a.run_id()}.json").write_text('{"config": {"meth')
-    good = E.run(b)
-    sim = E.build_simulation(b, checkpoint_path=tmp_path / f"{b.run_id()}.ckpt")
+    good = run(b)
+    sim = build_simulation(b, checkpoint_path=tmp_path / f"{b.run_id()}.ckpt")
     sim.run(rounds=1)
     ck = tmp_path / f"{b.run_id()}.ckpt"
     ck.write_bytes(ck.read_bytes()[:200])  # truncated by a crash
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        df = E.run_many(tiny(), ["fedavg", ("pl", {"method": "fedavg_pl", "checkpoint_every": 1})], [0], tmp_path,
+        df = run_many(tiny(), ["fedavg", ("pl", {"method": "fedavg_pl", "checkpoint_every": 1})], [0], tmp_path,
                         progress=False)
     said = " ".join(str(x.message) for x in w)
     assert "corrupt result file" in said and "unreadable" in said
@@ -90,7 +95,7 @@ def test_stale_temporary_files_are_removed_and_live_locks_respected(tmp_path):
     stale.write_text("half")
     mine = tmp_path / f".y.json.{os.getpid()}.tmp"
     mine.write_text("in progress")
-    assert E.clean_stale_files(tmp_path) == [stale]
+    assert clean_stale_files(tmp_path) == [stale]
     assert not stale.exists() and mine.exists()
 
     from test_locks import hold, stop
@@ -99,20 +104,20 @@ def test_stale_temporary_files_are_removed_and_live_locks_respected(tmp_path):
     lock = tmp_path / f"{cfg.run_id()}.lock"
     holder = hold(lock)
     try:
-        assert E.run(cfg, tmp_path, wait=False) is None  # held by a live process: not done twice
+        assert run(cfg, tmp_path, wait=False) is None  # held by a live process: not done twice
     finally:
         stop(holder, kill=True)
-    res = E.run(cfg, tmp_path, wait=False)  # the holder died: the kernel let its lock go
+    res = run(cfg, tmp_path, wait=False)  # the holder died: the kernel let its lock go
     assert res is not None and not lock.exists()
 
 
 # ------------------------------------------------------------------ 4, 5. configuration
 def test_config_round_trip_and_type_conversion(tmp_path):
     cfg = tiny(method="fedprox", method_kwargs={"mu": 0.1}, seed=3)
-    again = E.ExperimentConfig.from_dict(cfg.to_dict())
+    again = ExperimentConfig.from_dict(cfg.to_dict())
     assert again == cfg and again.run_id() == cfg.run_id()
     (tmp_path / "c.yaml").write_text("method: fedavg\nlr: 1e-3\nrounds: '4'\namp: 'yes'\n")
-    c = E.ExperimentConfig.from_file(tmp_path / "c.yaml")
+    c = ExperimentConfig.from_file(tmp_path / "c.yaml")
     assert c.engine.lr == 0.001 and isinstance(c.engine.lr, float) and c.engine.rounds == 4 and c.engine.amp is True
 
 
@@ -162,9 +167,9 @@ def test_client_without_classes_warns():
     from fedpl_core.partitions import PartitionWarning
 
     with pytest.warns(PartitionWarning, match=r"client B annotate\(s\) no class"):
-        E.build_partition(tiny(partition="explicit", partition_kwargs={
+        build_partition(tiny(partition="explicit", partition_kwargs={
             "client_classes": {"A": ["Cardiomegaly", "Effusion", "Pneumothorax"], "B": []}}),
-            E.load_data(tiny()).train)
+            load_data(tiny()).train)
 
 
 # ------------------------------------------------------------------ 7. --out
@@ -182,35 +187,35 @@ def test_unwritable_out_fails_before_training(tmp_path, where):
 # ------------------------------------------------------------------ 8. divergence
 def test_divergence_stops_with_round_and_client():
     with pytest.raises(DivergenceError, match=r"round 1, client A: the training loss is nan; lower the learning"):
-        E.run(tiny(engine=EngineConfig(rounds=2, batch_size=32, progress=False, lr=1e30, optimizer="sgd")))
+        run(tiny(engine=EngineConfig(rounds=2, batch_size=32, progress=False, lr=1e30, optimizer="sgd")))
     p = cli("run", *FLAGS, "--rounds", "2", "--lr", "1e30")
     one_error_line(p, "lower the learning rate (lr=1e+30)")
     # a model whose outputs are not finite is caught at evaluation, not by scikit-learn
-    sim = E.build_simulation(tiny())
+    sim = build_simulation(tiny())
     sim.server.global_state["head.bias"][0] = float("nan")
     with pytest.raises(DivergenceError, match="after round 0 the model's outputs on .* are not finite"):
         sim.evaluate(sim.test_set)
 
 
 def test_results_json_never_holds_nan(tmp_path):
-    E.atomic_write_json({"a": float("nan"), "b": [1.0, float("inf")], "c": torch.tensor(float("nan"))},
+    atomic_write_json({"a": float("nan"), "b": [1.0, float("inf")], "c": torch.tensor(float("nan"))},
                         tmp_path / "x.json")
     assert json.loads((tmp_path / "x.json").read_text()) == {"a": None, "b": [1.0, None], "c": None}
 
 
 # ------------------------------------------------------------------ 9-12. real-data usability
 def test_dataset_kwargs_reach_the_data_source():
-    plain = E.load_data(tiny()).train
-    strong = E.load_data(tiny(dataset_kwargs={"strength": 2.0})).train
+    plain = load_data(tiny()).train
+    strong = load_data(tiny(dataset_kwargs={"strength": 2.0})).train
     assert plain.images.shape == strong.images.shape and (plain.images != strong.images).any()
     p = cli("run", *FLAGS, "--rounds", "1", "--dataset-kwargs", '{"strenght": 2}')
     one_error_line(p, "strenght")
 
 
 def test_summary_leads_with_auroc_map_and_names_unscored_classes():
-    from fedpl_core.cli import summary_line
+    from fedpl_core.apps.cli import summary_line
 
-    res = E.RunResult(config={}, history=[], best={}, class_names=["A", "B", "C"], run_id="x",
+    res = RunResult(config={}, history=[], best={}, class_names=["A", "B", "C"], run_id="x",
                       timings={"total_s": 1.0},
                       final={"round": 3, "auroc_mean": 0.8, "map": 0.5, "bacc": 0.6, "threshold": 0.5, "n_defined": 2,
                              "class_names": ["A", "B", "C"], "auroc_per_class": [0.7, None, 0.9],
@@ -223,7 +228,7 @@ def test_summary_leads_with_auroc_map_and_names_unscored_classes():
 def test_metrics_flag_classes_with_few_test_positives():
     import numpy as np
 
-    from fedpl_core.metrics import multilabel_metrics
+    from fedpl_core.nn.metrics import multilabel_metrics
 
     y = np.array([[1, 0], [0, 1], [0, 1], [0, 1], [0, 1], [0, 1], [1, 0]])
     m = multilabel_metrics(y, np.random.default_rng(0).random(y.shape), ["rare", "common"])

@@ -17,13 +17,15 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from test_reliability import FLAGS, cli, one_error_line, tiny  # noqa: E402
 
-from fedpl_core import experiments as E  # noqa: E402
-from fedpl_core import fileio  # noqa: E402
-from fedpl_core.config import EngineConfig  # noqa: E402
+from fedpl_core.runs.results import atomic_write_json, read_result
+from fedpl_core.runs.runner import clean_stale_files, run
+from fedpl_core.runs.study import run_many  # noqa: E402
+from fedpl_core.base import fileio  # noqa: E402
+from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
 
 
 def cli_config(*args):
-    from fedpl_core.cli import build_parser, config_from_args
+    from fedpl_core.apps.cli import build_parser, config_from_args
 
     return config_from_args(build_parser().parse_args(["run", *FLAGS, *args]))
 
@@ -107,7 +109,7 @@ def test_links_planted_at_temporary_and_final_names_are_never_written_through(tm
     """With links planted at the old predictable temporary names ``.<name>.<pid>.tmp``
     and at the targets, ``run --out shared_out/run.json --results-dir shared`` truncated
     one outside file, overwrote another and left the result as a link to a file outside."""
-    from fedpl_core.cli import main
+    from fedpl_core.apps.cli import main
 
     shared, shared_out = tmp_path / "shared", tmp_path / "shared_out"
     shared.mkdir()
@@ -148,7 +150,7 @@ def test_atomic_writes_never_write_through_links_at_temporary_or_target_names(tm
     victims = _outside(tmp_path, len(links))
     for link, victim in zip(links, victims):
         link.symlink_to(victim)
-    E.atomic_write_json({"a": 1}, tmp_path / "r.json")
+    atomic_write_json({"a": 1}, tmp_path / "r.json")
     atomic_torch_save({"round": 1}, tmp_path / "c.ckpt")
     assert [v.read_bytes() for v in victims] == [f"precious {i}\n".encode() for i in range(len(victims))]
     assert not (tmp_path / "r.json").is_symlink() and json.loads((tmp_path / "r.json").read_text()) == {"a": 1}
@@ -173,7 +175,7 @@ def test_stale_temporary_files_with_the_new_names(tmp_path):
     os.utime(far_old, (time.time() - 3600, time.time() - 3600))
     victim = _outside(tmp_path, 1)[0]
     link.symlink_to(victim)
-    assert E.clean_stale_files(tmp_path) == sorted([gone, far_old])
+    assert clean_stale_files(tmp_path) == sorted([gone, far_old])
     assert live.exists() and far_fresh.exists() and other.exists() and link.is_symlink()
     assert victim.read_text() == "precious 0\n"
     # the package's own temporary names are recognised by the cleaner
@@ -185,7 +187,7 @@ def test_stale_temporary_files_with_the_new_names(tmp_path):
 # ------------------------------------------------------------------ cached results are checked
 def _valid_result(tmp_path):
     cfg = tiny(engine=EngineConfig(rounds=1, batch_size=32, progress=False))
-    E.run(cfg, tmp_path)
+    run(cfg, tmp_path)
     return cfg, tmp_path / f"{cfg.run_id()}.json"
 
 
@@ -217,11 +219,11 @@ def test_cached_result_of_wrong_types_is_redone_with_a_warning(tmp_path, case):
     out.write_text(bad)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        res = E.run(cfg, tmp_path)
+        res = run(cfg, tmp_path)
     said = [str(x.message) for x in w if "corrupt result file" in str(x.message)]
     assert len(said) == 1 and str(out) in said[0] and needle in said[0], said
     assert isinstance(res.final["auroc_mean"], float) and res.final["auroc_mean"] == res.final["auroc_mean"]
-    assert E.read_result(out).final == res.final  # written again, valid
+    assert read_result(out).final == res.final  # written again, valid
 
 
 def test_grid_redoes_a_cached_result_of_wrong_type(tmp_path):
@@ -230,7 +232,7 @@ def test_grid_redoes_a_cached_result_of_wrong_type(tmp_path):
     d = json.loads(out.read_text())
     out.write_text(json.dumps({**d, "final": "abc"}))
     with pytest.warns(UserWarning, match="corrupt result file .*final is a str"):
-        df = E.run_many(cfg, [cfg.method], [cfg.seed], tmp_path, progress=False)
+        df = run_many(cfg, [cfg.method], [cfg.seed], tmp_path, progress=False)
     assert len(df[df.which == "final"]) == 1 and df.auroc_mean.notna().all()
 
 
@@ -241,7 +243,7 @@ def test_a_link_at_the_result_name_is_not_read_through(tmp_path):
     out.symlink_to(victim)
     kept = victim.read_text()
     with pytest.warns(UserWarning, match="symbolic link"):
-        E.run(cfg, tmp_path)
+        run(cfg, tmp_path)
     assert not out.is_symlink() and out.is_file() and victim.read_text() == kept
 
 
@@ -252,7 +254,7 @@ def test_a_link_at_the_lock_name_is_not_followed(tmp_path):
     victim = _outside(tmp_path, 1)[0]
     victim.write_text("elsewhere 4242 0\n")
     (tmp_path / f"{cfg.run_id()}.lock").symlink_to(victim)
-    assert E.run(cfg, tmp_path, wait=False) is not None
+    assert run(cfg, tmp_path, wait=False) is not None
     assert victim.read_text() == "elsewhere 4242 0\n" and not os.path.lexists(tmp_path / f"{cfg.run_id()}.lock")
 
 
@@ -264,7 +266,7 @@ def test_a_link_at_the_lock_name_is_not_followed(tmp_path):
 ])
 def test_grid_refuses_repeated_seeds_and_methods(tmp_path, methods, seeds, needle):
     with pytest.raises(ValueError, match=needle):
-        E.run_many(tiny(), methods, seeds, tmp_path, progress=False)
+        run_many(tiny(), methods, seeds, tmp_path, progress=False)
     assert not list(tmp_path.iterdir())  # before any work
 
 

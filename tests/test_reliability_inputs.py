@@ -2,7 +2,7 @@
 line and exit status 2 before any work, never a traceback, an internal torch / numpy
 message, or a setting quietly ignored.  Each case failed on the code before.
 
-The command line is called in this process (``fedpl_core.cli.main``), not in a subprocess,
+The command line is called in this process (``fedpl_core.apps.cli.main``), not in a subprocess,
 so the file stays fast; ``one_error_line`` is ``tests/test_reliability.py``'s check."""
 import json
 import os
@@ -20,8 +20,9 @@ import fixtures_data as fx  # noqa: E402
 from test_notebooks import notebook_head  # noqa: E402
 from test_reliability import one_error_line  # noqa: E402
 
-from fedpl_core import experiments as E  # noqa: E402
-from fedpl_core.config import ConfigError  # noqa: E402
+from fedpl_core.runs.build import build_partition, load_data
+from fedpl_core.runs.experiment_config import ExperimentConfig  # noqa: E402
+from fedpl_core.base.validation import ConfigError  # noqa: E402
 from fedpl_core.data.base import DataError  # noqa: E402
 
 BASE = ["--n-train", "200", "--n-test", "100", "--rounds", "1", "--image-size", "28",
@@ -141,14 +142,14 @@ def test_image_size_of_real_data_is_bounded(main, tmp_path):
 def test_classes_are_honoured_or_refused_for_synthetic_skin(main):
     p = main("run", *BASE, "--dataset", "synthetic-skin", "--classes", "Effusion")
     one_error_line(p, "unknown class name(s) ['Effusion']; known classes: ['MEL', 'NV', 'BCC'")
-    data = E.load_data(E.ExperimentConfig(dataset="synthetic-skin", classes=["NV", "MEL"], image_size=28,
+    data = load_data(ExperimentConfig(dataset="synthetic-skin", classes=["NV", "MEL"], image_size=28,
                                           n_train=60, n_test=30))
     assert data.train.class_names == ["NV", "MEL"] and len(data.train) == 60
     assert (data.train.labels.sum(1) == 1).all() and (data.test.labels.sum(1) == 1).all()
 
 
 def test_classes_of_a_one_class_data_set_are_refused():
-    from fedpl_core.data.registry import load_split
+    from fedpl_core.data.catalog import load_split
 
     with pytest.raises(DataError, match="tb has the one class 'Tuberculosis'; classes=\\['Effusion'\\]"):
         load_split("tb", "/", classes=["Effusion"])
@@ -156,7 +157,7 @@ def test_classes_of_a_one_class_data_set_are_refused():
 
 # ------------------------------------------------------------------ failure 8: the README's papermill command
 def test_notebook_parameters_read_papermill_text():
-    from fedpl_core.profiles import notebook_parameters
+    from fedpl_core.studies.profiles import notebook_parameters
 
     got = notebook_parameters(profile="smoke", seeds="[0, 1]", rounds=None, data_seed=0, device="auto",
                               workers=None, results_dir="r", exclude='["fedavg"]')
@@ -175,7 +176,7 @@ def test_notebook_parameters_read_papermill_text():
     (dict(seeds=[0, 0]), "seeds lists a seed twice"),
 ])
 def test_notebook_parameters_that_would_be_ignored_are_errors(params, needle):
-    from fedpl_core.profiles import notebook_parameters
+    from fedpl_core.studies.profiles import notebook_parameters
 
     with pytest.raises(ConfigError) as e:
         notebook_parameters(**params)
@@ -217,7 +218,7 @@ def test_config_conflicts_are_refused(main, tmp_path, text, needle):
 
 
 def test_duplicate_json_key_is_refused(tmp_path):
-    from fedpl_core.config import read_config_file
+    from fedpl_core.base.config_files import read_config_file
 
     f = tmp_path / "c.json"
     f.write_text('{"rounds": 2, "rounds": 3}')
@@ -227,12 +228,12 @@ def test_duplicate_json_key_is_refused(tmp_path):
 
 # ------------------------------------------------------------------ config-file messages
 def test_config_file_suffix_and_content(tmp_path):
-    from fedpl_core.config import read_config_file
+    from fedpl_core.base.config_files import read_config_file
 
     (tmp_path / "A.YAML").write_text("method: fedprox\nrounds: 3\n")
-    assert E.ExperimentConfig.from_file(tmp_path / "A.YAML").method == "fedprox"
+    assert ExperimentConfig.from_file(tmp_path / "A.YAML").method == "fedprox"
     (tmp_path / "a.txt").write_text("method: fedprox\nengine:\n  rounds: 3\n")
-    assert E.ExperimentConfig.from_file(tmp_path / "a.txt").engine.rounds == 3
+    assert ExperimentConfig.from_file(tmp_path / "a.txt").engine.rounds == 3
     (tmp_path / "b.txt").write_text("method: [fedavg\n")
     with pytest.raises(ConfigError, match=r"b.txt \(.txt: read by content\) is neither valid JSON \(.*\) nor valid "
                                           r"YAML"):
@@ -283,9 +284,9 @@ def test_internal_messages_become_settings_messages(main, tmp_path, flags, needl
 
 
 def test_split_without_partition_options_uses_the_default_missing():
-    cfg = E.ExperimentConfig(classes=["Effusion", "Pneumothorax", "Nodule"], image_size=28, n_train=120, n_test=60,
+    cfg = ExperimentConfig(classes=["Effusion", "Pneumothorax", "Nodule"], image_size=28, n_train=120, n_test=60,
                              num_clients=3, split="dirichlet")
-    part = E.build_partition(cfg, E.load_data(cfg).train)  # was: MissingClasses.__init__() missing 'missing'
+    part = build_partition(cfg, load_data(cfg).train)  # was: MissingClasses.__init__() missing 'missing'
     assert part.masks.sum(1).tolist() == [1, 1, 1]
 
 

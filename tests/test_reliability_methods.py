@@ -14,8 +14,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from test_reliability import FLAGS, cli, one_error_line, tiny  # noqa: E402
 
-from fedpl_core import experiments as E  # noqa: E402
-from fedpl_core.config import EngineConfig  # noqa: E402
+from fedpl_core.runs.build import build_simulation
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.runner import run  # noqa: E402
+from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
 from fedpl_core.fl.federation import DivergenceError  # noqa: E402
 from fedpl_core.methods import METHODS, available_methods  # noqa: E402
 
@@ -23,7 +25,7 @@ NAMES = available_methods()
 TIME_KEYS = ("train_time", "eval_time")
 
 
-def config(name: str, **engine) -> E.ExperimentConfig:
+def config(name: str, **engine) -> ExperimentConfig:
     """The tiny setting (3 classes, 28 px, 240 images, width-8 CNN, 2 rounds); a
     single-label method gets the synthetic skin data (7 classes) instead."""
     eng = EngineConfig(**{"rounds": 2, "batch_size": 32, "progress": False, **engine})
@@ -45,7 +47,7 @@ def test_every_method_runs_with_a_validation_split(name, fraction):
     round, by the supervised loss alone (no per-round state)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = E.run(config(name, client_val_fraction=0.2, client_fraction=fraction))
+        res = run(config(name, client_val_fraction=0.2, client_fraction=fraction))
     losses = [h["val_loss"] for h in res.history]
     assert len(losses) == 2 and all(math.isfinite(v) for v in losses)
 
@@ -61,10 +63,10 @@ def test_every_method_resumes_to_identical_numbers(tmp_path, name):
     ck = tmp_path / "run.ckpt"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        full = E.build_simulation(cfg)
+        full = build_simulation(cfg)
         full.run()
-        E.build_simulation(cfg, checkpoint_path=ck).run(rounds=1)  # "killed" after round 1
-        resumed = E.build_simulation(cfg, checkpoint_path=ck)
+        build_simulation(cfg, checkpoint_path=ck).run(rounds=1)  # "killed" after round 1
+        resumed = build_simulation(cfg, checkpoint_path=ck)
         resumed.load_checkpoint(ck)
         assert resumed.round == 1
         resumed.run()
@@ -80,14 +82,14 @@ def redone(tmp_path, cfg, blob, needle):
     ck = tmp_path / f"{cfg.run_id()}.ckpt"
     torch.save(blob, ck)
     with pytest.warns(UserWarning, match=f"does not fit this run: {needle}.*starts again from round 0"):
-        res = E.run(cfg, tmp_path)
+        res = run(cfg, tmp_path)
     assert [h["round"] for h in res.history] == [1, 2] and not ck.exists()
     return res
 
 
 def real_checkpoint(tmp_path, cfg) -> dict:
     ck = tmp_path / "real" / "run.ckpt"
-    E.build_simulation(cfg, checkpoint_path=ck).run(rounds=1)
+    build_simulation(cfg, checkpoint_path=ck).run(rounds=1)
     return torch.load(ck, weights_only=True)
 
 
@@ -104,7 +106,7 @@ def test_checkpoint_with_a_round_out_of_range_is_redone(tmp_path):
     blob = real_checkpoint(tmp_path, cfg)
     blob["round"] = 99
     res = redone(tmp_path, cfg, blob, r"its round 99 is not in 0\.\.2")
-    assert numbers(res.history) == numbers(E.run(cfg).history)
+    assert numbers(res.history) == numbers(run(cfg).history)
 
 
 def test_checkpoint_of_another_class_list_is_redone(tmp_path):
@@ -120,7 +122,7 @@ def test_a_loss_that_explodes_stops_the_run(method, optimizer):
     exit status 0."""
     with pytest.raises(DivergenceError, match=r"round 1, client .*: the training loss is .*e\+\d+, over 10000 times "
                        rf"its start .*diverged; lower the learning rate \(lr=1e\+06\) of the {optimizer} optimizer"):
-        E.run(config(method, lr=1e6, optimizer=optimizer))
+        run(config(method, lr=1e6, optimizer=optimizer))
 
 
 def test_a_model_blown_up_by_its_last_step_stops_the_run():
@@ -128,7 +130,7 @@ def test_a_model_blown_up_by_its_last_step_stops_the_run():
     (0.69), the aggregated model's is 1e8."""
     with pytest.raises(DivergenceError, match=r"after round 1, the global model's loss is .*e\+\d+, over 10000 times "
                        r"its start .*diverged; lower the learning rate \(lr=1e\+06\) of the sgd optimizer"):
-        E.run(config("fedavg", lr=1e6, optimizer="sgd", local_iters=1))
+        run(config("fedavg", lr=1e6, optimizer="sgd", local_iters=1))
 
 
 def test_a_loss_that_explodes_is_one_error_line():
@@ -148,7 +150,7 @@ def test_a_loss_that_explodes_is_one_error_line():
     ("fedssp", {"ssp_lr": -0.1}, "option ssp_lr must be >0, got -0.1"),
 ])
 def test_method_options_out_of_range_are_refused(name, options, needle):
-    from fedpl_core.config import ConfigError
+    from fedpl_core.base.validation import ConfigError
     from fedpl_core.methods import get_method
 
     with pytest.raises(ConfigError) as e:

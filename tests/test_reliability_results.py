@@ -23,16 +23,18 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from test_reliability import one_error_line, tiny  # noqa: E402
 
-from fedpl_core import experiments as E  # noqa: E402
-from fedpl_core import fileio  # noqa: E402
-from fedpl_core.config import EngineConfig  # noqa: E402
+from fedpl_core.runs.results import read_result
+from fedpl_core.runs.runner import run
+from fedpl_core.runs.study import run_many  # noqa: E402
+from fedpl_core.base import fileio  # noqa: E402
+from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
 
 ENGINE = dict(rounds=2, batch_size=32, progress=False, selection="auroc_mean")  # a best round too
 
 
 def finished(tmp_path, **kw):
     cfg = tiny(engine=EngineConfig(**{**ENGINE, **kw}))
-    res = E.run(cfg, tmp_path)
+    res = run(cfg, tmp_path)
     return cfg, res, tmp_path / f"{cfg.run_id()}.json"
 
 
@@ -45,7 +47,7 @@ def redone(cfg, tmp_path):
     """Run ``cfg`` again: its result and the warnings that said the file was not used."""
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        res = E.run(cfg, tmp_path)
+        res = run(cfg, tmp_path)
     return res, [str(w.message) for w in rec if "result file" in str(w.message)]
 
 
@@ -85,7 +87,7 @@ def test_an_impossible_cached_result_is_redone_with_one_warning(tmp_path, case):
     res, said = redone(cfg, tmp_path)
     assert len(said) == 1 and str(out) in said[0] and needle in said[0], said
     assert numbers(res.final) == numbers(first.final) and 0 <= res.final["auroc_mean"] <= 1  # its own numbers
-    assert E.read_result(out, cfg.to_dict()).final == res.final  # and written again
+    assert read_result(out, cfg.to_dict()).final == res.final  # and written again
 
 
 @pytest.mark.parametrize("other, needle", [
@@ -97,7 +99,7 @@ def test_a_result_of_another_run_is_not_used_as_this_runs(tmp_path, other, needl
     """Another run's file under this run's name, its run id rewritten to match."""
     cfg, first, out = finished(tmp_path)
     foreign = cfg.replace(**other)
-    E.run(foreign, tmp_path / "other")
+    run(foreign, tmp_path / "other")
     d = json.loads((tmp_path / "other" / f"{foreign.run_id()}.json").read_text())
     d["run_id"] = cfg.run_id()
     out.write_text(json.dumps(d))
@@ -112,7 +114,7 @@ def test_a_grid_redoes_a_foreign_result_too(tmp_path):
     d["config"]["seed"] = 7
     out.write_text(json.dumps(d))
     with pytest.warns(UserWarning, match="its config is another run's: seed 7"):
-        df = E.run_many(cfg, [cfg.method], [cfg.seed], tmp_path, progress=False)
+        df = run_many(cfg, [cfg.method], [cfg.seed], tmp_path, progress=False)
     assert df[df.which == "final"].auroc_mean.tolist() == [first.final["auroc_mean"]]
 
 
@@ -130,9 +132,9 @@ def test_a_folder_at_a_target_is_found_before_training(tmp_path, monkeypatch, su
     (folder / "inside").mkdir(parents=True)
     _no_training(monkeypatch)
     with pytest.raises(IsADirectoryError, match=f"is a folder, where run {cfg.run_id()}'s {what} file goes"):
-        E.run(cfg, tmp_path)
+        run(cfg, tmp_path)
     with pytest.raises(IsADirectoryError, match="is a folder"):
-        E.run_many(cfg, [cfg.method], [cfg.seed], tmp_path, progress=False, backend="process", workers=2)
+        run_many(cfg, [cfg.method], [cfg.seed], tmp_path, progress=False, backend="process", workers=2)
     assert (folder / "inside").is_dir()
 
 
@@ -150,7 +152,7 @@ def test_the_command_line_names_a_folder_at_the_result_in_one_line(tmp_path):
 
 # ------------------------------------------------------------------ a full disk
 def test_a_lock_on_a_full_disk_is_named_and_not_left_behind(tmp_path, monkeypatch):
-    from fedpl_core import locks
+    from fedpl_core.base import locks
 
     def full(*a):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -160,7 +162,7 @@ def test_a_lock_on_a_full_disk_is_named_and_not_left_behind(tmp_path, monkeypatc
     _no_training(monkeypatch)
     monkeypatch.setattr(locks.os, "pwrite", full)
     with pytest.raises(OSError, match=f"cannot write the run lock {lock}: no space left on the device") as e:
-        E.run(cfg, tmp_path)
+        run(cfg, tmp_path)
     assert e.value.errno == errno.ENOSPC and not lock.exists()
 
 

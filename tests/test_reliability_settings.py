@@ -4,7 +4,7 @@ would expand without bound, settings that would be ignored, errors that used to 
 at the wrong cause, a method's check that disagreed with its paper, and warnings printed
 as one line.  Each case failed on the code before.
 
-The command line is called in this process (``fedpl_core.cli.main``), as in
+The command line is called in this process (``fedpl_core.apps.cli.main``), as in
 ``tests/test_reliability_inputs.py``."""
 import json
 import os
@@ -19,8 +19,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from test_reliability import one_error_line  # noqa: E402
 
-from fedpl_core import experiments as E  # noqa: E402
-from fedpl_core.config import ConfigError, EngineConfig  # noqa: E402
+from fedpl_core.runs.experiment_config import ExperimentConfig  # noqa: E402
+from fedpl_core.base.validation import ConfigError
+from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
 
 #: The data of a tiny run, and a tiny run (three clients, a 4-channel CNN, one round).
 DATA = ["--n-train", "200", "--n-test", "100", "--rounds", "1", "--image-size", "28",
@@ -48,7 +49,7 @@ def test_a_billion_laughs_config_is_refused_under_any_key(tmp_path, key):
     f.write_text(laughs(key))
     assert len(f.read_bytes()) < 1000
     with pytest.raises(ConfigError, match="expands to more than 100,000 values"):
-        E.ExperimentConfig.from_file(f)
+        ExperimentConfig.from_file(f)
 
 
 def test_merge_keys_and_self_reference_are_bounded_too(tmp_path):
@@ -56,13 +57,13 @@ def test_merge_keys_and_self_reference_are_bounded_too(tmp_path):
         f"  a{i}: &a{i} {{<<: [{', '.join([f'*a{i - 1}'] * 9)}]}}\n" for i in range(1, 9))
     (tmp_path / "merge.yaml").write_text(merge)
     with pytest.raises(ConfigError, match="expands to more than"):
-        E.ExperimentConfig.from_file(tmp_path / "merge.yaml")
+        ExperimentConfig.from_file(tmp_path / "merge.yaml")
     (tmp_path / "self.yaml").write_text("method_kwargs: &a {mu: *a}\n")
     with pytest.raises(ConfigError, match="refers to itself"):
-        E.ExperimentConfig.from_file(tmp_path / "self.yaml")
+        ExperimentConfig.from_file(tmp_path / "self.yaml")
     (tmp_path / "deep.json").write_text('{"method_kwargs": {"a": ' + "[" * 200 + "]" * 200 + "}}")
     with pytest.raises(ConfigError, match="nested more than 64 levels"):
-        E.ExperimentConfig.from_file(tmp_path / "deep.json")
+        ExperimentConfig.from_file(tmp_path / "deep.json")
 
 
 def test_a_config_built_in_python_from_shared_lists_is_bounded():
@@ -70,18 +71,18 @@ def test_a_config_built_in_python_from_shared_lists_is_bounded():
     for _ in range(8):
         nested = [nested] * 9  # 9 ** 9 values once copied out, 81 list objects
     with pytest.raises(ConfigError, match="expands to more than"):
-        E.ExperimentConfig(method_kwargs={"a": nested})
+        ExperimentConfig(method_kwargs={"a": nested})
 
 
 def test_aliases_within_the_limit_still_work(tmp_path):
     f = tmp_path / "ok.yaml"
     f.write_text("classes: &c [Effusion, Nodule]\nmethod: fedprox\nmethod_kwargs: &k {mu: 0.1}\n")
-    cfg = E.ExperimentConfig.from_file(f)
+    cfg = ExperimentConfig.from_file(f)
     assert cfg.classes == ["Effusion", "Nodule"] and cfg.method_kwargs == {"mu": 0.1}
 
 
 def test_the_command_line_refuses_a_laughs_file_in_one_line(main, tmp_path, monkeypatch):
-    from fedpl_core import config
+    from fedpl_core.base import config_files as config
 
     monkeypatch.setattr(config, "CONFIG_MAX_NODES", 1000)  # the same check on a file that expands to 4,096
     f = tmp_path / "laughs.yaml"
@@ -93,7 +94,7 @@ def test_a_config_file_over_a_mebibyte_is_refused(tmp_path):
     f = tmp_path / "big.yaml"
     f.write_text("# " + "x" * (1 << 20) + "\nmethod: fedavg\n")
     with pytest.raises(ConfigError, match="is over 1 MiB"):
-        E.ExperimentConfig.from_file(f)
+        ExperimentConfig.from_file(f)
 
 
 # ------------------------------------------------------------------ settings that would be ignored
@@ -129,7 +130,7 @@ def test_settings_that_apply_are_accepted():
     EngineConfig(optimizer="sgd", momentum=0.5)
     EngineConfig(local_iters=3, local_epochs=1.0)  # the default: nothing ignored
     EngineConfig(selection="train_loss", patience=2, selection_mode="min")
-    E.ExperimentConfig(split="iid", partition="missing_classes", split_kwargs={"group_aware": False})
+    ExperimentConfig(split="iid", partition="missing_classes", split_kwargs={"group_aware": False})
 
 
 # ------------------------------------------------------------------ errors found before the work
@@ -152,7 +153,7 @@ def test_a_single_label_method_on_multi_label_data_is_refused_before_the_grid(ma
 @pytest.mark.parametrize("name", ["synthetic-cxr", "synthetic-skin", "synthetic-ich"])
 def test_a_declared_source_task_is_the_task_of_its_data(name):
     """The grid refuses a method by the task a source declares: it must be the data's."""
-    from fedpl_core.datasets import load_bundle, source_task
+    from fedpl_core.data.sources import load_bundle, source_task
 
     assert source_task(name) == load_bundle(name, image_size=28, n_train=60, n_test=30, progress=False).train.task
 
@@ -167,7 +168,7 @@ def test_a_grid_does_not_retry_a_run_that_fails_the_same_way_every_time(tmp_path
         raise ValueError("a setting this run cannot have")
 
     monkeypatch.setattr(grid, "run", broken)
-    cfg = E.ExperimentConfig(classes=["Effusion", "Nodule"], image_size=28, n_train=100, n_test=50, num_clients=2,
+    cfg = ExperimentConfig(classes=["Effusion", "Nodule"], image_size=28, n_train=100, n_test=50, num_clients=2,
                              engine=EngineConfig(rounds=1, progress=False))
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
@@ -207,7 +208,7 @@ def test_a_non_finite_initial_model_is_not_blamed_on_the_learning_rate():
     from fedpl_core.fl.federation import DivergenceError
     from fedpl_core.runs.build import build_simulation
 
-    cfg = E.ExperimentConfig(classes=["Effusion", "Nodule"], image_size=28, n_train=100, n_test=50, num_clients=2,
+    cfg = ExperimentConfig(classes=["Effusion", "Nodule"], image_size=28, n_train=100, n_test=50, num_clients=2,
                              model_kwargs={"width": 4}, engine=EngineConfig(rounds=1, progress=False))
     sim = build_simulation(cfg)
     state = {k: (torch.full_like(v, float("inf")) if v.is_floating_point() else v)
@@ -282,7 +283,7 @@ def test_the_command_line_restores_the_format_it_changed(main):
 
 
 def test_one_line_format_of_the_package_and_of_other_libraries():
-    from fedpl_core.messages import format_warning
+    from fedpl_core.base.messages import format_warning
     from fedpl_core.partitions import PartitionWarning
 
     own = format_warning("client A\nhas no class", PartitionWarning, "/elsewhere/x.py", 3, "src")
@@ -292,8 +293,8 @@ def test_one_line_format_of_the_package_and_of_other_libraries():
 
 
 def test_notebooks_print_warnings_as_one_line():
-    from fedpl_core import messages
-    from fedpl_core.profiles import prepare
+    from fedpl_core.base import messages
+    from fedpl_core.studies.profiles import prepare
 
     try:
         prepare("smoke", device="cpu")

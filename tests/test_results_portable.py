@@ -19,8 +19,9 @@ SCRIPT = r"""
 import json, socket, sys, warnings
 socket.gethostname = lambda: sys.argv[2]  # another host
 warnings.simplefilter("error")  # a refused cache file warns: fail instead
-from fedpl_core.config import EngineConfig
-from fedpl_core.experiments import ExperimentConfig, run
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.runner import run
 cfg = ExperimentConfig(dataset="synthetic-cxr", classes=["Effusion", "Nodule"], image_size=28, n_train=120,
                        n_test=60, partition="missing_classes", num_clients=2, partition_kwargs={"missing": 1},
                        model="cnn", model_kwargs={"width": 8}, method="fedavg_pl",
@@ -58,8 +59,9 @@ def test_a_results_folder_copied_to_another_checkout_and_host_is_reused(tmp_path
 
 
 def test_provenance_values_must_be_plain_values(tmp_path):
-    from fedpl_core.config import EngineConfig
-    from fedpl_core.experiments import ExperimentConfig, run
+    from fedpl_core.fl.engine_config import EngineConfig
+    from fedpl_core.runs.experiment_config import ExperimentConfig
+    from fedpl_core.runs.runner import run
 
     cfg = ExperimentConfig(dataset="synthetic-cxr", classes=["Effusion", "Nodule"], image_size=28, n_train=120,
                            n_test=60, num_clients=2, model_kwargs={"width": 8},

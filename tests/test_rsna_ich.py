@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedpl_core.data import registry
+from fedpl_core.data import catalog as registry
 from fedpl_core.data import synthetic as syn
 from fedpl_core.data.base import MULTILABEL, DataError
 from fedpl_core.data.rsna_ich import BSB_WINDOWS, ICH_SUBTYPES, load_rsna_ich, parse_windows, window

@@ -5,9 +5,11 @@ import warnings
 import pytest
 import torch
 
-from fedpl_core.config import EngineConfig
-from fedpl_core.experiments import ExperimentConfig, SingleLabelWarning, Study, build_simulation, run, \
-    warn_single_label_twins
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.study import SingleLabelWarning, Study, warn_single_label_twins
+from fedpl_core.runs.build import build_simulation
+from fedpl_core.runs.runner import run
 from fedpl_core.runs import study as study_module
 
 ENG = EngineConfig(rounds=1, batch_size=16, progress=False, selection=None)

@@ -189,10 +189,10 @@ def test_introduction_findings_are_prose():
 
 
 def test_command_line_makes_the_same_run():
-    from fedpl_core import cli
-    from fedpl_core.config import EngineConfig
+    from fedpl_core.apps import cli
+    from fedpl_core.fl.engine_config import EngineConfig
     from fedpl_core.data import synthetic as S
-    from fedpl_core.experiments import ExperimentConfig
+    from fedpl_core.runs.experiment_config import ExperimentConfig
 
     cfg = ExperimentConfig(dataset="synthetic-cxr", classes=list(S.FEDMLP_CXR8), image_size=32, n_train=2400,
                            n_test=1200, model_kwargs={"width": 8}, partition="missing_classes", num_clients=8,

@@ -4,17 +4,17 @@ import numpy as np
 import pytest
 import torch
 
-from fedpl_core.config import EngineConfig
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.fl.federation import FederationInfo
 from fedpl_core.fl.server import Server
-from fedpl_core.losses import masked_bce
+from fedpl_core.nn.losses import masked_bce
 from fedpl_core.methods import get_method
 from fedpl_core.methods.base import ClientUpdate
 from fedpl_core.methods.blocks import warm_up_head
 from fedpl_core.methods.surgical import (SurgicalAggregation, client_class_order, paper_method,
                                          rebuild_local_head, surgical_head_aggregate)
-from fedpl_core.models import build_model
+from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import ClientSpec, Partition, iid
 
 GLOBAL = ["a", "b", "c", "d", "e"]
@@ -301,7 +301,7 @@ def test_real_data_path_on_the_published_layouts(tmp_path):
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     fx = pytest.importorskip("fixtures_data")
-    from fedpl_core.experiments import load_data
+    from fedpl_core.runs.build import load_data
     from fedpl_core.studies import surgical as study
 
     fx.write_nih(tmp_path / "nih")
@@ -340,7 +340,7 @@ def test_study_grid_goes_through_run_many_and_its_cache(tmp_path, monkeypatch):
 
     import pandas as pd
 
-    from fedpl_core import experiments as E
+    from fedpl_core.runs.study import run_many
     from fedpl_core.studies import surgical as study
 
     st = study.make_settings("smoke", n_train=96, n_test=60, n_external=60, n_public=32, k_values=[2, 3],
@@ -353,7 +353,7 @@ def test_study_grid_goes_through_run_many_and_its_cache(tmp_path, monkeypatch):
         part = study.partition(base.replace(**sets[k]))
         assert part.num_clients == k and part.masks.any(0).all()
         np.testing.assert_array_equal(part.masks, study.random_label_sets(14, k, seed=st.seed * 1000 + i))
-    df = E.run_many(base, methods, [st.seed], tmp_path, settings=sets, progress=False)
+    df = run_many(base, methods, [st.seed], tmp_path, settings=sets, progress=False)
     assert len(df) == 2 * len(labels) * 2  # settings x methods x (final, best)
     assert df.groupby(["setting", "which"])["label"].apply(list).map(lambda x: x == labels).all()
     assert set(df["setting"]) == {2, 3} and set(df["which"]) == {"final", "best"}
@@ -368,8 +368,8 @@ def test_study_grid_goes_through_run_many_and_its_cache(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("a cached run was trained again")
 
-    monkeypatch.setattr(E, "build_simulation", boom)
-    again = E.run_many(base, methods, [st.seed], tmp_path, settings=sets, progress=False)
+    monkeypatch.setattr("fedpl_core.runs.runner.build_simulation", boom)
+    again = run_many(base, methods, [st.seed], tmp_path, settings=sets, progress=False)
     pd.testing.assert_frame_equal(again, df)
     table = study.ablation_table(again)
     assert list(table.index) == labels and list(table.columns) == ["held-out test", "external test"]

@@ -10,12 +10,12 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score
 
-from fedpl_core.config import EngineConfig
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
-from fedpl_core.losses import masked_bce
+from fedpl_core.nn.losses import masked_bce
 from fedpl_core.methods import get_method
 from fedpl_core.methods import surgical as surgical_module
-from fedpl_core.models import build_model
+from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import ClientSpec, Partition
 from fedpl_core.studies import surgical as study
 

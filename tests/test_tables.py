@@ -167,7 +167,7 @@ def test_tables_a_reader_sees_use_names_not_registry_keys():
 def test_per_class_table_names_the_threshold_of_its_threshold_metrics():
     """The README's res.per_class() showed "bacc 0.5" and f1 / precision / recall 0.0 for every
     class, unexplained: metrics at a 0.5 threshold that low scores never reach."""
-    from fedpl_core.metrics import multiclass_metrics, multilabel_metrics, per_class_table
+    from fedpl_core.nn.metrics import multiclass_metrics, multilabel_metrics, per_class_table
     from fedpl_core.runs.results import RunResult
 
     y = np.array([[1, 0], [0, 1], [1, 1], [0, 0]])

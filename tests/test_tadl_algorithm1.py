@@ -21,9 +21,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from fedpl_core.fl.federation import Batch
-from fedpl_core.losses import masked_bce
+from fedpl_core.nn.losses import masked_bce
 from fedpl_core.methods.fedpsl import FedPSL, tadl_step
-from fedpl_core.models import FedModel
+from fedpl_core.nn.models import FedModel
 
 PW = torch.tensor([2.0, 0.5], dtype=torch.float64)
 TOL = 1e-6

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from fedpl_core.config import EngineConfig
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import FedAvg
-from fedpl_core.models import build_model
+from fedpl_core.nn.models import build_model
 from fedpl_core.fl.views import cutout, mixup, sample_lambda, strong_view, weak_view
 
 

@@ -59,7 +59,7 @@ note "   packages installed into it" "$(ls -d "$R"/env/lib/python*/site-packages
 t=$(now)
 offline "$PY" - > "$R/backbones.txt" 2>&1 <<'PY'
 import torch
-from fedpl_core.models import build_model
+from fedpl_core.nn.models import build_model
 x = torch.zeros(2, 1, 64, 64)
 for name, kw in (("resnet18", {}), ("densenet121", {}), ("efficientnet_lite0", {"pretrained": True})):
     print(name, tuple(build_model(name, num_classes=3, in_channels=1, image_size=64, **kw)(x).shape))

@@ -16,7 +16,7 @@ Cache folder: the ``cache_dir`` argument, else the environment variable
 moved into place with :func:`os.replace`, so a crashed or concurrent run never
 leaves a half-written array under the final name; a temporary left by a process that
 died is removed by the next load that uses the folder
-(:func:`fedpl_core.fileio.remove_stale_temps`).  The array is written through a memory
+(:func:`fedpl_core.base.fileio.remove_stale_temps`).  The array is written through a memory
 map (:func:`write_cache_array`), and a write into a memory map that finds no room on
 the disk is a bus error (SIGBUS), which kills the process with no message.  So the
 whole file is reserved first (:func:`os.posix_fallocate`, which fails cleanly with
@@ -59,7 +59,7 @@ from typing import Sequence
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from ..fileio import atomic_path, remove_stale_temps
+from ..base.fileio import atomic_path, remove_stale_temps
 from .base import DataError, DataWarning, check_memory, fmt_bytes
 from .safeopen import not_regular, open_regular
 
@@ -390,7 +390,7 @@ def write_cache_array(target: str | os.PathLike, shape: tuple[int, ...], fill, w
     """Write a uint8 ``.npy`` array of ``shape`` to ``target`` through a memory map, with
     nothing lost on a full disk; returns ``fill(array)``.
 
-    The array file is made under a temporary name (:func:`fedpl_core.fileio.atomic_path`:
+    The array file is made under a temporary name (:func:`fedpl_core.base.fileio.atomic_path`:
     ``O_EXCL``, never a link), its header written and its whole size reserved on disk
     (:func:`os.posix_fallocate`; where that is not supported, the file system's free space
     is compared with the size) before it is mapped; ``fill`` writes the values; the file

@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from ..fileio import atomic_write_text, remove_stale_temps
+from ..base.fileio import atomic_write_text, remove_stale_temps
 from .base import MULTILABEL, DataError, DataWarning, ImageDataset
 from .cache import DecodeOptions, cache_path_for, decode_options, nonfinite_error, write_cache_array
 from .files import check_classes, index_files, read_table, require_file, subsample_index
@@ -368,7 +368,7 @@ def load_dicoms_cached(paths: Sequence[str], decode: DecodeOptions | None = None
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    """The header cache beside the images' (:func:`fedpl_core.fileio.atomic_write_text`); a
+    """The header cache beside the images' (:func:`fedpl_core.base.fileio.atomic_write_text`); a
     folder that cannot be written is a warning, not an error."""
     try:
         atomic_write_text(path, text)

@@ -41,7 +41,7 @@ from typing import Any
 import torch
 from torch.func import functional_call, grad_and_value, stack_module_state, vmap
 
-from ..losses import masked_bce
+from ..nn.losses import masked_bce
 from .federation import ClientUpdate
 from .site import check_metadata
 

@@ -23,8 +23,8 @@ class CheckpointError(RuntimeError):
 
 def atomic_torch_save(obj: Any, path: str | Path) -> None:
     """``torch.save`` to a fresh temporary file in the same folder (``mkstemp``: never a
-    planted file or link), then :func:`os.replace` (see :mod:`fedpl_core.fileio`)."""
-    from ..fileio import atomic_write
+    planted file or link), then :func:`os.replace` (see :mod:`fedpl_core.base.fileio`)."""
+    from ..base.fileio import atomic_write
 
     with atomic_write(path, "wb") as f:
         torch.save(obj, f)

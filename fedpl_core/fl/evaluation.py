@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from ..data.base import ImageDataset
-from ..metrics import evaluate as compute_metrics
-from ..models import HEAD_KEYS, FedModel
+from ..nn.metrics import evaluate as compute_metrics
+from ..nn.models import HEAD_KEYS, FedModel
 from .federation import ClientData, DivergenceError, FederationInfo
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-#: The summary metrics an evaluation records, by task (:mod:`fedpl_core.metrics`).
+#: The summary metrics an evaluation records, by task (:mod:`fedpl_core.nn.metrics`).
 TASK_METRICS = {"multilabel": ("auroc_mean", "map", "bacc", "f1", "precision", "recall"),
                 "multiclass": ("auroc_mean", "accuracy", "bacc", "f1", "precision", "recall")}
 
@@ -28,7 +28,7 @@ def check_selection_key(key: str | None, eval_sets: dict[str, str], val_split: b
         return
     keys = recorded_keys(eval_sets, val_split)
     if key not in keys:
-        from ..config import ConfigError
+        from ..base.validation import ConfigError
 
         raise ConfigError(f"selection key {key!r} is never recorded by this run; use one of {', '.join(keys)} "
                           "(or None)")

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 import torch
 
-from ..config import EngineConfig
+from .engine_config import EngineConfig
 from ..data.base import ImageDataset
 from . import batched, checkpoint, evaluation
 from .federation import ClientContext, ClientData, DivergenceError, FederationInfo, derive_seed

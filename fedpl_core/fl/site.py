@@ -6,7 +6,7 @@ A site holds its own :class:`~fedpl_core.fl.federation.ClientData`, its state di
 :class:`WorkingModel`: the model, its optimizer and the preprocessing.  In the simulation
 one working model serves every site in turn (a site's round loads the payload into it in
 place, trains, and extracts its arrays; nothing is deep-copied per client per round); a
-Flower site (:class:`fedpl_core.flower.FlowerSite`) has its own.
+Flower site (:class:`fedpl_core.apps.flower.FlowerSite`) has its own.
 
 A site's round calls the method's client hooks in this order, and no others (see
 :mod:`fedpl_core.methods.base`): (optimizer state reset, or restored from
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..config import EngineConfig
+from .engine_config import EngineConfig
 from .federation import (ClientContext, ClientData, ClientUpdate, DivergenceError, FederationInfo, copy_arrays,
                          load_arrays)
 from .preprocess import Preprocess

@@ -32,11 +32,11 @@ _OPTIONAL = ("surgical", "fedpsl", "fedmlp", "fedlsm", "fixmatch", "moon", "fedr
 
 def _load_optional() -> None:
     """Paper methods register themselves on import; missing modules are skipped.  Then the
-    user's plugin modules named in ``$FEDPL_PLUGINS`` (:mod:`fedpl_core.plugins`), so that a
+    user's plugin modules named in ``$FEDPL_PLUGINS`` (:mod:`fedpl_core.base.plugins`), so that a
     worker process finds a plugin's method by name."""
     import importlib
 
-    from ..plugins import load_env_plugins
+    from ..base.plugins import load_env_plugins
 
     for mod in _OPTIONAL:
         try:

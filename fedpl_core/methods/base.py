@@ -3,7 +3,7 @@
 A method is a small class with hooks on two sides that never share objects.  These are
 all of its hooks, in the order the harness calls them (:class:`~fedpl_core.fl.simulation.Simulation`,
 :meth:`Site.train <fedpl_core.fl.site.Site.train>`, :mod:`fedpl_core.fl.evaluation`,
-:mod:`fedpl_core.flower`); a method overrides the few it needs, calling ``super()``.
+:mod:`fedpl_core.apps.flower`); a method overrides the few it needs, calling ``super()``.
 
 Once per run:
 
@@ -67,10 +67,10 @@ from typing import Any, ClassVar
 
 import torch
 
-from ..config import ConfigError
+from ..base.validation import ConfigError
 from ..fl.federation import Batch, ClientContext, ClientUpdate, FederationInfo
 from ..fl.server import Server
-from ..models import HEAD_KEYS
+from ..nn.models import HEAD_KEYS
 from .blocks import (BN_POLICIES, BatchNormPolicy, Clients, ClientWeighting, HeadWarmup, local_keys, make_head,
                      make_loss, model_update, sgd_step, train_batches)
 
@@ -183,7 +183,7 @@ class Method(metaclass=_CheckedOptions):
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
-        """A :class:`~fedpl_core.config.ConfigError` naming the first option of
+        """A :class:`~fedpl_core.base.validation.ConfigError` naming the first option of
         ``options`` outside its declared range (``option_ranges``); None is left to the
         constructor (it means "the default")."""
         ranges: dict[str, str] = {}
@@ -248,7 +248,7 @@ class Method(metaclass=_CheckedOptions):
     # ------------------------------------------------------------ once per run
     @classmethod
     def check_task(cls, task: str, data: str = "this") -> None:
-        """A :class:`~fedpl_core.config.ConfigError` when the method is not defined for
+        """A :class:`~fedpl_core.base.validation.ConfigError` when the method is not defined for
         ``task`` (``"multilabel"`` / ``"multiclass"``, see ``tasks``), naming the data set
         ``data``: found before any training (a grid checks every run before the first)."""
         if task not in cls.tasks:

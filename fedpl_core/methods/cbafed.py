@@ -34,9 +34,9 @@ from typing import Any
 
 import torch
 
-from ..aggregation import weighted_average
+from ..nn.aggregation import weighted_average
 from ..fl.federation import copy_arrays
-from ..losses import masked_bce
+from ..nn.losses import masked_bce
 from . import register
 from .blocks import record_pseudo_labels
 from .fedavg import FedAvg

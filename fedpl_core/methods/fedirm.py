@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from ..fl.federation import Batch
-from ..losses import masked_bce
+from ..nn.losses import masked_bce
 from ..fl.views import weak_view
 from . import register
 from .blocks import clean_local_train, ema_update, sgd_step, init_teacher, record_pseudo_labels, sigmoid_rampup

@@ -136,7 +136,7 @@ import torch
 import torch.nn.functional as F
 
 from ..fl import views
-from ..losses import class_pos_weight
+from ..nn.losses import class_pos_weight
 from . import register
 from .base import Method
 from .blocks import sgd_step

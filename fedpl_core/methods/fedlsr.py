@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from ..losses import masked_bce
+from ..nn.losses import masked_bce
 from ..fl.views import sample_lambda, weak_view
 from . import register
 from .blocks import clean_local_train

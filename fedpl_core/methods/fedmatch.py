@@ -60,13 +60,13 @@ from typing import Any
 import torch
 from torch.func import functional_call
 
-from ..aggregation import weighted_average
+from ..nn.aggregation import weighted_average
 from ..fl.federation import ClientUpdate
-from ..losses import masked_bce
+from ..nn.losses import masked_bce
 from ..fl.views import strong_view, weak_view
 from . import register
 from .base import Method
-from .blocks import SimSiamPretraining
+from .simsiam import SimSiamPretraining
 
 PSI = "psi/"
 

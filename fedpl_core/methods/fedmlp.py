@@ -89,7 +89,7 @@ import torch
 import torch.nn.functional as F
 
 from ..fl.federation import Batch
-from ..losses import masked_bce
+from ..nn.losses import masked_bce
 from . import register
 from .base import Method
 from .blocks import logit_adjusted_bce

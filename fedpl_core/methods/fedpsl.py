@@ -42,7 +42,7 @@ Two modules on top of FedAvg with the partial loss:
   positive term weighted by ``N_neg / N_pos`` of that class in the client's labelled data
   (:func:`class_pos_weight`; **[choice]** weight 1 where a class has no positive or no
   negative, so the weight is finite and never zero; the mean is over known entries, see
-  :func:`~fedpl_core.losses.masked_bce`).  The paper trains *all* methods with this
+  :func:`~fedpl_core.nn.losses.masked_bce`).  The paper trains *all* methods with this
   weighting, so the baselines of its tables are registered here with it too.
 * **Preprocessing**: per-image instance normalisation is ``EngineConfig(normalize=
   "instance")``; Adam with alpha = beta = 1e-3 is ``EngineConfig(optimizer="adam",

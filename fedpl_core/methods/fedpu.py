@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 import torch
 
-from ..losses import masked_ce
+from ..nn.losses import masked_ce
 from . import register
 from .blocks import require_single_label
 from .fedavg import FedAvg

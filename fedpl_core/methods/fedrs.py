@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from ..losses import masked_ce
+from ..nn.losses import masked_ce
 from . import register
 from .blocks import require_single_label
 from .fedavg import FedAvg

@@ -20,7 +20,7 @@ Pre-training round on client k (SimSiam Alg. 1):
   encoder's feature size; no biases), ``p = g(z)`` with the predictor g (Linear(
   ``proj_dim``, ``pred_dim``) - BN - ReLU - Linear(``pred_dim``, ``proj_dim``));
 * loss ``L = D(p1, sg(z2)) / 2 + D(p2, sg(z1)) / 2`` with ``D(p, z) = -cos(p, z)`` averaged
-  over the batch (Eqs. 1-2 of SimSiam; :func:`~fedpl_core.methods.blocks.simsiam_loss`);
+  over the batch (Eqs. 1-2 of SimSiam; :func:`~fedpl_core.methods.simsiam.simsiam_loss`);
 * SimSiam's optimiser: SGD, momentum 0.9, weight decay 1e-4, lr ``0.05 * B / 256`` with a
   cosine decay over the pre-training rounds, the predictor at the fixed base lr
   (``fix_pred_lr``) **[choice: a fresh SGD each round, as the engine resets optimisers]**;
@@ -55,7 +55,7 @@ pre-training rounds' ``train_loss`` at 0 and ``log/ssp_cache_hit`` at 1.
 from __future__ import annotations
 
 from . import register
-from .blocks import SimSiamPretraining
+from .simsiam import SimSiamPretraining
 from .fedavg import FedAvg
 
 @register

@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from ..losses import masked_bce
+from ..nn.losses import masked_bce
 from ..fl.views import mixup, sample_lambda
 from . import register
 from .blocks import train_batches

@@ -47,9 +47,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..aggregation import weighted_average
+from ..nn.aggregation import weighted_average
 from ..fl.federation import Batch, derive_seed
-from ..losses import masked_bce
+from ..nn.losses import masked_bce
 from ..fl.views import weak_view
 from . import register
 from .blocks import clean_batches, clean_local_train, ema_update, init_teacher, record_pseudo_labels, sgd_step  # noqa: F401

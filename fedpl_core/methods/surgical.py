@@ -120,10 +120,10 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from ..aggregation import rowwise_average, weighted_average
+from ..nn.aggregation import rowwise_average, weighted_average
 from ..fl.federation import ClientUpdate, derive_seed
-from ..losses import masked_bce
-from ..models import HEAD_KEYS
+from ..nn.losses import masked_bce
+from ..nn.models import HEAD_KEYS
 from . import register
 from .base import Method
 from .fedavg import FedAvg
@@ -157,9 +157,9 @@ def surgical_head_aggregate(local_heads: Sequence[Head], global_names: Sequence[
       is averaged over the clients that have it, with their weights renormalised.
 
     Returns ``(W [C, d], b [C])``.  A class held by one client gets that client's row
-    (Eq. 3).  The rows are averaged by :func:`~fedpl_core.aggregation.rowwise_average`
+    (Eq. 3).  The rows are averaged by :func:`~fedpl_core.nn.aggregation.rowwise_average`
     with weight ``weights[k]`` where client k has the class and 0 elsewhere; it computes
-    each distinct weight column with :func:`~fedpl_core.aggregation.weighted_average`'s
+    each distinct weight column with :func:`~fedpl_core.nn.aggregation.weighted_average`'s
     arithmetic on full-size arrays, the very operation FedAvg applies, so without class
     heterogeneity the head equals FedAvg's bit for bit.
     """

@@ -34,7 +34,7 @@ from .paper_tables import (FEDLSM_ISIC_CLASS_ORDER, FEDLSM_NIH_CLASS_ORDER, FEDL
 from .partition import ClientSpec, Draws, Partition, PartitionWarning, assigned_classes
 from .report import (client_names, client_sizes, label_report, plot_label_report, plot_label_reports, plot_mask,
                      plot_masks)
-from .splits import IID, BySource, Contiguous, Dirichlet, FedLSMSplit, Pools, SampleSplit, SplitRule
+from .sample_splits import IID, BySource, Contiguous, Dirichlet, FedLSMSplit, Pools, SampleSplit, SplitRule
 
 __all__ = [
     "make_partition", "SPLITS", "LABEL_SETS",

@@ -32,7 +32,7 @@ from ..data.base import DataError, ImageDataset
 from .label_sets import (AllClasses, ExplicitClasses, LabelRule, LabelSetMismatch, MissingClasses,
                          RandomCover, SharedClasses, SourceClasses)
 from .partition import ClientSpec, Draws, Partition, as_dataset, check_num_clients, finish
-from .splits import IID, BySource, Contiguous, Dirichlet, FedLSMSplit, Pools, SplitRule
+from .sample_splits import IID, BySource, Contiguous, Dirichlet, FedLSMSplit, Pools, SplitRule
 
 #: Sample splits by name (``make_partition(split="dirichlet", split_kwargs={"alpha": 0.5})``).
 SPLITS: dict[str, type[SplitRule]] = {

@@ -19,7 +19,7 @@ import numpy as np
 from ..data.base import DataError, ImageDataset
 from .paper_tables import FEDLSM_ISIC_CLASS_ORDER, FEDLSM_NIH_CLASS_ORDER
 from .partition import Draws, class_index, default_client_name, need_labels
-from .splits import sources
+from .sample_splits import sources
 
 
 class LabelRule:
@@ -324,8 +324,8 @@ class LabelSetMismatch(LabelRule):
     (``Pleural_Thickening`` / ``Thickening`` both accepted) or the ISIC 7 (short or
     full names), and otherwise the data set's order.  ``class_order="dataset"`` or an
     explicit list overrides.  The authors' sample splits are the split rules
-    :class:`~fedpl_core.partitions.splits.FedLSMSplit` (ISIC script) and
-    :class:`~fedpl_core.partitions.splits.Contiguous` (CXR script).
+    :class:`~fedpl_core.partitions.sample_splits.FedLSMSplit` (ISIC script) and
+    :class:`~fedpl_core.partitions.sample_splits.Contiguous` (CXR script).
     """
 
     classes_per_client: int
@@ -440,7 +440,7 @@ class SourceClasses(LabelRule):
     A client annotates every class known (``dataset.label_mask``) for at least one
     sample of a source it holds samples from (NIH 14 + CheXpert 13 -> 20 classes:
     the NIH client annotates the NIH 14, the CheXpert client the CheXpert 13).
-    Sources as in :class:`~fedpl_core.partitions.splits.BySource`.  Looks at the
+    Sources as in :class:`~fedpl_core.partitions.sample_splits.BySource`.  Looks at the
     clients' samples, so runs after the split; draws nothing.
     """
 

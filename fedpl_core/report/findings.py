@@ -172,7 +172,7 @@ def readme_block(figures: str | Path | None) -> str:
 
 def update_readme(readme: str | Path, figures: str | Path | None) -> bool:
     """Rewrite the README's generated block from ``figures``; True when it changed."""
-    from ..fileio import atomic_write
+    from ..base.fileio import atomic_write
 
     text = Path(readme).read_text(encoding="utf-8")
     if README_START not in text or README_END not in text:
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     changed = update_readme(a.readme, a.figures)
     print(f"{a.readme}: findings block {'rewritten' if changed else 'unchanged'}")
-    from ..fileio import atomic_write
+    from ..base.fileio import atomic_write
 
     with atomic_write(a.page) as f:
         f.write(findings_page(a.figures))

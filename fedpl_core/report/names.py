@@ -4,7 +4,7 @@ Each fact lives in one place and is only read here:
 
 * a method's name, colour and paper: the class attributes ``display_name``, ``color`` and
   ``paper`` of its class (:class:`fedpl_core.methods.base.Method`);
-* a metric's name: :data:`fedpl_core.metrics.METRIC_NAMES`;
+* a metric's name: :data:`fedpl_core.nn.metrics.METRIC_NAMES`;
 * a class's name: its data set's class name with ``_`` as a space ("Pleural Thickening");
 * a client's name: :func:`fedpl_core.partitions.report.client_names`.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from ..metrics import METRIC_NAMES, metric_name
+from ..nn.metrics import METRIC_NAMES, metric_name
 
 #: The papers a method may belong to (its class's ``paper``), in the order of the notebooks.
 PAPERS = ("baseline", "FedPSL", "FedLSM", "Surgical Aggregation", "FedMLP")
@@ -95,7 +95,7 @@ def by_paper() -> dict[str, list[str]]:
 
 def registry_words() -> set[str]:
     """The words no figure or table a reader sees may hold as a whole text (case counts):
-    every method registry key, every metric key of :data:`~fedpl_core.metrics.METRIC_NAMES`
+    every method registry key, every metric key of :data:`~fedpl_core.nn.metrics.METRIC_NAMES`
     whose name differs from it (``auroc_mean``, ``map``; not ``accuracy``), and the frame
     columns ``label`` / ``value``."""
     return (set(method_classes()) | {k for k, v in METRIC_NAMES.items() if v != k}

@@ -4,7 +4,7 @@ check every figure of the package is held to (:func:`figure_problems`).
 Every figure follows the same rules, fixed here once:
 
 * **names, not keys**: a method label is shown by :func:`~fedpl_core.report.names.display_name`
-  (``fedavg_star`` -> "FedAvg*"), a metric by :func:`~fedpl_core.metrics.metric_name`
+  (``fedavg_star`` -> "FedAvg*"), a metric by :func:`~fedpl_core.nn.metrics.metric_name`
   (``auroc_mean`` -> "mean AUROC"), a class by :func:`~fedpl_core.report.names.class_name`;
 * **one legend per figure**, titled "method", to the right of every panel
   (:func:`figure_legend`), never over another panel or the data;
@@ -13,7 +13,7 @@ Every figure follows the same rules, fixed here once:
 * **a line breaks where a round has no value** (:func:`with_gaps`), and a reference value is a
   marker where it was measured (:func:`plot_reference`), never a line across the x range;
 * **integer ticks** for rounds and counts; **bars from 0**;
-* writes go through :func:`fedpl_core.fileio.atomic_write` into the figures folder
+* writes go through :func:`fedpl_core.base.fileio.atomic_write` into the figures folder
   (:func:`savefig`).
 
 Importing this module leaves the matplotlib backend alone (``%matplotlib widget`` keeps
@@ -33,11 +33,11 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
-from ..fileio import atomic_write
+from ..base.fileio import atomic_write
 from .names import class_name, display_name, method_class, method_classes, metric_name, registry_words
 from .tables import output_path
 
-#: The metric name the figures show (:func:`fedpl_core.metrics.metric_name`, one place).
+#: The metric name the figures show (:func:`fedpl_core.nn.metrics.metric_name`, one place).
 metric_label = metric_name
 #: Markers of the methods of one figure, in order.
 MARKERS = "osD^vP*X<>hp"
@@ -531,7 +531,7 @@ def check_figure(fig):
 def savefig(fig, name: str, folder: str | Path | None = None, dpi: int = 150) -> Path:
     """Save ``fig`` as ``folder/name`` (PNG unless the name has a suffix; default folder
     :func:`fedpl_core.report.tables.figures_dir`) through
-    :func:`fedpl_core.fileio.atomic_write`: a link planted at the name is replaced, never
+    :func:`fedpl_core.base.fileio.atomic_write`: a link planted at the name is replaced, never
     written through.  A name that would leave the folder (absolute, or with a ``..`` part) is
     refused with a ``ValueError`` before anything is drawn (:func:`~fedpl_core.report.tables.output_path`)."""
     p = output_path(name if Path(str(name)).suffix else f"{name}.png", folder, what="figure")

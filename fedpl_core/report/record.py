@@ -3,7 +3,7 @@ today's code is still that code.
 
 ``reproduce`` writes ``RUN.json`` beside the executed notebooks (:func:`write_record`): the
 commit and its dirty flag, the profile, the wall time, the machine's load, the numeric
-platform (:func:`fedpl_core.provenance.numeric_platform`) and the **code state**
+platform (:func:`fedpl_core.runs.provenance.numeric_platform`) and the **code state**
 (:func:`code_state`): a SHA-256 of every source file that can change what a notebook shows
 (every module of ``fedpl_core`` and every notebook source), and one fingerprint over them.
 The documentation site reads it on every build (:func:`compare`) and states on every page the
@@ -66,8 +66,8 @@ def write_record(folder: str | Path, profile: str, runs: list[tuple[str, float, 
     parameters, wall time and each notebook's).  ``dirty``: whether the code differed from the
     commit (:func:`code_dirty`).  Entries of notebooks not run again are kept, so a record can
     say that two notebooks were made by different code."""
-    from ..fileio import atomic_write
-    from ..provenance import git_state, numeric_platform
+    from ..base.fileio import atomic_write
+    from ..runs.provenance import git_state, numeric_platform
 
     commit, _ = git_state()
     dirty = code_dirty() if commit else None

@@ -338,11 +338,11 @@ def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = N
 
 
 def figures_dir() -> Path:
-    """Where notebooks write figures and tables (absolute): :func:`fedpl_core.paths.figures_dir`,
+    """Where notebooks write figures and tables (absolute): :func:`fedpl_core.base.paths.figures_dir`,
     i.e. ``$FEDPL_FIGURES`` if set, else ``outputs/smoke/figures`` in the smoke profile (a
     smoke run never overwrites the committed cpu-profile outputs), else the checkout's
     ``figures/`` (whatever the working directory), else ``./figures``."""
-    from .. import paths
+    from ..base import paths
 
     return paths.figures_dir()
 
@@ -380,7 +380,7 @@ def reader_text(value):
     """
     if not isinstance(value, str):
         return value
-    from ..metrics import METRIC_NAMES, metric_name
+    from ..nn.metrics import METRIC_NAMES, metric_name
     from .names import display_name, method_classes
 
     def one(word: str) -> str:
@@ -459,10 +459,10 @@ def output_path(name: str | Path, folder: str | Path | None = None, what: str = 
 def save_table(df: pd.DataFrame, stem: str, folder: str | Path | None = None) -> dict[str, str]:
     """Write ``<stem>.csv`` (every digit, the frame as it is), ``.md`` and ``.tex`` (for a
     reader: :func:`for_reading`) into ``folder`` (default :func:`figures_dir`), each through
-    :func:`fedpl_core.fileio.atomic_write` (a link planted at a name is replaced, never written
+    :func:`fedpl_core.base.fileio.atomic_write` (a link planted at a name is replaced, never written
     through); returns the paths.  A stem that would leave the folder is refused before
     anything is written (:func:`output_path`)."""
-    from ..fileio import atomic_write_text
+    from ..base.fileio import atomic_write_text
 
     output_path(str(stem), folder)  # the stem itself: not empty, not absolute, no '..'
     paths = {ext: output_path(f"{stem}.{ext}", folder) for ext in ("csv", "md", "tex")}

@@ -1,16 +1,16 @@
 """The experiment runner, one job a module, each importing only the ones above it here:
 
-* :mod:`~fedpl_core.runs.config` - :class:`ExperimentConfig`: fields, checks against the
+* :mod:`~fedpl_core.runs.experiment_config` - :class:`ExperimentConfig`: fields, checks against the
   data, method and model registries, YAML / JSON, the run id (its hash);
 * :mod:`~fedpl_core.runs.build` - a config's data, partition, model, method and
   :class:`~fedpl_core.fl.simulation.Simulation` (part of every result's code fingerprint);
 * :mod:`~fedpl_core.runs.results` - :class:`RunResult` and its JSON file, written
   atomically and read back checked;
 * :mod:`~fedpl_core.runs.runner` - one run: the results cache, stale results
-  (:mod:`fedpl_core.provenance`), run locks (:mod:`fedpl_core.locks`), resume;
+  (:mod:`fedpl_core.runs.provenance`), run locks (:mod:`fedpl_core.base.locks`), resume;
 * :mod:`~fedpl_core.runs.grid` - where a grid's runs execute: serial, local processes, Ray;
 * :mod:`~fedpl_core.runs.study` - :class:`Study`, ``run_many`` and its tidy rows.
 
-The package itself imports nothing; :mod:`fedpl_core.experiments` re-exports the public
+The package itself imports nothing; :mod:`fedpl_core.runs` re-exports the public
 names of all six.
 """

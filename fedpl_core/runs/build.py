@@ -2,7 +2,7 @@
 method, the :class:`~fedpl_core.fl.simulation.Simulation`.
 
 Everything here changes a run's numbers, so this module is part of the code fingerprint
-of every result (:data:`fedpl_core.provenance.FINGERPRINT_MODULES`).
+of every result (:data:`fedpl_core.runs.provenance.FINGERPRINT_MODULES`).
 """
 from __future__ import annotations
 
@@ -12,19 +12,20 @@ from pathlib import Path
 import torch
 
 from .. import partitions as P
-from ..config import ConfigError
+from ..base.validation import ConfigError
 from ..data.base import ImageDataset
-from ..datasets import DataBundle, load_bundle
+from ..data.sources.base import DataBundle
+from ..data.sources import load_bundle
 from ..fl.simulation import Simulation
 from ..methods import METHODS, get_method
 from ..methods.blocks import calibrate_batchnorm
-from ..models import build_model
+from ..nn.models import build_model
 from ..fl.selection import check_selection_key
-from .config import ExperimentConfig
+from .experiment_config import ExperimentConfig
 
 
 def load_data(cfg: ExperimentConfig) -> DataBundle:
-    """The run's data (:mod:`fedpl_core.datasets`, cached in memory per process)."""
+    """The run's data (:mod:`fedpl_core.data.sources`, cached in memory per process)."""
     return load_bundle(cfg.dataset, cfg.data_root, cfg.classes, cfg.image_size, cfg.n_train, cfg.n_test,
                        cfg.data_seed, cfg.dataset_kwargs, progress=cfg.engine.progress)
 
@@ -33,7 +34,7 @@ def check_data_fit(cfg: ExperimentConfig, data: DataBundle) -> None:
     """What a run's data makes impossible, found before anything is built: a method not
     defined for the data's task (a single-label method on multi-label data), a selection
     key the run never records, ``calibrate_bn`` without public images to calibrate with.
-    A :class:`~fedpl_core.config.ConfigError` naming it."""
+    A :class:`~fedpl_core.base.validation.ConfigError` naming it."""
     METHODS[cfg.method].check_task(data.train.task, f"data set {cfg.dataset!r}, a")
     check_selection_key(cfg.engine.selection, {**({"": data.test.task} if data.test is not None else {}),
                                                **{k: v.task for k, v in data.extra.items()}},

@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..datasets import SOURCES
-from ..messages import one_line_warnings_on, use_one_line_warnings
-from ..provenance import keep_stale_default, stale_reason
+from ..data.sources.base import SOURCES
+from ..base.messages import one_line_warnings_on, use_one_line_warnings
+from .provenance import keep_stale_default, stale_reason
 from .results import StaleResultWarning, read_result, stale_message
 from .runner import check_targets, run
 
@@ -119,7 +119,7 @@ def process_worker_init(modules: Sequence[str], threads: int, driver: int, one_l
     """A worker of the process backend: :func:`worker_init`, then it leaves Ctrl-C to its
     driver (a terminal sends SIGINT to the whole process group; the driver stops the
     workers itself, see :func:`kill_pools`), ends on SIGTERM, watches its driver
-    (:func:`watch_driver`) and prints warnings as the driver does (:mod:`fedpl_core.messages`)."""
+    (:func:`watch_driver`) and prints warnings as the driver does (:mod:`fedpl_core.base.messages`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked worker inherits the command line's handler
     watch_driver(driver)
@@ -554,10 +554,10 @@ def check_runs(cfgs: Sequence, results_dir: str | Path | None) -> None:
     before any run starts, without loading any data (the workers load it): a folder where
     a run's result or checkpoint goes (:func:`~fedpl_core.runs.runner.check_targets`), a
     method not defined for its data's task where the data source declares its task
-    (:func:`fedpl_core.datasets.source_task`: the built-in and the studies' sources; a
+    (:func:`fedpl_core.data.sources.source_task`: the built-in and the studies' sources; a
     real data set's task is known once loaded: there the run's own check,
     :func:`~fedpl_core.runs.build.check_data_fit`, fails it, once, without retries)."""
-    from ..datasets import source_task
+    from ..data.sources import source_task
     from ..methods import METHODS
 
     for cfg in cfgs:

@@ -17,8 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..fileio import atomic_write_text
-from ..metrics import per_class_table
+from ..base.fileio import atomic_write_text
+from ..nn.metrics import per_class_table
 
 
 @dataclass
@@ -63,7 +63,7 @@ def finite_or_none(obj: Any) -> Any:
 
 def atomic_write_json(obj: Any, path: str | Path) -> None:
     """Write JSON (NaN / infinity as null) to ``path`` atomically: a fresh temporary file
-    beside it, then :func:`os.replace` (:func:`fedpl_core.fileio.atomic_write`; a link
+    beside it, then :func:`os.replace` (:func:`fedpl_core.base.fileio.atomic_write`; a link
     planted at ``path`` or at a temporary name is replaced, never written through)."""
     atomic_write_text(path, json.dumps(finite_or_none(obj), indent=1, allow_nan=False))
 
@@ -162,7 +162,7 @@ def parse_result(text: str, run_id: str | None = None, config: dict[str, Any] | 
     ``best`` one of its records; ``run_id`` (the file's name), when given, must be the
     file's own ``run_id``; ``config`` (the run's :meth:`ExperimentConfig.to_dict`), when
     given, must be the file's config in every field that makes the run id
-    (:func:`~fedpl_core.runs.config.run_identity`).  Raises :class:`ResultFileError` (a
+    (:func:`~fedpl_core.runs.experiment_config.run_identity`).  Raises :class:`ResultFileError` (a
     ``ValueError``) naming what is wrong."""
     try:
         d = json.loads(text, parse_constant=_reject_constant)
@@ -211,7 +211,7 @@ def parse_result(text: str, run_id: str | None = None, config: dict[str, Any] | 
 def _check_own_config(stored: dict[str, Any], config: dict[str, Any]) -> None:
     """The stored config is ``config`` (as a result file holds it: JSON, no NaN) in every
     field that makes the run id; else the fields that differ are named."""
-    from .config import run_identity
+    from .experiment_config import run_identity
 
     own = run_identity(json.loads(json.dumps(finite_or_none(config), default=str)))
     try:
@@ -266,7 +266,7 @@ def _check_provenance(p: Any) -> None:
 
 
 class StaleResultWarning(UserWarning):
-    """Cached results made by other code than the current one (:mod:`fedpl_core.provenance`)."""
+    """Cached results made by other code than the current one (:mod:`fedpl_core.runs.provenance`)."""
 
 
 def stale_message(stale: list[tuple[str, str]], total: int, kept: bool) -> str:

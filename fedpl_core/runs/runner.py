@@ -12,21 +12,21 @@
   a warning naming the file, and the run is done again; temporary files left by a killed
   process are removed;
 * two processes on one ``results_dir`` never do the same run: a run is held with an OS
-  lock on ``<run_id>.lock`` (:mod:`fedpl_core.locks`, ``filelock``): a run another
+  lock on ``<run_id>.lock`` (:mod:`fedpl_core.base.locks`, ``filelock``): a run another
   process holds is waited for, with a message naming its host and process, or skipped
   by ``run_many`` until the end.  The kernel lets a lock go when its holder exits or is
   killed, so a lock of a dead process never blocks;
-* every file is written through :mod:`fedpl_core.fileio`: a fresh ``mkstemp`` temporary
+* every file is written through :mod:`fedpl_core.base.fileio`: a fresh ``mkstemp`` temporary
   file, then ``os.replace``; a file or link planted at a temporary or final name is
   never written through;
-* every result records its ``"provenance"`` (:mod:`fedpl_core.provenance`: package
+* every result records its ``"provenance"`` (:mod:`fedpl_core.runs.provenance`: package
   version, git commit, Python / torch / numpy versions, device, date, host, seconds) and
   the fingerprint of the code the run used.  The run id stays the config's hash, but a
   cached result from other code (or from before results recorded it) is *stale*: it is
   done again with one warning per ``run`` / per grid, unless ``keep_stale=True`` or
   ``$FEDPL_KEEP_STALE=1`` keeps it (the warning then says so).
 
-The run's config is :mod:`~fedpl_core.runs.config`, what it builds :mod:`~fedpl_core.runs.build`,
+The run's config is :mod:`~fedpl_core.runs.experiment_config`, what it builds :mod:`~fedpl_core.runs.build`,
 its result file :mod:`~fedpl_core.runs.results`.
 """
 from __future__ import annotations
@@ -42,14 +42,14 @@ from pathlib import Path
 import torch
 
 from ..fl.checkpoint import CheckpointError
-from ..fileio import check_writable as _check_writable
-from ..fileio import remove_stale_temps
-from ..locks import holder as lock_holder
-from ..locks import try_lock
-from ..provenance import keep_stale_default, stale_reason
-from ..provenance import provenance as make_provenance
+from ..base.fileio import check_writable as _check_writable
+from ..base.fileio import remove_stale_temps
+from ..base.locks import holder as lock_holder
+from ..base.locks import try_lock
+from .provenance import keep_stale_default, stale_reason
+from .provenance import provenance as make_provenance
 from .build import build_simulation
-from .config import ExperimentConfig
+from .experiment_config import ExperimentConfig
 from .results import ResultFileError, RunResult, StaleResultWarning, atomic_write_json, final_record, \
     finite_or_none, read_result, stale_message
 
@@ -59,7 +59,7 @@ log = logging.getLogger("fedpl")
 def clean_stale_files(results_dir: str | Path) -> list[Path]:
     """Remove this package's temporary files (``.<name>.<pid>@<host>.<random>.tmp``, or
     the older ``.<name>.<pid>.tmp``) of processes that no longer run (see
-    :func:`fedpl_core.fileio.remove_stale_temps`); links are never followed or removed."""
+    :func:`fedpl_core.base.fileio.remove_stale_temps`); links are never followed or removed."""
     return remove_stale_temps(results_dir)
 
 
@@ -84,7 +84,7 @@ def check_targets(results_dir: str | Path, rid: str) -> None:
     """Raise ``IsADirectoryError`` now (before training) when a folder stands where run
     ``rid``'s result (``<rid>.json``) or checkpoint (``<rid>.ckpt``) goes: no file can be
     moved onto it, so the run's work would be lost when it is written (a link or a file
-    there is replaced, see :mod:`fedpl_core.fileio`)."""
+    there is replaced, see :mod:`fedpl_core.base.fileio`)."""
     for suffix, what in ((".json", "result"), (".ckpt", "checkpoint")):
         p = Path(results_dir) / f"{rid}{suffix}"
         try:

@@ -16,7 +16,7 @@ from ..methods import get_method
 from ..methods.baselines import Centralized, FedAvgPL, FedBN, FedProx
 from ..methods.fedavg import FedAvg
 from .build import load_data
-from .config import ExperimentConfig
+from .experiment_config import ExperimentConfig
 from .grid import check_args, check_unique, run_grid
 from .results import METRIC_KEYS, RunResult
 
@@ -139,7 +139,7 @@ def run_many(base: ExperimentConfig, methods: Sequence[str | tuple[str, dict]], 
     :class:`fedpl_core.runs.grid.GridError` names every failed run, after the others are done
     and written.  Data sources registered in ``__main__`` (a notebook cell) are not seen
     by spawned workers (macOS, Windows, CUDA): register them in an importable module.
-    Cached results of other code (:mod:`fedpl_core.provenance`) are done again with one
+    Cached results of other code (:mod:`fedpl_core.runs.provenance`) are done again with one
     :class:`~fedpl_core.runs.results.StaleResultWarning` for the grid, or kept with ``keep_stale=True`` (default:
     ``$FEDPL_KEEP_STALE``).
     """

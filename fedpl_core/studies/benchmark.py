@@ -6,7 +6,7 @@ one config per setting (:func:`settings`), the methods straight from the registr
 (:func:`methods`; a newly registered method joins automatically), one ``run_many`` call
 per setting, a leaderboard per setting and a rank plot across settings.
 
-Settings (``profile`` scales data, model and rounds: :data:`PROFILES`, see :mod:`fedpl_core.profiles`):
+Settings (``profile`` scales data, model and rounds: :data:`PROFILES`, see :mod:`fedpl_core.studies.profiles`):
 
 ============================  ==========================================================
 setting                        federation
@@ -28,7 +28,7 @@ model selection), personalised methods (``local``, ``pfl``, ``fedbn``) are score
 package's one personalised policy; FedLSM's own data sets (ICH, ISIC) are stood in for by
 the synthetic chest X-rays.
 
-**gpu profile** (sized on paper, no GPU measured it: :func:`fedpl_core.profiles.gpu_estimate`
+**gpu profile** (sized on paper, no GPU measured it: :func:`fedpl_core.studies.profiles.gpu_estimate`
 and its stated assumptions): DenseNet-121 (random init) at 128 px, 1.80 GFLOPs a forward
 pass, 5.4 a training image; 400 training / 400 test images a setting (FedPSL's: 100 a
 client, test blocks of 100 + 100), 2 rounds of one local epoch, 3 seeds.  Every registered
@@ -46,11 +46,11 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ..config import EngineConfig
+from ..fl.engine_config import EngineConfig
 from ..data import synthetic as S
-from ..experiments import ExperimentConfig
+from ..runs.experiment_config import ExperimentConfig
 from ..methods import available_methods
-from ..profiles import apply_parameters, engine_options
+from .profiles import apply_parameters, engine_options
 from ..report.tables import fmt_mean_std
 from . import fedpsl, surgical
 
@@ -61,7 +61,7 @@ SETTINGS = ("missing-m (FedMLP)", "label-set mismatch (FedLSM)", "Table I sets (
 SCORES = {SETTINGS[3]: "external/auroc_mean"}
 
 
-#: The notebook's profiles (:mod:`fedpl_core.profiles`): the schedule (one local epoch a
+#: The notebook's profiles (:mod:`fedpl_core.studies.profiles`): the schedule (one local epoch a
 #: round, batch 32, the last round evaluated), the images and the model of every setting;
 #: ``n_train`` / ``n_test``: the FedMLP and FedLSM settings' images (the union setting takes
 #: half of each per source), ``pool`` / ``test_pos`` / ``test_neg``: the FedPSL setting's.
@@ -81,7 +81,7 @@ PROFILES: dict[str, dict[str, Any]] = {
 def settings(profile: str | dict = "cpu", **parameters: Any) -> dict[str, ExperimentConfig]:
     """``{setting: base config}`` of the four settings: the row of :data:`PROFILES` for
     ``profile`` with the notebook ``parameters`` applied (``rounds``, ``lr``, ``data_seed``,
-    ``device``; None: the profile's value) by :func:`fedpl_core.profiles.apply_parameters`,
+    ``device``; None: the profile's value) by :func:`fedpl_core.studies.profiles.apply_parameters`,
     or a row it returned."""
     p = profile if isinstance(profile, dict) else apply_parameters(PROFILES, profile, **parameters)
     data_seed, device, size = p.get("data_seed", 0), p.get("device", "auto"), p["image_size"]
@@ -126,7 +126,7 @@ def run(profile: str | dict = "cpu", seeds: Sequence[int] | None = None, results
     """Every method of :func:`methods` in every setting of :func:`settings` (``profile`` and
     ``parameters``: as there; ``seeds``: None: the profile's): one ``run_many`` call per
     setting; rows get ``setting`` and ``score`` (the setting's metric, :data:`SCORES`)."""
-    from ..experiments import run_many
+    from ..runs.study import run_many
 
     p = profile if isinstance(profile, dict) else apply_parameters(PROFILES, profile, **parameters)
     seeds = p["seeds"] if seeds is None else seeds
@@ -163,7 +163,7 @@ def leaderboard_table(board: pd.DataFrame) -> pd.DataFrame:
 
 def leaderboard_caption(setting: str, n_seeds: int) -> str:
     """The heading of one setting's leaderboard: the setting, the score it ranks by, the seeds."""
-    from ..metrics import metric_name
+    from ..nn.metrics import metric_name
 
     score = metric_name(SCORES.get(setting, "auroc_mean"))
     return f"**{setting}** ({score}, last round, {n_seeds} seed{'s' if n_seeds != 1 else ''})"
@@ -206,8 +206,8 @@ def plot_ranks(board: pd.DataFrame, title: str = "Rank of each method in each se
 def settings_table(configs: dict[str, ExperimentConfig]) -> pd.DataFrame:
     """Clients, classes and training images of each setting's federation, how many clients
     annotate a class (fewest and most) and the setting's score."""
-    from ..experiments import build_partition, load_data
-    from ..metrics import metric_name
+    from ..runs.build import build_partition, load_data
+    from ..nn.metrics import metric_name
 
     rows = []
     for name, cfg in configs.items():

@@ -37,7 +37,7 @@ mean validation loss on those splits (``which="best"``), reported beside the las
 baselines use the package's partial loss (known labels only), FedAvg* etc. with TDMA
 head aggregation as the paper's * defines.
 
-**gpu profile** (sized on paper, no GPU measured it: :func:`fedpl_core.profiles.gpu_estimate`
+**gpu profile** (sized on paper, no GPU measured it: :func:`fedpl_core.studies.profiles.gpu_estimate`
 and its stated assumptions): the paper's DenseNet-121 (random init; Adam 1e-3, weight
 decay 5e-4) at 128 px with the ImageNet stem: 5.51 x (128/224)^2 = 1.80 GFLOPs a forward
 pass, 5.4 a training image; the paper's ratio of local iterations a round to rounds (Task
@@ -56,11 +56,11 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ..config import EngineConfig
+from ..fl.engine_config import EngineConfig
 from ..data import synthetic as S
-from ..experiments import ExperimentConfig
+from ..runs.experiment_config import ExperimentConfig
 from ..methods import available_methods
-from ..profiles import engine_options
+from .profiles import engine_options
 from ..report.names import display_name
 from ..report.tables import fmt_mean_std
 
@@ -112,7 +112,7 @@ RANKING_METRICS = {"Task 1": {"AUC": "auroc_mean"},
                    "Task 2": {"AUC": "auroc_mean", "Accuracy": "accuracy", "F1": "f1"}}
 
 
-#: The notebook's profiles (:mod:`fedpl_core.profiles`): named fields of :class:`Settings`.
+#: The notebook's profiles (:mod:`fedpl_core.studies.profiles`): named fields of :class:`Settings`.
 #:
 #: * ``smoke``: 28 px, a tiny CNN, a few hundred images, 2 rounds of 3 iterations, 1 seed.
 #: * ``cpu``: 28 px, the small CNN (width 16), 1,600 (Task 1) / 1,000 (Task 2) training
@@ -162,7 +162,7 @@ class Settings:
     data_seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
     #: loader options of each task's data folder, ``{"Task 1": {"skip_missing": True}}``
-    #: (:func:`fedpl_core.profiles.dataset_kwargs_by_key`); the built-in data take none
+    #: (:func:`fedpl_core.studies.profiles.dataset_kwargs_by_key`); the built-in data take none
     dataset_kwargs: dict[str, dict] = field(default_factory=dict)
 
     def engine(self, task: str) -> EngineConfig:
@@ -191,7 +191,7 @@ class Settings:
 
     def loader_options(self, task: str, dataset: str) -> dict[str, Any]:
         """The ``dataset_kwargs`` of ``task``'s data folder, checked against its loader."""
-        from ..profiles import check_loader_kwargs
+        from .profiles import check_loader_kwargs
 
         return check_loader_kwargs(dataset, self.dataset_kwargs.get(task, {}), f"dataset_kwargs[{task!r}]")
 
@@ -200,8 +200,8 @@ def check_data_roots(data_roots: Any) -> dict[str, str]:
     """``data_roots`` as a ``{task: folder}`` dict (None: ``{}``), with a clear error for
     a key that is not a task or a bare folder where a dict belongs.  A string holding a dict
     literal (``'{"Task 2": "/data/HAM10000"}'``, what ``papermill -p`` passes) is parsed
-    (:func:`fedpl_core.profiles.data_roots_by_key`; the folders are checked by the loaders)."""
-    from ..profiles import data_roots_by_key
+    (:func:`fedpl_core.studies.profiles.data_roots_by_key`; the folders are checked by the loaders)."""
+    from .profiles import data_roots_by_key
 
     return data_roots_by_key(data_roots, {TASKS[0]: "NIH ChestX-ray14", TASKS[1]: "HAM10000 / ISIC 2018"},
                              "data_roots", "task", "{'Task 2': '/data/HAM10000'}", must_exist=False)
@@ -210,13 +210,13 @@ def check_data_roots(data_roots: Any) -> dict[str, str]:
 def settings(profile: str | dict = "cpu", data_roots: Any = None, **parameters: Any) -> Settings:
     """The notebook's settings: the row of :data:`PROFILES` for ``profile`` with the notebook
     ``parameters`` applied (``seeds``, ``rounds``, ``lr``, ``data_seed``, ``device``; None: the
-    profile's value) by :func:`fedpl_core.profiles.apply_parameters`, or a row it returned.
+    profile's value) by :func:`fedpl_core.studies.profiles.apply_parameters`, or a row it returned.
 
     ``data_roots``: ``{"Task 1": NIH ChestX-ray14 folder, "Task 2": HAM10000 folder}``, either
     or both (given here or in the row); a task left out stays on the built-in data (a key
     other than the two tasks is an error, :func:`check_data_roots`).
     """
-    from ..profiles import settings_with_data_roots
+    from .profiles import settings_with_data_roots
 
     return settings_with_data_roots(Settings, PROFILES, profile, check_data_roots, data_roots, **parameters)
 
@@ -438,7 +438,7 @@ def plot_task_curves(results: dict[str, pd.DataFrame], metric: str = "auroc_mean
     histories}``), one panel per task, one legend (the notebook's ``02_curves``)."""
     import matplotlib.pyplot as plt
 
-    from ..metrics import metric_name
+    from ..nn.metrics import metric_name
     from ..report.plotting import plot_curves
     from ..report.tables import curve_frame
 
@@ -538,7 +538,7 @@ def claims_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def claims_sentences(claims: pd.DataFrame) -> list[str]:
     """Each claim of :func:`claims_table` as a sentence, then how many the run reproduces
     (p < 0.05 in the paper's direction), before and after Holm's correction."""
-    from ..metrics import metric_name
+    from ..nn.metrics import metric_name
     from .notebook import reproduced_count
 
     out = [f"{r['task']}, {metric_name(r['metric'])}: {r['sentence']}" for _, r in claims.iterrows()]
@@ -576,7 +576,7 @@ def code_mode_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 def code_mode_sentences(code_mode: pd.DataFrame) -> list[str]:
     """:func:`code_mode_table`'s sentences, each after its task and metric (by its name)."""
-    from ..metrics import metric_name
+    from ..nn.metrics import metric_name
 
     return [f"{r['task']}, {metric_name(r['metric'])}: {r['sentence']}" for _, r in code_mode.iterrows()]
 
@@ -597,7 +597,7 @@ def tried_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
     FedAvg* and FedLSM): its pseudo-labelled share and the precision of its positive
     pseudo-labels at the last round (mean over seeds), and its paired differences from FedAvg
     and FedAvg* (points, with p)."""
-    from ..metrics import metric_name
+    from ..nn.metrics import metric_name
     from ..report.tables import curve_frame, paired_difference
 
     rows = []
@@ -635,7 +635,7 @@ def tried_sentences(tried: pd.DataFrame) -> list[str]:
 def ablation_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Table 3: per task, metric and ablation row, mean ± SD over seeds (points) and each
     variant's paired difference from the full FedLSM."""
-    from ..metrics import metric_name
+    from ..nn.metrics import metric_name
     from ..report.tables import difference_columns, paired_difference
 
     rows = []
@@ -654,7 +654,7 @@ def ablation_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 def ablation_sentences(table3: pd.DataFrame) -> list[str]:
     """What removing each component does in :func:`ablation_table`, one sentence a row."""
-    from ..metrics import metric_name
+    from ..nn.metrics import metric_name
 
     out = []
     for _, r in table3.iterrows():

@@ -26,7 +26,7 @@ accumulate round by round, its missing-label detection ratios are ``T0 = 2.5 %``
 ``T1 = 5 %`` (x 5 the paper's), so that a 200-image client tags anything at all
 (``floor(tau * n) >= 1``).  The baselines run with their own papers' defaults.
 
-**gpu profile** (sized on paper, no GPU measured it: :func:`fedpl_core.profiles.gpu_estimate`
+**gpu profile** (sized on paper, no GPU measured it: :func:`fedpl_core.studies.profiles.gpu_estimate`
 and its stated assumptions): the paper's ResNet-18 (random init; Adam 1e-3 instead of the
 paper's 3e-5, which is for a short schedule from scratch too small to move) at 128 px with
 the ImageNet stem: 3.47 x (128/224)^2 = 1.13 GFLOPs a forward pass, 3.4 a training image;
@@ -47,11 +47,11 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ..config import EngineConfig
+from ..fl.engine_config import EngineConfig
 from ..data import synthetic as S
-from ..experiments import ExperimentConfig
+from ..runs.experiment_config import ExperimentConfig
 from ..methods import available_methods
-from ..profiles import engine_options
+from .profiles import engine_options
 from ..report.names import display_name
 from ..report.tables import fmt_mean_std
 
@@ -69,7 +69,7 @@ ABLATION = [("FedAvg", dict(mld=False, wpc=False, cr=False, st=False)),
 METRICS = {"BACC": "bacc", "AUC": "auroc_mean", "mAP": "map"}
 
 
-#: The notebook's profiles (:mod:`fedpl_core.profiles`, module docstring): named fields of
+#: The notebook's profiles (:mod:`fedpl_core.studies.profiles`, module docstring): named fields of
 #: :class:`Settings`.  ``hot_cool_levels``: ICH m = 2 has classes labelled by 1 to 5 of the 5
 #: clients (data_seed 0), CXR m = 5 by 1 to 4 of 8; the smoke profile reuses its m = 1 runs.
 PROFILES: dict[str, dict[str, Any]] = {
@@ -118,7 +118,7 @@ class Settings:
     #: FedAvg-PL only when it is not one of ``missing``
     hot_cool_levels: dict[str, int] = field(default_factory=dict)
     #: loader options of each table's data folder, ``{"CXR": {"skip_missing": True}}``
-    #: (:func:`fedpl_core.profiles.dataset_kwargs_by_key`); the built-in data take none
+    #: (:func:`fedpl_core.studies.profiles.dataset_kwargs_by_key`); the built-in data take none
     dataset_kwargs: dict[str, dict] = field(default_factory=dict)
 
     def engine(self) -> EngineConfig:
@@ -145,7 +145,7 @@ class Settings:
 
     def loader_options(self, table: str, dataset: str) -> dict[str, Any]:
         """The ``dataset_kwargs`` of ``table``'s data folder, checked against its loader."""
-        from ..profiles import check_loader_kwargs
+        from .profiles import check_loader_kwargs
 
         return check_loader_kwargs(dataset, self.dataset_kwargs.get(table, {}), f"dataset_kwargs[{table!r}]")
 
@@ -158,8 +158,8 @@ def check_data_roots(data_roots: Any) -> dict[str, str]:
     ``"ICH"`` (RSNA ICH folder) and / or ``"CXR"`` (NIH ChestX-ray14 folder); a dict
     literal as text (what ``papermill -p`` passes) is parsed.  A bare folder, an unknown
     key or a missing folder is an error, never ignored
-    (:func:`fedpl_core.profiles.data_roots_by_key`)."""
-    from ..profiles import data_roots_by_key
+    (:func:`fedpl_core.studies.profiles.data_roots_by_key`)."""
+    from .profiles import data_roots_by_key
 
     return data_roots_by_key(data_roots, {"ICH": "RSNA ICH", "CXR": "NIH ChestX-ray14"}, "data_roots", "table",
                              "{'ICH': '/data/rsna-ich', 'CXR': '/data/nih'}")
@@ -168,9 +168,9 @@ def check_data_roots(data_roots: Any) -> dict[str, str]:
 def settings(profile: str | dict = "cpu", data_roots: Any = None, **parameters: Any) -> Settings:
     """The notebook's settings: the row of :data:`PROFILES` for ``profile`` with the notebook
     ``parameters`` applied (``seeds``, ``rounds``, ``lr``, ``data_seed``, ``device``; None: the
-    profile's value) by :func:`fedpl_core.profiles.apply_parameters`, or a row it returned;
+    profile's value) by :func:`fedpl_core.studies.profiles.apply_parameters`, or a row it returned;
     ``data_roots`` (given here or in the row): see :func:`check_data_roots`."""
-    from ..profiles import settings_with_data_roots
+    from .profiles import settings_with_data_roots
 
     return settings_with_data_roots(Settings, PROFILES, profile, check_data_roots, data_roots, **parameters)
 
@@ -228,7 +228,7 @@ def results_table(df: pd.DataFrame, which: str = "final", decimals: int = 1) -> 
 def hot_cool(df: pd.DataFrame, cfg: ExperimentConfig, setting: str, which: str = "final") -> pd.DataFrame:
     """Per class: how many clients label it (hot = many, cool = few) and each method's
     mean AUROC x 100 over the seeds, for one ``setting`` of ``df``."""
-    from ..experiments import build_partition, load_data
+    from ..runs.build import build_partition, load_data
 
     over = {"m": int(setting.split("=")[1])}
     c = cfg.replace(partition_kwargs={**cfg.partition_kwargs, "missing": over["m"]})
@@ -311,7 +311,7 @@ def plot_tag_quality(results: dict[str, pd.DataFrame], st: Settings, keys: Seque
 
 def data_summary(base: dict[str, ExperimentConfig]) -> pd.DataFrame:
     """Per table: training and test images and the classes of its data (columns: tables)."""
-    from ..experiments import load_data
+    from ..runs.build import load_data
 
     out = {}
     for t, cfg in base.items():
@@ -347,7 +347,7 @@ def claims_table(results: dict[str, pd.DataFrame], st: Settings) -> pd.DataFrame
 def claims_sentences(claims: pd.DataFrame) -> list[str]:
     """Each claim of :func:`claims_table` as a sentence, then how many the run reproduces
     (p < 0.05 in the paper's direction), before and after Holm's correction."""
-    from ..metrics import metric_name
+    from ..nn.metrics import metric_name
     from .notebook import reproduced_count
 
     out = [f"{r['table']}, m = {r['m']}, {metric_name(r['metric'])}: {r['sentence']}" for _, r in claims.iterrows()]

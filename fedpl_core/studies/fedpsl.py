@@ -29,7 +29,7 @@ blocks from the rest).
 This module is declarative: it registers the data source ``"fedpsl"`` (dataset kwargs
 ``table``, ``pool``, ``test_pos``, ``test_neg``, ``strength``, ``nih_root``, ``tb_root``,
 ``covid_root``) and describes each experiment as settings x methods x seeds for the one
-runner, :func:`fedpl_core.experiments.run_many`, whose tidy frame the helpers of
+runner, :func:`fedpl_core.runs.study.run_many`, whose tidy frame the helpers of
 :mod:`fedpl_core.report.tables` read.  ``which="best"`` is the paper's model selection (the
 round with the best mean test AUROC: optimistic, it looks at the test set);
 ``which="final"`` is the last round.
@@ -43,17 +43,14 @@ import numpy as np
 import pandas as pd
 
 from .. import partitions as P
-from ..config import EngineConfig
-from ..data.base import DataError, ImageDataset, concat_datasets
-from ..datasets import DataBundle, register_source
-from ..experiments import ExperimentConfig, build_partition, load_data
+from ..fl.engine_config import EngineConfig
+from ..data.sources.fedpsl import (CLASSES_II, CLASSES_IV, ONE_CLASS, client_classes, nih_batches,  # noqa: F401
+                                   real_data, source, synthetic_data, table1_prevalence)
+from ..runs.experiment_config import ExperimentConfig
+from ..runs.build import build_partition, load_data
 from ..methods import available_methods
 from ..report.names import display_name
 from ..report.tables import fmt_mean_std, per_class_mean_std
-
-CLASSES_II = list(P.FEDPSL_CLASSES_I)
-CLASSES_IV = list(P.FEDPSL_CLASSES_III)
-ONE_CLASS = {"Tuberculosis": 0.167, "COVID-19": 0.262}  # Table III: 167 / 262 positives per 1,000
 
 #: (label, registry name, kwargs): the paper's methods in the order of Table II, each labelled
 #: by its class's ``display_name`` (the paper's FedAVG, FedProx and Oracle train with the
@@ -78,12 +75,6 @@ TABLE_IV_LABELS = [display_name(k) for k in ("fedavg_wbce", "fedmatch_plus", "fe
 TADL_METHODS = ("fedpsl", "fedpsl_tadl")
 
 
-def table1_prevalence() -> dict[str, float]:
-    """Mean positive rate of each class of Table I over the clients that label it."""
-    return {c: float(np.mean([v for v in counts if v > 0]) / 1000.0)
-            for c, counts in P.FEDPSL_TABLE_I_COUNTS.items()}
-
-
 #: Methods that pre-train the encoder (federated SimSiam) before the supervised rounds.
 PRETRAIN_METHODS = ("fedssp", "fedmatch_plus")
 PRETRAIN_ROUNDS = 5
@@ -93,7 +84,7 @@ def paper_methods(labels: Sequence[str] | None = None, first_order: bool = False
                   verbose: bool = True, rounds: int | None = None,
                   cache_dir: str | None = None) -> list[tuple[str, dict]]:
     """The paper's methods (all of Table II, or those named in ``labels``) that are
-    registered, as ``(label, config overrides)`` for :func:`~fedpl_core.experiments.run_many`;
+    registered, as ``(label, config overrides)`` for :func:`~fedpl_core.runs.study.run_many`;
     TADL methods get ``first_order``.  Skipped ones are printed.
 
     FedSSP and FedMatch+ pre-train the encoder for :data:`PRETRAIN_ROUNDS` rounds of
@@ -148,167 +139,6 @@ def tadl_variants(first_order: bool = True) -> list[tuple[str, dict]]:
     if first_order:
         rows.append(("TADL, second order", {"method": "fedpsl_tadl", "method_kwargs": {"first_order": False}}))
     return rows
-
-
-# =========================================================================== data
-def client_classes(table: str) -> dict[str, list[str]]:
-    """Clients and their classes: Table I (``"II"``, K = 4) or Table III (``"IV"``, K = 6)."""
-    if table not in ("II", "IV"):
-        raise ValueError(f"table must be 'II' or 'IV', got {table!r}")
-    return dict(P.FEDPSL_TABLE_I if table == "II" else P.FEDPSL_TABLE_III)
-
-
-def _bundle(train: ImageDataset, test: ImageDataset, pools: list[np.ndarray], table: str) -> DataBundle:
-    """The training set carries its clients' pools and classes for the ``explicit``
-    partition (a client of size n takes the first n images of its pool)."""
-    train.extra.update(pools=[p.tolist() for p in pools], client_classes=client_classes(table))
-    return DataBundle(train, test)
-
-
-def _block_mask(ds: ImageDataset) -> np.ndarray:
-    """Known = class c on its own balanced block only."""
-    m = np.zeros(ds.labels.shape, bool)
-    for c, idx in ds.extra["blocks"].items():
-        m[np.asarray(idx), ds.class_names.index(c)] = True
-    return m
-
-
-def _with_block_mask(parts: list[ImageDataset], name: str) -> ImageDataset:
-    """Join balanced test sets (each with ``extra["blocks"]``) and keep each class known
-    on its own block only."""
-    masks = [_block_mask(p) for p in parts]
-    test = concat_datasets(parts, name=name) if len(parts) > 1 else parts[0]
-    full = np.zeros(test.labels.shape, bool)
-    off = 0
-    for p, m in zip(parts, masks):
-        cols = [test.class_names.index(c) for c in p.class_names]
-        full[off:off + len(p)][:, cols] = m
-        off += len(p)
-    test.label_mask = full
-    test.name = name
-    return test
-
-
-def synthetic_data(table: str = "II", pool: int = 1000, image_size: int = 32, test_pos: int = 300,
-                   test_neg: int = 300, seed: int = 0, strength: float = 1.0) -> DataBundle:
-    """The synthetic federation of Table I (``"II"``) or Table III (``"IV"``)."""
-    from ..data import synthetic as S
-
-    client_classes(table)
-    prev = table1_prevalence()
-    k_nih = 4
-    size = image_size
-    nih = S.make_cxr(k_nih * pool, CLASSES_II, size, seed=seed, domain=0, prevalence=prev,
-                     strength=strength, name="chestxray14-like")
-    parts, pools = [nih], [np.arange(k * pool, (k + 1) * pool) for k in range(k_nih)]
-    tests = [S.make_balanced_test(CLASSES_II, test_pos, test_neg, size, seed=seed + 10_000,
-                                  domain=0, prevalence=prev, strength=strength, name="test-cxr14")]
-    if table == "IV":
-        off = len(nih)
-        for j, (c, p) in enumerate(ONE_CLASS.items()):
-            dom = S.TB_DOMAIN if c == "Tuberculosis" else S.COVID_DOMAIN
-            src = S.make_cxr(pool, [c], size, seed=seed + 1 + j, domain=dom, prevalence={c: p},
-                             strength=strength, name=c.lower())
-            parts.append(src)
-            pools.append(np.arange(off, off + pool))
-            off += pool
-            tests.append(S.make_balanced_test([c], test_pos, test_neg, size, seed=seed + 20_000 + j,
-                                              domain=dom, strength=strength, name=f"test-{c.lower()}"))
-    train = concat_datasets(parts, name=f"fedpsl-{table}-train") if len(parts) > 1 else nih
-    test = _with_block_mask(tests, f"fedpsl-{table}-test")
-    return _bundle(train, test, pools, table)
-
-
-def nih_batches(ds: ImageDataset) -> np.ndarray:
-    """ChestX-ray14 batch (1..12) of every image: the ``images_0XX`` folder of its path,
-    else its rank in image-index order (batch 1 holds 4,999 images, the others 10,000)."""
-    paths = ds.extra.get("paths")
-    if paths is not None:
-        import re
-
-        got = [re.search(r"images_0*(\d+)", str(p)) for p in paths]
-        if all(got):
-            return np.array([int(g.group(1)) for g in got])
-    names = ds.extra.get("image_index")
-    order = np.argsort(np.asarray(names if names is not None else np.arange(len(ds)), dtype=str), kind="stable")
-    batch = np.empty(len(ds), np.int64)
-    batch[order] = np.where(np.arange(len(ds)) < 4999, 1, 2 + (np.arange(len(ds)) - 4999) // 10_000)
-    return batch
-
-
-def _balanced_blocks(labels: np.ndarray, classes: list[str], cand: np.ndarray, pos: int, neg: int,
-                     rng: np.random.Generator) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Pick, class by class, ``pos`` positives and ``neg`` negatives from ``cand``
-    (no image twice); returns the picked indices and each class's block positions."""
-    free = np.ones(len(labels), bool)
-    picked, blocks = [], {}
-    for j, c in enumerate(classes):
-        c_idx = cand[free[cand]]
-        p = rng.permutation(c_idx[labels[c_idx, j] > 0.5])[:pos]
-        n = rng.permutation(c_idx[labels[c_idx, j] < 0.5])[:neg]
-        if len(p) < pos or len(n) < neg:
-            raise DataError(f"not enough images for a balanced test block of {c!r}")
-        start = sum(len(x) for x in picked)
-        picked.append(np.concatenate([p, n]))
-        blocks[c] = np.arange(start, start + pos + neg)
-        free[picked[-1]] = False
-    return np.concatenate(picked), blocks
-
-
-def real_data(data_root: str, table: str = "II", pool: int = 1000, image_size: int = 224, test_pos: int = 300,
-              test_neg: int = 300, seed: int = 0, nih_root: str | None = None, tb_root: str | None = None,
-              covid_root: str | None = None) -> DataBundle:
-    """NIH ChestX-ray14 (+ TB, COVID-19 for Table IV) as in Sec. VII-E/F (needs the data)."""
-    from ..data.nih import load_nih
-
-    client_classes(table)
-    rng = np.random.default_rng(seed)
-    nih = load_nih(nih_root or data_root, classes=CLASSES_II, image_size=image_size)
-    batch = nih_batches(nih)
-    pools_nih = []
-    for b in (2, 3, 4, 5):
-        idx = np.flatnonzero(batch == b)
-        if len(idx) < pool:
-            raise DataError(f"ChestX-ray14 batch {b} has {len(idx)} images, fewer than pool={pool}")
-        pools_nih.append(idx[:pool])
-    used = np.concatenate(pools_nih)
-    rest = np.setdiff1d(np.flatnonzero(~np.isin(batch, (2, 3, 4, 5))), used)
-    t_idx, t_blocks = _balanced_blocks(nih.labels, CLASSES_II, rest, test_pos, test_neg, rng)
-    train_parts = [nih.subset(used)]
-    t = nih.subset(t_idx)
-    t.extra["blocks"] = t_blocks
-    test_parts = [t]
-    if table == "IV":
-        from ..data.tb_covid import load_covid, load_tb
-
-        for c, loader, root in (("Tuberculosis", load_tb, tb_root), ("COVID-19", load_covid, covid_root)):
-            src = loader(root or data_root, image_size=image_size)
-            perm = rng.permutation(len(src))
-            train_parts.append(src.subset(perm[:pool]))
-            idx, blocks = _balanced_blocks(src.labels, [c], perm[pool:], test_pos, test_neg, rng)
-            t = src.subset(idx)
-            t.extra["blocks"] = blocks
-            test_parts.append(t)
-    train = concat_datasets(train_parts, name=f"fedpsl-{table}-train") if len(train_parts) > 1 else train_parts[0]
-    sizes = [len(p) for p in train_parts]
-    pools = [np.arange(k * pool, (k + 1) * pool) for k in range(4)]
-    off = sizes[0]
-    for s in sizes[1:]:
-        pools.append(np.arange(off, off + s))
-        off += s
-    return _bundle(train, _with_block_mask(test_parts, f"fedpsl-{table}-test"), pools, table)
-
-
-@register_source("fedpsl", fixed_classes=True, task="multilabel")
-def source(name: str, data_root, classes, image_size, n_train, n_test, data_seed, table: str = "II",
-           pool: int = 1000, test_pos: int = 300, test_neg: int = 300, strength: float = 1.0,
-           nih_root: str | None = None, tb_root: str | None = None, covid_root: str | None = None) -> DataBundle:
-    """The runner's ``"fedpsl"`` data source: synthetic unless ``data_root`` is set
-    (``classes``, ``n_train`` and ``n_test`` do not apply: the tables fix them)."""
-    if data_root:
-        return real_data(data_root, table, pool, image_size, test_pos, test_neg, data_seed, nih_root, tb_root,
-                         covid_root)
-    return synthetic_data(table, pool, image_size, test_pos, test_neg, data_seed, strength)
 
 
 # =========================================================================== runs
@@ -491,7 +321,7 @@ def plot_sources(cfg: ExperimentConfig, per_client: int = 4):
 
 # =========================================================================== settings
 _NO_SIMSIAM = tuple(display_name(k) for k in ("fedssp", "fedmatch", "fedmatch_plus"))
-#: The notebook's profiles (:mod:`fedpl_core.profiles`): named fields of :class:`Settings`.
+#: The notebook's profiles (:mod:`fedpl_core.studies.profiles`): named fields of :class:`Settings`.
 #:
 #: * ``smoke``: 32 px, small CNN, 60 images per client, 2 rounds x 1 epoch, 1 seed,
 #:   two points per sweep: every cell runs, the numbers mean nothing.
@@ -512,7 +342,7 @@ _NO_SIMSIAM = tuple(display_name(k) for k in ("fedssp", "fedmatch", "fedmatch_pl
 #:   the training (paper: 100 epochs, E = 10; here 20 epochs, E = 2), Table V's E at 1/10,
 #:   1/2 and all of the training (paper: 10, 20, 50, 100 of 100), Adam 1e-3 (the paper's),
 #:   first-order TADL, sweeps of two points, the cpu profile's methods, 3 seeds.  On paper
-#:   (no GPU measured it: :func:`fedpl_core.profiles.gpu_estimate` and its stated
+#:   (no GPU measured it: :func:`fedpl_core.studies.profiles.gpu_estimate` and its stated
 #:   assumptions): 5.51 x (128/224)^2 = 1.80 GFLOPs a forward pass, 5.4 a training image;
 #:   78 runs, 25,626 training steps (TADL counted x 2.5) on 0.67 M training images, 1.31 M
 #:   evaluation images (the balanced blocks every round), 6.0 PFLOP: 121 s at 5 % of the
@@ -575,7 +405,7 @@ class Settings:
     def engine(self) -> EngineConfig:
         """The schedule: Adam, instance normalisation, flips and shifts, batch 32, model
         selection by the best mean test AUROC (the paper's), the profile's engine options."""
-        from ..profiles import engine_options
+        from .profiles import engine_options
 
         return EngineConfig(rounds=self.rounds, local_epochs=self.local_epochs, eval_every=self.eval_every,
                             eval_batch_size=self.eval_batch_size, optimizer="adam", lr=self.lr,
@@ -600,12 +430,12 @@ class Settings:
 def settings(profile: str | dict = "cpu", **parameters: Any) -> Settings:
     """The notebook's settings: the row of :data:`PROFILES` for ``profile`` with the notebook
     ``parameters`` applied (``seeds``, ``rounds``, ``lr``, ``first_order``, ``data_seed``,
-    ``device``; None: the profile's value) by :func:`fedpl_core.profiles.apply_parameters`, or
+    ``device``; None: the profile's value) by :func:`fedpl_core.studies.profiles.apply_parameters`, or
     a row it returned.
 
     Model selection is the paper's: the evaluated round with the best mean test AUROC
     (optimistic, labelled so; the last round is reported beside it)."""
-    from ..profiles import apply_parameters, fields_of
+    from .profiles import apply_parameters, fields_of
 
     row = profile if isinstance(profile, dict) else apply_parameters(PROFILES, profile, **parameters)
     return Settings(**fields_of(Settings, row, extra=("workers", "results_dir", "data_root")))

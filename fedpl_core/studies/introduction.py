@@ -5,9 +5,9 @@ chest X-rays with the 8 FedMLP CXR findings, in two label settings.
 :data:`PROFILES` holds, per profile, the data (``size`` px, ``n_train`` / ``n_test``
 images), the model and the schedule (``rounds`` of 2 local epochs, ``batch_size``, Adam
 ``lr``, evaluation every ``eval_every`` rounds) and the ``seeds``; the notebook applies
-its parameters with :func:`fedpl_core.profiles.apply_parameters`.
+its parameters with :func:`fedpl_core.studies.profiles.apply_parameters`.
 
-**gpu profile** (sized on paper, no GPU measured it: :func:`fedpl_core.profiles.gpu_estimate`
+**gpu profile** (sized on paper, no GPU measured it: :func:`fedpl_core.studies.profiles.gpu_estimate`
 and its stated assumptions): DenseNet-121 (the papers' chest X-ray backbone, random init)
 at 128 px with the ImageNet stem: 5.51 x (128/224)^2 = 1.80 GFLOPs a forward pass, 5.4 a
 training image (x 3); 2,400 training / 1,200 test images, 6 rounds of 2 local epochs, batch
@@ -204,13 +204,13 @@ def _flag_text(value: Any) -> str:
 
 def command_line(cfg, out: str | None = None) -> str:
     """The ``python -m fedpl_core run`` command that makes the run of ``cfg`` (an
-    :class:`~fedpl_core.runs.config.ExperimentConfig`): one flag for every field that differs
+    :class:`~fedpl_core.runs.experiment_config.ExperimentConfig`): one flag for every field that differs
     from its default (the engine's fields too), so a reader can repeat any run of the notebook
     from a shell and get its numbers (the same config is the same run)."""
     import shlex
 
-    from ..config import EngineConfig
-    from ..runs.config import ExperimentConfig
+    from ..fl.engine_config import EngineConfig
+    from ..runs.experiment_config import ExperimentConfig
 
     def default(f):
         return f.default_factory() if f.default is dataclasses.MISSING else f.default

@@ -5,7 +5,7 @@ The papers start from ImageNet weights (FedMLP's ResNet-18, the DenseNet-121s of
 others); the notebooks' gpu profile trains those backbones from scratch, because their
 ImageNet weights are downloaded at run time, which an offline GPU node cannot.  The one
 offline stand-in is EfficientNet-Lite0 with the ImageNet weights of the ``pretrained`` extra
-(:data:`fedpl_core.profiles.PRETRAINED_BACKBONE`).  :func:`imagenet_start` runs a paper's
+(:data:`fedpl_core.studies.profiles.PRETRAINED_BACKBONE`).  :func:`imagenet_start` runs a paper's
 headline pair (its method and its main baseline) in the notebook's headline setting twice:
 with the profile's backbone from scratch (the notebook's own runs, shared through the
 results cache) and with the pretrained Lite0, and tables the gap for each.  Each study
@@ -17,8 +17,9 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from ..experiments import ExperimentConfig, run_many
-from ..profiles import pretrained_backbone
+from ..runs.experiment_config import ExperimentConfig
+from ..runs.study import run_many
+from .profiles import pretrained_backbone
 from ..report.tables import paired_difference, verdict
 
 #: Display names of the backbones in the table.
@@ -42,7 +43,7 @@ def jobs(base: ExperimentConfig, pair: Sequence[tuple[str, dict]], profile: str,
          setting: Mapping[str, Any] | None = None, verbose: bool = True, force: bool = False) -> dict[str, dict] | None:
     """The settings :func:`imagenet_start` runs ``pair`` in (:func:`settings_for`), or None
     where the profile does not run the pretrained backbone (unless ``force``) or its extra is
-    missing (:func:`fedpl_core.profiles.pretrained_backbone`, which prints why)."""
+    missing (:func:`fedpl_core.studies.profiles.pretrained_backbone`, which prints why)."""
     if len(pair) != 2:
         raise ValueError(f"the headline pair is two methods (the paper's and its baseline), got {len(pair)}")
     backbone = pretrained_backbone(profile, verbose=verbose, force=force)
@@ -55,7 +56,7 @@ def imagenet_start(base: ExperimentConfig, pair: Sequence[tuple[str, dict]], see
                    progress: bool = False, force: bool = False) -> pd.DataFrame | None:
     """The headline ``pair`` = ``[(method label, overrides), (baseline label, overrides)]`` on
     ``base`` with ``setting``, from scratch and from ImageNet (:func:`jobs`), ``seeds`` each,
-    through :func:`~fedpl_core.experiments.run_many` and its cache in ``results_dir``.
+    through :func:`~fedpl_core.runs.study.run_many` and its cache in ``results_dir``.
 
     Returns one row per backbone: the method's and the baseline's ``metric`` (x 100, mean ±
     SD over the seeds, model ``which``: ``"final"`` the last round, ``"best"`` the selected

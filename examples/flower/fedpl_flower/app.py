@@ -15,9 +15,10 @@ from flwr.app import Context, MetricRecord
 from flwr.common.logger import log
 from flwr.serverapp import Grid, ServerApp
 
-from fedpl_core.config import EngineConfig
-from fedpl_core.experiments import ExperimentConfig, build_simulation
-from fedpl_core.flower import FedplStrategy, FlowerSite, make_client_app
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.build import build_simulation
+from fedpl_core.apps.flower import FedplStrategy, FlowerSite, make_client_app
 
 
 def experiment(run_config) -> ExperimentConfig:

@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 #: The folder above the package: a checkout when :func:`checkout` says so.
-PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 
 _profile: str | None = None  # the profile set by use_profile / notebook_outputs (None: not a smoke run)
 #: Profiles whose figures and results go to a folder of their own inside ``figures/`` and
@@ -49,7 +49,7 @@ def use_profile(profile: str | None) -> None:
     process (None: no profile, as for the library)."""
     global _profile
     if profile is not None:
-        from .config import check_profile
+        from .validation import check_profile
 
         check_profile(profile)
     _profile = profile

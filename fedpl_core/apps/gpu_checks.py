@@ -11,9 +11,9 @@ step              what it runs
                   kernel papermill starts, the run locks and the pretrained extra
 ``gpu-tests``     ``pytest tests/test_gpu.py`` (its tests skip where torch sees no GPU)
 ``step-times``    a training step and a 512-image evaluation of each backbone at the gpu
-                  profile's sizes (:data:`fedpl_core.profiles.STEP_TIME_SIZES`; bf16 autocast
+                  profile's sizes (:data:`fedpl_core.studies.profiles.STEP_TIME_SIZES`; bf16 autocast
                   and channels-last on CUDA) against the figures the gpu profile assumed
-                  (:data:`fedpl_core.profiles.GPU_ASSUMPTIONS`)
+                  (:data:`fedpl_core.studies.profiles.GPU_ASSUMPTIONS`)
 ``smoke``         the six notebooks in the smoke profile on the GPU, in parallel processes
 ``throughput``    ``benchmarks/gpu_throughput.py`` for the small CNN at K = 8, 32, 128, then
                   for ResNet-18 at K = 8, 32
@@ -30,7 +30,7 @@ that finished (status ok) is not run again unless ``--redo`` names it; a failed,
 or skipped one is.
 
 On CUDA the measured step times also go to the checkout's
-:data:`fedpl_core.profiles.STEP_TIMES_FILE` (which :func:`fedpl_core.profiles.gpu_estimate`
+:data:`fedpl_core.studies.profiles.STEP_TIMES_FILE` (which :func:`fedpl_core.studies.profiles.gpu_estimate`
 then uses) and the throughput tables to ``figures/bench_gpu_throughput_cuda.*``: the files a
 GPU session commits.  ``--device cpu`` rehearses every step on a CPU with tiny sizes (the
 numbers mean nothing there and go to ``<out>`` only): the machinery, not the GPU.
@@ -51,9 +51,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from .fileio import atomic_write_text
+from ..base.fileio import atomic_write_text
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: Seconds kept back from ``--budget`` for writing the summary after the last step.
 RESERVE_S = 10
 
@@ -187,15 +187,15 @@ def environment(ctx: Context) -> tuple[bool, str]:
         "kernel python3": "from jupyter_client.kernelspec import KernelSpecManager as K; "
                           "print(' '.join(K().get_kernel_spec('python3').argv[:3]))",
         "papermill": "import papermill; print(papermill.__version__)",
-        "run locks (filelock on_acquired)": "import tempfile, os; from fedpl_core.locks import try_lock; "
+        "run locks (filelock on_acquired)": "import tempfile, os; from fedpl_core.base.locks import try_lock; "
                                             "l = try_lock(os.path.join(tempfile.mkdtemp(), 'x.lock')); "
                                             "print('held' if l is not None else 'NOT HELD'); l.release()",
-        "torchvision backbones": "import torch, torchvision; from fedpl_core.models import build_model; "
+        "torchvision backbones": "import torch, torchvision; from fedpl_core.nn.models import build_model; "
                                  "[build_model(n, 2, 1, 64)(torch.zeros(2, 1, 64, 64)) for n in "
                                  "('resnet18', 'densenet121')]; print('torchvision', torchvision.__version__, "
                                  "'builds ResNet-18 and DenseNet-121')",
     }
-    optional = {"pretrained extra": "import torch; from fedpl_core.models import build_model, "
+    optional = {"pretrained extra": "import torch; from fedpl_core.nn.models import build_model, "
                                     "missing_pretrained_extra as m; gone = m(); "
                                     "print('not installed: ' + ', '.join(gone)) if gone else "
                                     "(build_model('efficientnet_lite0', 2, 1, 64, pretrained=True)"
@@ -246,12 +246,12 @@ def _junit_counts(path: Path) -> dict[str, int]:
 
 def step_times(ctx: Context) -> tuple[bool, str]:
     """Time a training step and a 512-image evaluation of each backbone of
-    :data:`fedpl_core.profiles.STEP_TIME_SIZES` (:func:`time_backbone`)."""
+    :data:`fedpl_core.studies.profiles.STEP_TIME_SIZES` (:func:`time_backbone`)."""
     import torch
 
-    from .models import missing_pretrained_extra
-    from .paths import checkout
-    from .profiles import STEP_TIME_SIZES, STEP_TIMES_FILE, assumed_step
+    from ..nn.models import missing_pretrained_extra
+    from ..base.paths import checkout
+    from ..studies.profiles import STEP_TIME_SIZES, STEP_TIMES_FILE, assumed_step
 
     dev = torch.device(ctx.device)
     rows, skipped, seen = [], [], set()
@@ -310,9 +310,9 @@ def time_backbone(model: str, image_size: int, batch_size: int, device, n_eval: 
 
     import torch
 
-    from .config import EngineConfig
-    from .losses import masked_bce
-    from .models import build_model
+    from ..fl.engine_config import EngineConfig
+    from ..nn.losses import masked_bce
+    from ..nn.models import build_model
 
     dev = torch.device(device)
     cuda = dev.type == "cuda"
@@ -421,8 +421,8 @@ def throughput(ctx: Context) -> tuple[bool, str]:
     go to the checkout's ``figures/bench_gpu_throughput_cuda.*``."""
     import pandas as pd
 
-    from .paths import checkout
-    from .report.tables import save_table
+    from ..base.paths import checkout
+    from ..report.tables import save_table
 
     dev = ctx.device.split(":")[0]
     size = (["--clients", "2", "4", "--per-client", "4", "--batch", "4", "--steps", "1", "--size", "28", "--rounds", "1",
@@ -542,7 +542,7 @@ def run_step(step: Step, out: Path, device: str, tiny: bool, limit: float, noteb
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "MPLBACKEND": "Agg", "PYTHONPATH": _pythonpath(), MARK: mark}
     t0 = time.perf_counter()
     with open(log, "ab") as f:
-        p = subprocess.Popen([_python(), "-m", "fedpl_core.gpu_checks", args], cwd=ROOT, env=env, stdout=f,
+        p = subprocess.Popen([_python(), "-m", "fedpl_core.apps.gpu_checks", args], cwd=ROOT, env=env, stdout=f,
                              stderr=subprocess.STDOUT)
         try:
             rc = p.wait(timeout=limit)
@@ -598,7 +598,7 @@ def check_args(a: argparse.Namespace) -> tuple[Path, list[Step], set[str]]:
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out {a.out} is a file, not a folder")
     out.mkdir(parents=True, exist_ok=True)
-    from .fileio import check_writable
+    from ..base.fileio import check_writable
 
     check_writable(out / "summary.md")
     chosen = [s for s in STEPS if not a.steps or s.name in a.steps]
@@ -668,7 +668,7 @@ def _child(argv: list[str]) -> int:
 
     d = json.loads(argv[0])
     module, name = d["body"].split(":")
-    body = getattr(importlib.import_module("fedpl_core.gpu_checks" if module == "__main__" else module), name)
+    body = getattr(importlib.import_module("fedpl_core.apps.gpu_checks" if module == "__main__" else module), name)
     ctx = Context(Path(d["folder"]), d["device"], d["tiny"], d["notebooks"], d["parallel"], d["deadline"])
     try:
         ok, note = body(ctx)

@@ -6,7 +6,7 @@ the splits come from: the publisher's official train / test lists (``val`` is No
 or a seeded patient- / lesion-wise split of one release by ``fractions`` (``val`` is
 None for two fractions).  No image is in two parts: one that official lists name in
 both the training and the test part is dropped from the training part, with a warning
-(:func:`~fedpl_core.data.splits.drop_shared`).
+(:func:`~fedpl_core.data.dataset_splits.drop_shared`).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any, Callable, NamedTuple
 
 from .base import DataError, ImageDataset
 from .cache import DECODE_FIELDS, DecodeOptions, decode_options
-from .splits import drop_shared, split_dataset
+from .dataset_splits import drop_shared, split_dataset
 
 log = logging.getLogger("fedpl.data")
 

@@ -1,6 +1,6 @@
 """Files in a results folder that other processes, users and hosts may share.
 
-Every file the package writes there, but run locks (:mod:`fedpl_core.locks`: opened with
+Every file the package writes there, but run locks (:mod:`fedpl_core.base.locks`: opened with
 ``O_NOFOLLOW``, written in place by their holder), goes through :func:`atomic_write`: the content is
 written to a fresh temporary file made with :func:`tempfile.mkstemp` (``O_CREAT |
 O_EXCL``, so a file or link planted under the temporary name is never opened, truncated
@@ -36,7 +36,7 @@ _TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)(?:@(?P<host>[A-Za-z0-9_-]+)\.
 def stale_after() -> float:
     """Seconds after which another host's untouched temporary file counts as abandoned
     (``$FEDPL_LOCK_STALE_S``, default 300; this host's are judged by their process).
-    Run locks need no age limit: :mod:`fedpl_core.locks`."""
+    Run locks need no age limit: :mod:`fedpl_core.base.locks`."""
     raw = os.environ.get(STALE_ENV, "")
     if not raw.strip():
         return DEFAULT_STALE_S

@@ -3,7 +3,7 @@
 A plugin is any importable module that, when imported, registers what it brings with the
 package's own decorators: ``fedpl_core.methods.register`` for a method (a
 :class:`~fedpl_core.methods.base.Method` subclass with a ``name``) and
-``fedpl_core.datasets.register_source`` for a data source.  Name it
+``fedpl_core.data.sources.base.register_source`` for a data source.  Name it
 
 * on the command line: ``python -m fedpl_core --plugin mypkg.methods run --method mine ...``
   (repeatable);

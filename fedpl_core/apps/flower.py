@@ -68,15 +68,15 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
-from .config import EngineConfig
-from .data.base import ImageDataset
-from .fl.evaluation import client_logs
-from .fl.federation import ClientData, ClientUpdate, FederationInfo, derive_seed
-from .fl.server import Server, sample_clients
-from .fl.simulation import Simulation
-from .fl.site import Site, WorkingModel, make_client_data, place_model, resolve_device, split_validation
-from .methods.base import Method
-from .partitions import ClientSpec, Partition
+from ..fl.engine_config import EngineConfig
+from ..data.base import ImageDataset
+from ..fl.evaluation import client_logs
+from ..fl.federation import ClientData, ClientUpdate, FederationInfo, derive_seed
+from ..fl.server import Server, sample_clients
+from ..fl.simulation import Simulation
+from ..fl.site import Site, WorkingModel, make_client_data, place_model, resolve_device, split_validation
+from ..methods.base import Method
+from ..partitions import ClientSpec, Partition
 
 SCHEMA_KEY = "__schema__"
 ARRAYS = "arrays"  # the client's model arrays (Flower's usual key)

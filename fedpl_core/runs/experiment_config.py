@@ -1,6 +1,6 @@
 """The experiment's config: :class:`ExperimentConfig`, the one description of a run.
 
-Every field is checked on construction: its type and range (:func:`fedpl_core.config.validate`),
+Every field is checked on construction: its type and range (:func:`fedpl_core.base.validation.validate`),
 the names the registries know (partition, split, model, method) and the options of the
 method, the model and the data source (:func:`check_settings`).  A config is read from a
 mapping or a YAML / JSON file (:meth:`ExperimentConfig.from_file`) and written back
@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import partitions as P
-from ..config import ConfigError, EngineConfig, check_config_size, check_engine_conflicts, check_kwargs_types, \
-    check_seed, read_config_file, validate
-from ..datasets import check_data_settings
+from ..base.validation import ConfigError, check_kwargs_types, check_seed, validate
+from ..fl.engine_config import EngineConfig
+from ..base.config_files import check_config_size, check_engine_conflicts, read_config_file
+from ..data.sources import check_data_settings
 from ..methods import METHODS, available_methods
-from ..models import MODELS, check_model_kwargs
+from ..nn.models import MODELS, check_model_kwargs
 
 PARTITIONS = ("iid", "dirichlet", "missing_classes", "label_set_mismatch", "explicit", "by_source",
               "shared_classes_split")
@@ -33,8 +34,8 @@ PARTITIONS = ("iid", "dirichlet", "missing_classes", "label_set_mismatch", "expl
 @dataclass
 class ExperimentConfig:
     """Everything that defines one run.  Each field's docstring below is its ``--help``
-    text (:func:`fedpl_core.config.field_docs`); every field is checked on construction
-    (:func:`fedpl_core.config.validate`)."""
+    text (:func:`fedpl_core.base.validation.field_docs`); every field is checked on construction
+    (:func:`fedpl_core.base.validation.validate`)."""
 
     name: str = ""
     """Label of the run in tables and grids; it does not change the numbers (not in the run id)."""
@@ -151,7 +152,7 @@ class ExperimentConfig:
     @classmethod
     def from_file(cls, path: str | Path) -> "ExperimentConfig":
         """A YAML (``.yaml``/``.yml``) or JSON file with :meth:`from_dict`'s fields (any
-        other name is read by its content: :func:`fedpl_core.config.read_config_file`)."""
+        other name is read by its content: :func:`fedpl_core.base.config_files.read_config_file`)."""
         d = read_config_file(path)
         try:
             return cls.from_dict({} if d is None else d)

@@ -27,9 +27,9 @@ addressable; a cached result whose fingerprint is not the current code's (or tha
 none: written before results recorded it) is *stale*: it is recomputed with a warning,
 unless ``keep_stale=True`` (``run`` / ``run_many``), ``$FEDPL_KEEP_STALE=1`` or
 ``--keep-stale`` asks to keep it.  Not fingerprinted: the config's schema
-(:mod:`fedpl_core.runs.config`, :mod:`fedpl_core.config`: the config itself is in the run
+(:mod:`fedpl_core.runs.experiment_config`, :mod:`fedpl_core.base.validation`: the config itself is in the run
 id), the cache, result-file, grid and file code (the rest of :mod:`fedpl_core.runs`,
-:mod:`fedpl_core.fileio`, :mod:`fedpl_core.locks`), tables and plotting; third-party code
+:mod:`fedpl_core.base.fileio`, :mod:`fedpl_core.base.locks`), tables and plotting; third-party code
 is recorded by its versions, not hashed.
 """
 from __future__ import annotations
@@ -54,11 +54,11 @@ KEEP_STALE_ENV = "FEDPL_KEEP_STALE"
 #: classes and the data source's module added per run (:func:`run_modules`).
 FINGERPRINT_MODULES: tuple[str, ...] = (
     "fedpl_core.fl.*",
-    "fedpl_core.losses",
-    "fedpl_core.aggregation",
-    "fedpl_core.models",
-    "fedpl_core.metrics",
-    "fedpl_core.datasets",
+    "fedpl_core.nn.losses",
+    "fedpl_core.nn.aggregation",
+    "fedpl_core.nn.models",
+    "fedpl_core.nn.metrics",
+    "fedpl_core.data.sources",
     "fedpl_core.methods",
     "fedpl_core.methods.base",
     "fedpl_core.methods.blocks",
@@ -103,7 +103,7 @@ def module_hash(name: str) -> str | None:
 
 
 def _method_class(cfg) -> type | None:
-    from .methods import METHODS, get_method
+    from ..methods import METHODS, get_method
 
     try:
         return type(get_method(cfg.method, **cfg.method_kwargs))
@@ -119,7 +119,7 @@ def run_modules(cfg) -> list[str]:
         if c.__module__.split(".")[0] not in _NOT_HASHED:
             names.add(c.__module__)
     try:
-        from .datasets import SOURCES
+        from ..data.sources.base import SOURCES
 
         fn = SOURCES.get(cfg.dataset)
         if fn is not None and fn.__module__.split(".")[0] not in _NOT_HASHED:
@@ -158,7 +158,7 @@ def package_version() -> str | None:
 def git_state() -> tuple[str | None, bool | None]:
     """``(commit, dirty)`` of the git checkout the package runs from; ``(None, None)`` when
     it is not one, or git is missing or slow (5 s).  Read once per process."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():
         return None, None
     try:

@@ -117,7 +117,7 @@ def check_model_kwargs(name: str, kwargs: dict) -> None:
     """``model_kwargs`` of model ``name``: known options of the right type and range, and
     none that the model would ignore (``width`` of a torchvision model, ``weights_path``
     of the small CNN); a ``ValueError`` naming the option."""
-    from .config import ConfigError, check_kwargs_types
+    from ..base.validation import ConfigError, check_kwargs_types
 
     if not isinstance(kwargs, dict):
         raise ConfigError(f"model_kwargs must be a mapping of option names to values, got {type(kwargs).__name__}")

@@ -7,14 +7,14 @@ run) ends with a one-line ``fedpl: error: ...`` on stderr and exit status 2, nev
 traceback, and is found before any training.
 
 The help of every config flag is the docstring of its ``ExperimentConfig`` /
-``EngineConfig`` field (:func:`fedpl_core.config.field_docs`) with its default.
+``EngineConfig`` field (:func:`fedpl_core.base.validation.field_docs`) with its default.
 
 **Start-up.** Torch, scipy and the methods are imported only by the command that needs
 them: ``--help``, a command's ``--help`` for ``reproduce`` and ``methods``, and ``methods``
 itself answer without them (``methods`` reads the method classes' names, docstrings and
 tasks from their source files, :func:`method_index`; a test compares it with the live
 registry).  ``--plugin MODULE`` (repeatable) imports a user's module that registers
-methods or data sources before the command runs (:mod:`fedpl_core.plugins`).
+methods or data sources before the command runs (:mod:`fedpl_core.base.plugins`).
 """
 from __future__ import annotations
 
@@ -37,11 +37,11 @@ import typing
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import __version__
-from .messages import one_line_warnings
-from .profiles import PROFILES
+from .. import __version__
+from ..base.messages import one_line_warnings
+from ..studies.profiles import PROFILES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DESCRIPTION = ("Federated learning with partial labels: run one experiment, a grid of methods x seeds, a data "
                "and partition report, the notebooks, or list the methods.  Bad input ends with one line "
                "'fedpl: error: ...' and exit status 2, before any training.")
@@ -83,8 +83,8 @@ def config_fields() -> list[tuple[str, type, dataclasses.Field]]:
     """``(name, owning class, field)`` of every flag-settable config field: the
     ``ExperimentConfig`` fields, then the ``EngineConfig`` fields (its ``seed`` is the
     experiment's)."""
-    from .config import EngineConfig
-    from .runs.config import ExperimentConfig
+    from ..fl.engine_config import EngineConfig
+    from ..runs.experiment_config import ExperimentConfig
 
     out = [(f.name, ExperimentConfig, f) for f in dataclasses.fields(ExperimentConfig) if f.name != "engine"]
     return out + [(f.name, EngineConfig, f) for f in dataclasses.fields(EngineConfig) if f.name != "seed"]
@@ -92,9 +92,9 @@ def config_fields() -> list[tuple[str, type, dataclasses.Field]]:
 
 def _extra_help(name: str) -> str:
     """What a field's help adds on the command line: the values a registry holds."""
-    from . import partitions as P
-    from .datasets import known_sources
-    from .runs.config import PARTITIONS
+    from .. import partitions as P
+    from ..data.sources import known_sources
+    from ..runs.experiment_config import PARTITIONS
 
     if name == "dataset":
         return "One of: " + ", ".join(known_sources()) + "."
@@ -115,8 +115,8 @@ def _add_config_flags(p: argparse.ArgumentParser, only: Sequence[str] | None = N
     field to none."""
     if isinstance(p, _Sketch):  # a command that is not being run: its help line only
         return
-    from .config import field_docs
-    from .models import MODELS
+    from ..base.validation import field_docs
+    from ..nn.models import MODELS
 
     groups = {"ExperimentConfig": p.add_argument_group("experiment (override the config file)"),
               "EngineConfig": p.add_argument_group("engine (override the config file)")}
@@ -150,7 +150,7 @@ def _add_config_flags(p: argparse.ArgumentParser, only: Sequence[str] | None = N
 def config_from_args(a: argparse.Namespace):
     """The ``ExperimentConfig`` of ``--config`` (or grid's CONFIG) with every flag given
     on top of it."""
-    from .runs.config import ENGINE_FIELDS, ExperimentConfig
+    from ..runs.experiment_config import ENGINE_FIELDS, ExperimentConfig
 
     d: dict[str, Any] = {}
     if getattr(a, "config", None):
@@ -178,7 +178,7 @@ def _r(v) -> str:
 def summary_line(method: str, res) -> str:
     """AUROC and mAP first; threshold metrics labelled with their threshold; which
     classes could not be scored."""
-    from .metrics import scored_summary
+    from ..nn.metrics import scored_summary
 
     fin = res.final
     if "accuracy" in fin:  # single-label
@@ -195,7 +195,7 @@ def summary_line(method: str, res) -> str:
 def check_out(path: str, flag: str = "--out") -> Path:
     """Raise ``OSError`` naming ``flag`` now (before training) when a result cannot be
     written to ``path``: a folder, a parent that is a file, a read-only place."""
-    from .runs.runner import check_writable
+    from ..runs.runner import check_writable
 
     p = Path(path)
     for parent in p.parents:
@@ -234,7 +234,7 @@ def check_needs_results_dir(cfg, results_dir: str | None, keep_stale: bool | Non
 def preflight(cfg) -> None:
     """What the config classes cannot check without this machine or the files: the
     device is there, the weights file loads."""
-    from .config import ConfigError
+    from ..base.validation import ConfigError
 
     dev = cfg.engine.device
     if dev.startswith("cuda"):
@@ -252,14 +252,14 @@ def preflight(cfg) -> None:
         if not torch.backends.mps.is_available():
             raise ConfigError("device 'mps' is not available on this machine; use auto or cpu")
     if cfg.model_kwargs.get("weights_path"):
-        from .models import read_weights
+        from ..nn.models import read_weights
 
         read_weights(cfg.model_kwargs["weights_path"], cfg.model)
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from .runs.results import atomic_write_json
-    from .runs.runner import run
+    from ..runs.results import atomic_write_json
+    from ..runs.runner import run
 
     cfg = config_from_args(a)
     if a.out is not None:
@@ -278,9 +278,9 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def cmd_grid(a: argparse.Namespace) -> int:
-    from .runs.grid import check_args
-    from .runs.study import run_many
-    from .report.tables import summarize
+    from ..runs.grid import check_args
+    from ..runs.study import run_many
+    from ..report.tables import summarize
 
     backend = check_args(a.backend, a.workers, a.retries, a.ray_address, a.keep_stale, a.results_dir)  # before any work
     cfg = config_from_args(a)  # CONFIG with the flags given on top
@@ -308,12 +308,12 @@ UNANNOTATED = "n/a"
 
 
 def cmd_report(a: argparse.Namespace) -> int:
-    from . import partitions as P
-    from .runs.build import build_partition, load_data
-    from .report.plotting import savefig
-    from .report.tables import to_markdown
+    from .. import partitions as P
+    from ..runs.build import build_partition, load_data
+    from ..report.plotting import savefig
+    from ..report.tables import to_markdown
 
-    from .report.tables import output_path
+    from ..report.tables import output_path
 
     cfg = config_from_args(a)
     if Path(a.figure).name in ("", ".", ".."):
@@ -396,8 +396,8 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     import papermill as pm
     from tqdm.auto import tqdm
 
-    from .provenance import keep_stale_default
-    from .report import record
+    from ..runs.provenance import keep_stale_default
+    from ..report import record
 
     nbs = discover_notebooks(a.notebooks)
     check_kernel(a.kernel)
@@ -422,7 +422,7 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     for name, status, sec in summary:
         print(f"{name:40s} {status[:60]:10s} {sec:7.1f}")
     record.write_record(out_dir, a.profile, [(Path(name).stem, sec, status, params) for name, status, sec in summary])
-    from .paths import figures_dir
+    from ..base.paths import figures_dir
 
     print(f"executed notebooks -> {out_dir}/ (the run's record: {record.RECORD}), "
           f"figures and tables -> {figures_dir(a.profile)}/")
@@ -476,7 +476,7 @@ def first_sentence(doc: str | None) -> str:
 
 
 #: The folder of the method modules that :func:`method_index` reads.
-METHODS_DIR = Path(__file__).resolve().parent / "methods"
+METHODS_DIR = Path(__file__).resolve().parents[1] / "methods"
 
 
 def _class_facts(tree: ast.Module, module: str) -> dict[str, dict]:
@@ -556,7 +556,7 @@ def method_index(folder: Path = METHODS_DIR) -> dict[str, dict[str, Any]]:
 def live_method_index() -> dict[str, dict[str, Any]]:
     """What :func:`method_index` reads, from the live registry (imports every method and
     the user's plugins: torch)."""
-    from .methods import METHODS, available_methods
+    from ..methods import METHODS, available_methods
 
     return {m: {"doc": METHODS[m].__doc__ and inspect.cleandoc(METHODS[m].__doc__), "tasks": tuple(METHODS[m].tasks),
                 "paper": vars(METHODS[m]).get("paper") or None, "module": METHODS[m].__module__}
@@ -594,7 +594,7 @@ def methods_text(width: int | None = None, index: dict[str, dict[str, Any]] | No
 
 
 def cmd_methods(a: argparse.Namespace) -> int:
-    from .plugins import ENV, plugin_names
+    from ..base.plugins import ENV, plugin_names
 
     # the user's plugins register methods only when imported: then the live registry
     print(methods_text(index=live_method_index() if plugin_names(os.environ.get(ENV)) else None))
@@ -637,7 +637,7 @@ class _Subcommands:
 def _grid_backends(commands: Any) -> tuple[str, ...]:
     if commands is not None and "grid" not in commands:
         return ()
-    from .runs.grid import BACKENDS
+    from ..runs.grid import BACKENDS
 
     return BACKENDS
 
@@ -646,7 +646,7 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
     """The command line's parser.  ``commands``: the subcommands whose options are built
     (None: all); the others get their help line only, so that ``--help`` and ``methods``
     start without torch."""
-    from .paths import figures_dir
+    from ..base.paths import figures_dir
 
     BACKENDS = _grid_backends(commands)
     p = Parser(prog="python -m fedpl_core", description=DESCRIPTION,
@@ -753,7 +753,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command, plugins = _before_command(argv)
     try:
         if plugins:  # before the parser: a plugin's data sources appear in the help of --dataset
-            from .plugins import load_plugins
+            from ..base.plugins import load_plugins
 
             load_plugins(plugins)
     except Exception as e:  # one line, exit status 2, before any work

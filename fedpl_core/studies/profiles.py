@@ -46,7 +46,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, Mapping
 
-from .config import PROFILES, check_profile  # noqa: F401  (the profile names live with the config)
+from ..base.validation import PROFILES, check_profile  # noqa: F401  (the profile names live with the config)
 
 
 def engine_options(profile: str) -> dict:
@@ -89,12 +89,12 @@ def prepare(profile: str, device: str = "auto") -> str:
     torch's threads (its backbones are large).  On CUDA each run sets cuDNN up itself
     (``EngineConfig.deterministic``, :func:`fedpl_core.fl.site.configure_cuda`: the
     autotuner unless determinism is asked for).  Warnings print as one line each,
-    ``fedpl: warning: ...``, as on the command line (:mod:`fedpl_core.messages`), not with
+    ``fedpl: warning: ...``, as on the command line (:mod:`fedpl_core.base.messages`), not with
     the package's source line under them.
     """
     import torch
 
-    from .messages import use_one_line_warnings
+    from ..base.messages import use_one_line_warnings
 
     check_profile(profile)
     use_one_line_warnings()
@@ -105,7 +105,7 @@ def prepare(profile: str, device: str = "auto") -> str:
 
 
 def _int(value, name: str, lo: int) -> int:
-    from .config import ConfigError, _convert
+    from ..base.validation import ConfigError, _convert
 
     v = _convert(value, int, name)
     if v < lo:
@@ -116,7 +116,7 @@ def _int(value, name: str, lo: int) -> int:
 def _folder(value, name: str) -> str:
     from pathlib import Path
 
-    from .config import ConfigError
+    from ..base.validation import ConfigError
 
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{name} must be a folder path, got {value!r}")
@@ -126,7 +126,7 @@ def _folder(value, name: str) -> str:
 
 
 def _seeds(value, name: str):
-    from .config import ConfigError, check_seed, parse_literal
+    from ..base.validation import ConfigError, check_seed, parse_literal
 
     if value is None:
         return None
@@ -148,7 +148,7 @@ def _root(value, name: str):
 
 
 def _roots(value, name: str):
-    from .config import ConfigError, parse_literal
+    from ..base.validation import ConfigError, parse_literal
 
     if value is None:
         return None
@@ -167,7 +167,7 @@ def data_roots_by_key(value, keys: dict[str, str], name: str, what: str, example
     ``name``, never ignored.  Notebooks 02 (tasks) and 04 (tables) share it."""
     from pathlib import Path
 
-    from .config import parse_literal
+    from ..base.validation import parse_literal
 
     value = parse_literal(value, name)
     if value is None:
@@ -186,7 +186,7 @@ def data_roots_by_key(value, keys: dict[str, str], name: str, what: str, example
 
 
 def _lr(value, name: str):
-    from .config import ConfigError, _convert
+    from ..base.validation import ConfigError, _convert
 
     if value is None:
         return None
@@ -197,7 +197,7 @@ def _lr(value, name: str):
 
 
 def _names(value, name: str):
-    from .config import ConfigError, parse_literal
+    from ..base.validation import ConfigError, parse_literal
 
     value = parse_literal(value, name)
     if value is None:
@@ -210,13 +210,13 @@ def _names(value, name: str):
 
 
 def _optional_bool(value, name: str):
-    from .config import parse_bool
+    from ..base.validation import parse_bool
 
     return None if value is None else parse_bool(value, name)
 
 
 def _text(value, name: str) -> str:
-    from .config import ConfigError
+    from ..base.validation import ConfigError
 
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{name} must be a non-empty string, got {value!r}")
@@ -224,15 +224,15 @@ def _text(value, name: str) -> str:
 
 
 def _device(value, name: str) -> str:
-    from .config import check_device
+    from ..base.validation import check_device
 
     return check_device(_text(value, name), name)
 
 
 def _plugins(value, name: str) -> list[str]:
     """A notebook's ``plugins``: module names, imported now (and exported to worker
-    processes through ``$FEDPL_PLUGINS``, :func:`fedpl_core.plugins.load_plugins`)."""
-    from .plugins import load_plugins
+    processes through ``$FEDPL_PLUGINS``, :func:`fedpl_core.base.plugins.load_plugins`)."""
+    from ..base.plugins import load_plugins
 
     return load_plugins(_names(value, name))
 
@@ -240,7 +240,7 @@ def _plugins(value, name: str) -> list[str]:
 def _dataset_kwargs(value, name: str):
     """A mapping (or its papermill text); which keys it may have is the study's to check
     (:func:`dataset_kwargs_by_key`)."""
-    from .config import ConfigError, parse_literal
+    from ..base.validation import ConfigError, parse_literal
 
     value = parse_literal(value, name)
     if value is None:
@@ -353,7 +353,7 @@ def notebook_parameters(**params) -> dict:
     >>> notebook_parameters(rounds=0)
     Traceback (most recent call last):
     ...
-    fedpl_core.config.ConfigError: rounds must be >= 1, got 0
+    fedpl_core.base.validation.ConfigError: rounds must be >= 1, got 0
     """
     unknown = [k for k in params if k not in PARAMETERS]
     if unknown:
@@ -471,7 +471,7 @@ def dataset_kwargs_by_key(value: Any, roots: Mapping[str, str], name: str = "dat
     e.g. ``{"CXR": {"skip_missing": True}}`` (None: ``{}``).  A key that names no given data
     folder is an error (the built-in data take no loader options); each option is checked
     against its loader when the study builds the config (:func:`check_loader_kwargs`)."""
-    from .config import ConfigError, parse_literal
+    from ..base.validation import ConfigError, parse_literal
 
     value = parse_literal(value, name)
     if value is None:
@@ -497,9 +497,9 @@ def check_loader_kwargs(dataset: str, kwargs: Mapping[str, Any], name: str) -> d
     and the ones it takes: a misspelt option is refused before any image is read."""
     import inspect
 
-    from .config import ConfigError
-    from .data.cache import DECODE_FIELDS
-    from .data.registry import DATASETS
+    from ..base.validation import ConfigError
+    from ..data.cache import DECODE_FIELDS
+    from ..data.catalog import DATASETS
 
     info = DATASETS.get(dataset)
     if info is None or not kwargs:
@@ -573,7 +573,7 @@ _PERSONAL = ("local", "pfl", "fedbn")  # one model per client: evaluated once a 
 
 
 def run_cost(cfg) -> dict[str, float]:
-    """What one run of ``cfg`` (an :class:`~fedpl_core.experiments.ExperimentConfig`) does, on
+    """What one run of ``cfg`` (an :class:`~fedpl_core.runs.experiment_config.ExperimentConfig`) does, on
     paper, without loading its data: ``steps`` (training steps of ``batch_size``,
     x the method's cost), ``train_images`` (training image passes, the same factor),
     ``eval_images`` and ``eval_batches`` (forward passes: test and validation sets at every
@@ -629,7 +629,7 @@ def assumed_step(model: str, image_size: int, batch_size: int) -> dict[str, floa
     ``eval_batch_size``), by :func:`paper_seconds`."""
     import math
 
-    from .config import EngineConfig
+    from ..fl.engine_config import EngineConfig
 
     eb = EngineConfig().eval_batch_size
     return {"train_step_s": paper_seconds(model, image_size, batch_size),
@@ -711,7 +711,7 @@ def measured_step_times(path: Any = None) -> dict[str, Any] | None:
     import json
     from pathlib import Path
 
-    from .paths import checkout
+    from ..base.paths import checkout
 
     if path is None:
         root = checkout()
@@ -754,13 +754,13 @@ def measured_step(measured: Mapping[str, Any] | None, model: str, image_size: in
 
 # =========================================================================== the ImageNet start
 #: The second backbone of each paper's headline pair in the gpu profile: EfficientNet-Lite0
-#: from the ImageNet weights of the ``pretrained`` extra (:func:`fedpl_core.models.efficientnet_lite0`),
+#: from the ImageNet weights of the ``pretrained`` extra (:func:`fedpl_core.nn.models.efficientnet_lite0`),
 #: the one offline stand-in for the papers' ImageNet start (their ResNet-18 and DenseNet-121
 #: weights are downloaded at run time, which an offline node cannot).
 PRETRAINED_BACKBONE = {"model": "efficientnet_lite0", "model_kwargs": {"pretrained": True}}
 #: The profiles that run it: gpu and full.  Not the cpu profile: on this project's 2-core CPU a
 #: Lite0 training step costs 4-5 times the small CNN's (32 px, batch 32, one thread:
-#: :func:`fedpl_core.gpu_checks.time_backbone`).  Not the smoke profile either: at the smoke sizes
+#: :func:`fedpl_core.apps.gpu_checks.time_backbone`).  Not the smoke profile either: at the smoke sizes
 #: FedMLP's and FedPSL's ImageNet starts took 69-71 s each on that CPU while it was loaded, against a
 #: smoke notebook's 90 s (the tests run the study functions at the smoke sizes with ``force``).
 PRETRAINED_PROFILES = ("gpu", "full")
@@ -773,7 +773,7 @@ def pretrained_backbone(profile: str, verbose: bool = True, force: bool = False)
     installed (then, with ``verbose``, one line says so and how to install it)."""
     import copy
 
-    from .models import missing_pretrained_extra
+    from ..nn.models import missing_pretrained_extra
 
     profile = check_profile(profile)
     if profile not in PRETRAINED_PROFILES and not force:
