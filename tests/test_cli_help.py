@@ -178,7 +178,7 @@ def test_methods_grouped_by_paper_each_method_once(capsys):
     headings = [ln for ln in text.splitlines() if ln and not ln.startswith(" ")]
     for paper in ("Common baselines", "FedPSL", "FedLSM", "Surgical Aggregation", "FedMLP"):
         assert sum(h.startswith(paper) for h in headings) == 1, paper
-    assert "Other methods" not in headings  # every registered method belongs to a paper in cli.PAPERS
+    assert "Other methods" not in headings  # every registered method belongs to a paper (methods/papers.py)
     names = [ln.split()[0] for ln in text.splitlines() if re.match(r"  \S", ln)]
     assert sorted(names) == available_methods()
     assert "`" not in text and ":func:" not in text and ":class:" not in text and "**" not in text
@@ -188,19 +188,23 @@ def test_methods_grouped_by_paper_each_method_once(capsys):
 
 
 def test_every_method_description_is_one_complete_sentence():
+    from fedpl_core.methods.catalog import first_sentence
+
     for name in available_methods():
-        s = cli.first_sentence(METHODS[name].__doc__)
+        s = first_sentence(METHODS[name].__doc__)
         assert s.endswith("."), (name, s)
         assert s.count("(") == s.count(")"), (name, s)
 
 
 def test_first_sentence_and_plain():
+    from fedpl_core.methods.catalog import first_sentence, plain
+
     doc = """FedAvg (McMahan et al. 2017): ``x``; see :func:`~fedpl_core.fl.views.weak_view`,
     Eq. 7 and Sec. VII-C ("a. b").  Second sentence.
 
     More."""
-    assert cli.first_sentence(doc) == 'FedAvg (McMahan et al. 2017): x; see weak_view, Eq. 7 and Sec. VII-C ("a. b").'
-    assert cli.plain(":class:`Partition` and **[choice]** and FixMatch\\*") == "Partition and [choice] and FixMatch*"
+    assert first_sentence(doc) == 'FedAvg (McMahan et al. 2017): x; see weak_view, Eq. 7 and Sec. VII-C ("a. b").'
+    assert plain(":class:`Partition` and **[choice]** and FixMatch\\*") == "Partition and [choice] and FixMatch*"
 
 
 # ------------------------------------------------------------------ report
@@ -247,28 +251,47 @@ def test_report_labels_train_and_test_and_marks_unannotated(capsys, tmp_path, mo
 
 
 # ------------------------------------------------------------------ a fast start, plugins
-def test_method_index_read_from_the_sources_is_the_live_registry():
-    """``methods`` reads names, docstrings and tasks from the method modules' source without
-    importing them; the live registry is the one place they live, and the two agree."""
-    assert cli.method_index() == cli.live_method_index()
+def test_the_method_index_is_the_live_registrys():
+    """``methods`` reads names, display names, papers, tasks and first sentences from the
+    generated index (no torch); the live registry is the one place they live, and the
+    committed index is what it generates now."""
+    from fedpl_core.methods import catalog
+
+    live = catalog.index()
+    assert cli.method_index() == live, f"fedpl_core/methods/index.json is not current: run `{catalog.COMMAND}`"
+    assert sorted(live["methods"]) == available_methods()
     assert cli.methods_text(width=100, index=cli.method_index()) == cli.methods_text(width=100,
                                                                                      index=cli.live_method_index())
 
 
-def test_method_index_follows_a_class_it_reads(tmp_path):
-    """The index is read, not remembered: a registered class in a new file appears with its
-    own docstring and the tasks it inherits; an unregistered one does not."""
-    src = cli.METHODS_DIR
-    for f in src.glob("*.py"):
-        (tmp_path / f.name).write_text(f.read_text())
-    (tmp_path / "mine.py").write_text(
-        "from . import register\nfrom .fedrs import FedRS\n\n\n@register\nclass Mine(FedRS):\n"
-        '    """My method (a test)."""\n\n    name = "mine"\n\n\nclass NotRegistered(FedRS):\n'
-        '    name = "hidden"\n')
-    index = cli.method_index(tmp_path)
-    assert index["mine"] == {"doc": "My method (a test).", "tasks": ("multiclass",), "paper": None,
-                             "module": "fedpl_core.methods.mine"}  # tasks inherited from FedRS, its paper not
-    assert "hidden" not in index
+def test_a_method_registered_anywhere_joins_the_live_index_and_its_papers_group():
+    """A registered class appears in the live index with its own docstring, the tasks it
+    inherits and its own paper (none: "Other methods"); the built-in index leaves a
+    class from outside the package out."""
+    from fedpl_core.methods import register
+    from fedpl_core.methods.fedrs import FedRS
+
+    class Mine(FedRS):
+        """My method (a test).  More."""
+
+        name = "mine_for_the_index"
+
+    register(Mine)
+    try:
+        index = cli.live_method_index()
+        assert index["methods"]["mine_for_the_index"] == {
+            "class": Mine.__qualname__, "module": __name__, "display_name": "", "paper": "",
+            "tasks": ["multiclass"], "summary": "My method (a test)."}  # tasks inherited from FedRS, its paper not
+        assert "mine_for_the_index" not in cli.live_method_index(plugins=False)["methods"]
+        text = cli.methods_text(width=100, index=index)
+        assert "mine_for_the_index" in text.split("Other methods", 1)[1]
+    finally:
+        METHODS.pop("mine_for_the_index", None)
+
+
+def test_the_index_is_found_without_the_package_and_falls_back_to_the_registry(tmp_path):
+    assert cli.METHOD_INDEX.is_file() and cli.METHOD_INDEX.parent.name == "methods"
+    assert cli.method_index(tmp_path / "missing.json") == cli.live_method_index(plugins=False)
 
 
 def _python(args, cwd=None, env=None):

@@ -51,3 +51,14 @@ def test_every_commit_a_page_cites_is_named_by_seven_hex_digits(name):
     cited = re.findall(r"\bat commit (\S+?)[,;:).\s]", text)
     assert cited
     assert all(re.fullmatch(r"[0-9a-f]{7}", c) for c in cited), cited
+
+
+def test_the_methods_catalogue_is_generated_from_the_registry():
+    """docs/methods.md's list of every registered method is the block the registry generates
+    (kept in the page so that it reads on GitHub too); the rest of the page is written by hand."""
+    from fedpl_core.methods import catalog
+
+    page = ROOT / catalog.DOCS_PAGE
+    text = page.read_text()
+    assert text.count(catalog.DOCS_BEGIN) == 1 and text.count(catalog.DOCS_END) == 1
+    assert catalog.docs_page(text) == text, f"{catalog.DOCS_PAGE}'s catalogue is not current: run `{catalog.COMMAND}`"

@@ -63,3 +63,90 @@ def test_the_harness_calls_the_documented_hooks_only():
     assert called - set(base.HOOKS) <= CONFIG_CALLS, called - set(base.HOOKS) - CONFIG_CALLS
     # every hook but the loss (which local_train calls) is called by the harness
     assert set(base.HOOKS) - {"loss"} <= called
+
+
+# ------------------------------------------------------------ one registry, one place per fact
+def test_the_method_modules_are_discovered_and_every_class_is_registered_by_its_decorator():
+    """Every module of the package is imported (no list of them); a registered class carries
+    ``@register`` in its own module (one mechanism: no registration loop or call)."""
+    import ast
+
+    from fedpl_core.methods import registry
+
+    files = sorted(p.stem for p in (PKG / "methods").glob("*.py") if not p.stem.startswith("_"))
+    assert [m.rsplit(".", 1)[1] for m in registry.method_modules()] == files
+    import sys
+
+    available_methods()
+    assert all(m in sys.modules for m in registry.method_modules())
+    decorated = set()
+    for path in sorted((PKG / "methods").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(isinstance(d, ast.Name) and d.id == "register"
+                                                      for d in node.decorator_list):
+                decorated.add(f"fedpl_core.methods.{path.stem}.{node.name}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "register":
+                raise AssertionError(f"{path.name}:{node.lineno}: register() called, not used as @register")
+    builtin = {n: c for n, c in METHODS.items() if c.__module__.startswith("fedpl_core.methods.")}
+    assert {f"{c.__module__}.{c.__qualname__}" for c in builtin.values()} == decorated
+
+
+def test_registering_two_classes_under_one_name_is_refused():
+    import pytest
+
+    from fedpl_core.methods import DuplicateMethodError, FedAvg, register
+
+    class Impostor(FedAvg):
+        """Another class under FedAvg's name."""
+
+        name = "fedavg"
+
+    with pytest.raises(DuplicateMethodError, match=r"'fedavg' is taken by fedpl_core\.methods\.fedavg\.FedAvg"):
+        register(Impostor)
+    assert METHODS["fedavg"] is FedAvg
+    assert register(FedAvg) is FedAvg and METHODS["fedavg"] is FedAvg  # the same class again: nothing happens
+
+    def define():
+        class Again(FedAvg):
+            """Defined at one place, twice (a notebook cell run again)."""
+
+            name = "again_for_the_registry_test"
+        return Again
+
+    try:
+        first, second = register(define()), define()
+        assert first is not second and register(second) is second and METHODS[second.name] is second  # the newer replaces it
+    finally:
+        METHODS.pop("again_for_the_registry_test", None)
+    with pytest.raises(ValueError, match="a name of its own"):
+        register(type("NoName", (FedAvg,), {"__doc__": "x"}))
+
+
+def test_the_facts_of_a_method_are_its_class_attributes():
+    """Training cost (inherited), ablation (a class's own), personalised evaluation and
+    batchability are read from the class or the instance, nowhere else."""
+    from fedpl_core.methods import FedAvg, ablation_methods, batchable_methods, get_method
+
+    assert ablation_methods() == ["fedlsm_no_awpa", "fedlsm_no_ude", "fedlsm_no_ue", "fedpsl_tadl", "fedpsl_tdma"]
+    for name in available_methods():
+        cls = METHODS[name]
+        assert cls.train_cost >= 1.0 and isinstance(vars(cls).get("ablation", False), bool), name
+    assert METHODS["moon_star"].train_cost == METHODS["moon"].train_cost > 1  # a variant costs its parent's
+
+    class Variant(METHODS["fedpsl_tdma"]):
+        """A user's variant of an ablation is not an ablation."""
+
+        name = "variant_of_an_ablation"
+
+    assert not Variant.ablation and Variant.train_cost == METHODS["fedpsl_tdma"].train_cost
+    personal = [n for n in available_methods() if get_method(n).evaluation == "personalised"]
+    assert personal == ["fedbn", "local", "pfl"]
+    assert get_method("fedavg", bn_policy="local").evaluation == "personalised"
+    # batchability: the one rule on the method (Method.batchable / why_not_batchable)
+    assert FedAvg().batchable and FedAvg().why_not_batchable is None
+    assert "client steps of its own (receive, loss)" in get_method("fedprox").why_not_batchable
+    assert get_method("fedavg", bn_policy="local").why_not_batchable == "arrays that stay on the clients"
+    assert get_method("pfl").why_not_batchable == "arrays that stay on the clients"
+    assert get_method("fedavg", warmup_epochs=1).why_not_batchable == "the head warm-up"
+    assert batchable_methods() == [n for n in available_methods() if get_method(n).batchable]

@@ -221,6 +221,7 @@ def test_doctests_of_the_names_and_figures(module):
 def test_the_methods_listing_groups_by_the_classes_paper():
     from fedpl_core.apps import cli
     from fedpl_core.methods import METHODS
+    from fedpl_core.methods.papers import PAPERS
 
     text = cli.methods_text(width=200)
     heading = None
@@ -229,4 +230,4 @@ def test_the_methods_listing_groups_by_the_classes_paper():
             heading = line
         elif line.startswith("  ") and line[2] != " ":
             paper = METHODS[line.split()[0]].paper
-            assert heading == cli.PAPER_HEADINGS[paper][0], (line, heading)
+            assert heading == PAPERS[paper].heading, (line, heading)

@@ -5,8 +5,10 @@
 * It is short (200 lines at most), names no issue number and no machine path, and every local
   link resolves.
 * Its Python snippet runs, as printed.
-* The minutes it gives ``make reproduce`` are the committed run's (``reports/RUN.json``), and
-  the test count it states is the number of tests pytest collects in ``tests/``.
+* The minutes it gives ``make reproduce`` are the committed run's (``reports/RUN.json``); the
+  number of methods it states is the registry's (``python -m fedpl_core.methods.catalog --write``
+  rewrites it); the test count it states is a lower bound of what pytest collects in ``tests/``
+  (a new method adds tests without a README edit).
 """
 import json
 import re
@@ -65,12 +67,23 @@ def test_the_reproduce_time_is_the_committed_runs():
     assert stated and int(stated.group(1)) == minutes
 
 
+def test_the_number_of_methods_is_the_registrys():
+    from fedpl_core.methods import catalog
+
+    assert README.count(catalog.README_BEGIN) == 1 and README.count(catalog.README_END) == 1
+    assert catalog.readme(README) == README, f"the README's method count is not current: run `{catalog.COMMAND}`"
+    n = len(catalog.index()["methods"])
+    assert f"**{n} methods**" in README.split(catalog.README_BEGIN, 1)[1].split(catalog.README_END, 1)[0]
+
+
 @pytest.mark.slow
-def test_readme_states_the_number_of_tests_pytest_collects():
-    stated = re.search(r"`make test` runs `pytest` over `tests/` \((\d[\d,]*) tests", README)
-    assert stated, "the Tests section states how many tests tests/ holds"
+def test_readme_states_a_lower_bound_of_the_tests_pytest_collects():
+    """The README states "more than N tests": true as long as no tests are removed, so a new
+    method (and the tests it adds to every parametrized check) needs no README edit."""
+    stated = re.search(r"`make test` runs `pytest` over `tests/` \(more than (\d[\d,]*) tests", README)
+    assert stated, "the Tests section states a lower bound of the tests tests/ holds"
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests"],
                          cwd=ROOT, capture_output=True, text=True, timeout=300).stdout
     collected = re.search(r"(\d+) tests? collected", out)
     assert collected, out[-500:]
-    assert int(stated.group(1).replace(",", "")) == int(collected.group(1))
+    assert int(stated.group(1).replace(",", "")) < int(collected.group(1))

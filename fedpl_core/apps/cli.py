@@ -11,22 +11,20 @@ The help of every config flag is the docstring of its ``ExperimentConfig`` /
 
 **Start-up.** Torch, scipy and the methods are imported only by the command that needs
 them: ``--help``, a command's ``--help`` for ``reproduce`` and ``methods``, and ``methods``
-itself answer without them (``methods`` reads the method classes' names, docstrings and
-tasks from their source files, :func:`method_index`; a test compares it with the live
-registry).  ``--plugin MODULE`` (repeatable) imports a user's module that registers
-methods or data sources before the command runs (:mod:`fedpl_core.base.plugins`).
+itself answer without them (``methods`` reads the index that
+``python -m fedpl_core.methods.catalog --write`` generates from the registry,
+:func:`method_index`; a test compares it with the live registry).  ``--plugin MODULE``
+(repeatable) imports a user's module that registers methods or data sources before the
+command runs (:mod:`fedpl_core.base.plugins`).
 """
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
 import dataclasses
-import inspect
 import json
 import logging
 import os
-import re
 import shutil
 import signal
 import sys
@@ -39,7 +37,7 @@ from typing import Any, Sequence
 
 from .. import __version__
 from ..base.messages import one_line_warnings
-from ..studies.profiles import PROFILES
+from ..studies.parameters import PROFILES
 
 ROOT = Path(__file__).resolve().parents[2]
 DESCRIPTION = ("Federated learning with partial labels: run one experiment, a grid of methods x seeds, a data "
@@ -429,141 +427,33 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     return 0 if all(s == "ok" for _, s, _ in summary) else 1
 
 
-#: The heading of each paper's group in ``methods`` and the tasks the paper studies; which
-#: methods a group holds is read from the classes (their ``paper``: fedpl_core.report.names.by_paper);
-#: a method of no paper here is listed under "Other methods".
-_BOTH, _ML = ("multilabel", "multiclass"), ("multilabel",)
-PAPER_HEADINGS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "baseline": ("Common baselines (every paper)", _BOTH),
-    "FedPSL": ("FedPSL (IEEE TMI; notebook 01): multi-label chest X-rays", _ML),
-    "FedLSM": ("FedLSM (MICCAI 2023; notebook 02): multi-label chest X-rays (Task 1), single-label skin lesions "
-               "(Task 2)", _BOTH),
-    "Surgical Aggregation": ("Surgical Aggregation (ML4H 2024; notebook 03): multi-label chest X-rays, different "
-                             "label spaces", _ML),
-    "FedMLP": ("FedMLP (MICCAI 2024; notebook 04): multi-label head CT and chest X-rays", _ML),
-}
+#: The index of the built-in methods that ``methods`` reads (:mod:`fedpl_core.methods.catalog`
+#: writes it from the live registry: names, display names, papers, tasks, first sentences and the
+#: papers' facts), found beside this package without importing it.
+METHOD_INDEX = Path(__file__).resolve().parents[1] / "methods" / "index.json"
 _TASK_NAMES = {"multilabel": "multi-label", "multiclass": "single-label"}
-_ABBREV = ("al", "e.g", "i.e", "cf", "vs", "Eq", "Eqs", "Sec", "Fig", "Tab", "No")
 
 
-def plain(text: str) -> str:
-    """``text`` without reStructuredText markup: roles (``:func:`~a.b.c``` -> ``c``),
-    literals, emphasis; whitespace joined."""
-    text = re.sub(r":[a-z]+:`~?([^`]+)`", lambda m: m.group(1).rsplit(".", 1)[-1] if "~" in m.group(0)
-                  else m.group(1), text)
-    text = re.sub(r"``([^`]*)``", r"\1", text).replace("`", "")
-    text = re.sub(r"\*\*([^*]+)\*\*", r"\1", text)
-    return " ".join(text.replace("\\*", "*").split())
+def method_index(path: Path = METHOD_INDEX) -> dict[str, Any]:
+    """The generated index of the built-in methods (``{"papers", "methods", ...}``), read
+    without importing torch or the methods; the live registry's
+    (:func:`live_method_index`) when the file is missing (an installed package without
+    it).  ``tests/test_cli_help.py`` holds the file to the live registry."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return live_method_index(plugins=False)
 
 
-def first_sentence(doc: str | None) -> str:
-    """The first complete sentence of a docstring, in plain text: up to the first full
-    stop outside brackets and quotes that is not an abbreviation (et al., Eq., Sec., ...)."""
-    text = plain(inspect.cleandoc(doc or "").split("\n\n")[0])
-    depth, quoted = 0, False
-    for i, ch in enumerate(text):
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth = max(0, depth - 1)
-        elif ch == '"':
-            quoted = not quoted
-        elif ch == "." and depth == 0 and not quoted and (i + 1 == len(text) or text[i + 1] == " "):
-            word = text[:i].rsplit(" ", 1)[-1].lstrip("(")
-            if word not in _ABBREV:
-                return text[:i + 1]
-    return text
+def live_method_index(plugins: bool = True) -> dict[str, Any]:
+    """What :func:`method_index` reads, from the live registry (imports every method;
+    ``plugins``: with the user's plugins' methods)."""
+    from ..methods.catalog import index
+
+    return index(plugins=plugins)
 
 
-#: The folder of the method modules that :func:`method_index` reads.
-METHODS_DIR = Path(__file__).resolve().parents[1] / "methods"
-
-
-def _class_facts(tree: ast.Module, module: str) -> dict[str, dict]:
-    """The classes of one parsed module: bases, own ``name``, ``tasks`` and ``paper`` (literals),
-    docstring, and whether ``@register`` decorates them."""
-    out = {}
-    for node in tree.body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        own: dict[str, Any] = {}
-        for stmt in node.body:
-            target = value = None
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                target, value = stmt.targets[0].id, stmt.value
-            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-                target, value = stmt.target.id, stmt.value
-            if target in ("name", "tasks", "paper"):
-                try:
-                    own[target] = ast.literal_eval(value)
-                except ValueError:
-                    pass
-        bases = [b.id if isinstance(b, ast.Name) else b.attr for b in node.bases if isinstance(b, (ast.Name, ast.Attribute))]
-        registered = any(isinstance(d, ast.Name) and d.id == "register" for d in node.decorator_list)
-        out[node.name] = {"bases": bases, "doc": ast.get_docstring(node), "module": module, "registered": registered,
-                          **own}
-    return out
-
-
-def _registered_in_loop(tree: ast.Module) -> set[str]:
-    """Class names a ``for _cls in (A, B, ...): register(_cls)`` loop registers."""
-    names = set()
-    for node in tree.body:
-        if isinstance(node, ast.For) and isinstance(node.iter, (ast.Tuple, ast.List)) and any(
-                isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == "register"
-                for stmt in node.body for c in ast.walk(stmt)):
-            names |= {e.id for e in node.iter.elts if isinstance(e, ast.Name)}
-    return names
-
-
-def method_index(folder: Path = METHODS_DIR) -> dict[str, dict[str, Any]]:
-    """Every built-in registered method, read from the source files of ``fedpl_core/methods``
-    without importing them (no torch: ``methods`` answers in a fraction of a second):
-    ``{registry name: {"doc": class docstring, "tasks": tasks, "paper": paper, "module": module}}`` in name
-    order.  A class counts as registered when ``@register`` decorates it or the package's
-    ``register`` loop names it; ``tasks`` is its own or its first base's that has one
-    (depth first, as the classes' MRO resolves it for these classes).  The docstrings and
-    tasks stay in the classes (one place): ``tests/test_cli_help.py`` checks this index
-    against the live registry."""
-    classes: dict[str, dict] = {}
-    looped: set[str] = set()
-    for path in sorted(folder.glob("*.py")):
-        module = "fedpl_core.methods" + ("" if path.stem == "__init__" else f".{path.stem}")
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        classes.update(_class_facts(tree, module))
-        looped |= _registered_in_loop(tree)
-
-    def inherited(cls: str, key: str, seen: frozenset = frozenset()) -> Any:
-        facts = classes.get(cls)
-        if facts is None or cls in seen:
-            return None
-        if key in facts:
-            return facts[key]
-        for base in facts["bases"]:
-            v = inherited(base, key, seen | {cls})
-            if v is not None:
-                return v
-        return None
-
-    out = {}
-    for cls, facts in classes.items():
-        if (facts["registered"] or cls in looped) and isinstance(facts.get("name"), str):
-            out[facts["name"]] = {"doc": facts["doc"], "tasks": tuple(inherited(cls, "tasks") or ()),
-                                  "paper": facts.get("paper"), "module": facts["module"]}  # own, never inherited
-    return dict(sorted(out.items()))
-
-
-def live_method_index() -> dict[str, dict[str, Any]]:
-    """What :func:`method_index` reads, from the live registry (imports every method and
-    the user's plugins: torch)."""
-    from ..methods import METHODS, available_methods
-
-    return {m: {"doc": METHODS[m].__doc__ and inspect.cleandoc(METHODS[m].__doc__), "tasks": tuple(METHODS[m].tasks),
-                "paper": vars(METHODS[m]).get("paper") or None, "module": METHODS[m].__module__}
-            for m in available_methods()}
-
-
-def methods_text(width: int | None = None, index: dict[str, dict[str, Any]] | None = None) -> str:
+def methods_text(width: int | None = None, index: dict[str, Any] | None = None) -> str:
     """Every registered method once, under a heading per paper (and the tasks it
     studies), with the first sentence of its docstring; a method defined for fewer tasks
     than its paper studies says for which.  ``index``: :func:`method_index` (the default,
@@ -571,23 +461,21 @@ def methods_text(width: int | None = None, index: dict[str, dict[str, Any]] | No
     user's plugins)."""
     index = method_index() if index is None else index
     width = width or min(110, shutil.get_terminal_size((100, 24)).columns)
-    have = list(index)
-    papers: dict[str, list[str]] = {}
-    for m in have:  # the classes' own paper attribute, in name order (report.names.by_paper's rule)
-        papers.setdefault(index[m].get("paper") or "", []).append(m)
-    groups = {title: (tasks, papers.get(paper, [])) for paper, (title, tasks) in PAPER_HEADINGS.items()}
-    groups["Other methods"] = (_BOTH, [m for p, names in papers.items() if p not in PAPER_HEADINGS for m in names])
-    pad = max(len(m) for m in have) + 2
+    methods, papers = index["methods"], index["papers"]
+    groups: dict[str, list[str]] = {key: [] for key in [*papers, ""]}
+    for m, facts in methods.items():  # the classes' own paper attribute, in name order
+        groups[facts["paper"] if facts["paper"] in papers else ""].append(m)
+    pad = max(len(m) for m in methods) + 2
     lines: list[str] = []
-    for title, (tasks, names) in groups.items():
+    for paper, names in groups.items():
         if not names:
             continue
+        title, tasks = (papers[paper]["heading"], papers[paper]["tasks"]) if paper else ("Other methods", _TASK_NAMES)
         lines += ["", title] if lines else [title]
         for m in names:
-            facts = index[m]
-            text = first_sentence(facts["doc"]).replace("the module docstring", f"the docstring of {facts['module']}")
-            if not set(tasks) <= set(facts["tasks"]):
-                text += f" [{' and '.join(_TASK_NAMES[t] for t in facts['tasks'])} only]"
+            text = methods[m]["summary"]
+            if not set(tasks) <= set(methods[m]["tasks"]):
+                text += f" [{' and '.join(_TASK_NAMES[t] for t in methods[m]['tasks'])} only]"
             lines += textwrap.wrap(text, width, initial_indent=f"  {m:{pad}s}", subsequent_indent=" " * (pad + 2),
                                    break_on_hyphens=False)
     return "\n".join(lines)

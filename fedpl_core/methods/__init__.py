@@ -3,6 +3,14 @@
 Methods are composed from the blocks of :mod:`fedpl_core.methods.blocks` (loss, head
 aggregation, clients, head warm-up); a paper's name is a registered class with its
 block defaults, so ``get_method("fedprox", loss="wbce", head="tdma")`` is a variant.
+
+Every registered class carries ``@register`` (:mod:`fedpl_core.methods.registry`) in its own
+module, and every module of this package is imported the first time a registry function
+answers: a new method is one module, nothing else lists it.  What a reader, a budget or a
+study needs to know about a method is a class attribute of it
+(:class:`~fedpl_core.methods.base.Method`); the catalogue of ``docs/methods.md``, the
+README's count and the index ``python -m fedpl_core methods`` reads are generated from the
+registry (:mod:`fedpl_core.methods.catalog`).
 """
 from __future__ import annotations
 
@@ -11,40 +19,7 @@ from typing import Any
 from .base import ClientUpdate, Method
 from .baselines import PFL, Centralized, FedAvgOracle, FedAvgPL, FedBN, FedProx, Local, Oracle
 from .fedavg import FedAvg
-
-METHODS: dict[str, type[Method]] = {}
-
-
-def register(cls: type[Method]) -> type[Method]:
-    """Class decorator (or call) adding a method to the registry under ``cls.name``."""
-    METHODS[cls.name] = cls
-    return cls
-
-
-for _cls in (FedAvg, FedAvgPL, FedProx, FedBN, Centralized, Oracle, FedAvgOracle, Local, PFL):
-    register(_cls)
-
-
-# modules whose classes register themselves on import (paper methods and their baselines)
-_OPTIONAL = ("surgical", "fedpsl", "fedmlp", "fedlsm", "fixmatch", "moon", "fedrs", "fedpu", "rscfed", "fedirm",
-             "cbafed", "fedlsr", "fednoro", "fedssp", "fedmatch", "mixup_pme")
-
-
-def _load_optional() -> None:
-    """Paper methods register themselves on import; missing modules are skipped.  Then the
-    user's plugin modules named in ``$FEDPL_PLUGINS`` (:mod:`fedpl_core.base.plugins`), so that a
-    worker process finds a plugin's method by name."""
-    import importlib
-
-    from ..base.plugins import load_env_plugins
-
-    for mod in _OPTIONAL:
-        try:
-            importlib.import_module(f"{__name__}.{mod}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{mod}":
-                raise
-    load_env_plugins()
+from .registry import METHODS, DuplicateMethodError, load_all, register
 
 
 def get_method(name: str, **hparams: Any) -> Method:
@@ -57,28 +32,33 @@ def get_method(name: str, **hparams: Any) -> Method:
     class with its defaults, e.g. ``get_method("fedprox_star")`` is
     ``get_method("fedprox", mu=0.001, partial=True, loss="wbce", head="tdma")``.
     """
-    _load_optional()
+    load_all()
     if name not in METHODS:
         raise ValueError(f"unknown method {name!r}; available: {', '.join(sorted(METHODS))}")
     return METHODS[name](**hparams)
 
 
 def available_methods() -> list[str]:
-    _load_optional()
+    """Every registered name, sorted (the package's modules and the plugins loaded)."""
+    load_all()
     return sorted(METHODS)
 
 
 def batchable_methods() -> list[str]:
     """The registry names whose client round (with default options) the engine can train
     as one vmapped step (``EngineConfig(batched_clients=n)``, :mod:`fedpl_core.fl.batched`):
-    FedAvg's round, no arrays kept on the clients, no head warm-up."""
-    out = []
-    for name in available_methods():
-        m = get_method(name)
-        if m.batchable and m.bn_policy == "aggregate" and m.local_arrays == "batchnorm" and not m.warmup_epochs:
-            out.append(name)
-    return out
+    :attr:`Method.batchable <fedpl_core.methods.base.Method.batchable>` of the method built
+    with its defaults."""
+    return [name for name in available_methods() if get_method(name).batchable]
 
 
-__all__ = ["ClientUpdate", "Method", "FedAvg", "METHODS", "register", "get_method", "available_methods",
-           "batchable_methods"]
+def ablation_methods() -> list[str]:
+    """The registry names of the papers' ablations (a class's own ``ablation``): the
+    variants a paper's table switches one part off in, which a benchmark of methods leaves out."""
+    return [name for name in available_methods() if METHODS[name].ablation]
+
+
+__all__ = ["ClientUpdate", "Method", "FedAvg", "METHODS", "DuplicateMethodError", "register", "get_method",
+           "available_methods", "batchable_methods", "ablation_methods",
+           # the baselines, importable from here as they always were
+           "FedAvgPL", "FedProx", "FedBN", "Centralized", "Oracle", "FedAvgOracle", "Local", "PFL"]

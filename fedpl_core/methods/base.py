@@ -78,6 +78,20 @@ from .blocks import (BN_POLICIES, BatchNormPolicy, Clients, ClientWeighting, Hea
 HOOKS = ("setup", "init_server", "init_client", "payload", "receive", "local_train", "loss", "make_update",
          "aggregate", "supervised_loss")
 HEAD = HEAD_KEYS
+#: The hooks that make a client's round (with ``setup``, which may reshape the model, and
+#: ``payload``, which may personalise what a client starts from).  A method that keeps
+#: ``Method``'s own of them all but ``loss``, and whose ``loss`` is the supervised loss alone
+#: (:func:`supervised_only`), has FedAvg's client round (:attr:`Method.batchable`).
+CLIENT_ROUND_HOOKS = ("setup", "init_client", "payload", "receive", "local_train", "loss", "make_update",
+                      "supervised_loss")
+
+
+def supervised_only(loss: Any) -> Any:
+    """Decorator marking a ``loss`` hook that is the supervised loss alone (FedAvg's:
+    ``return self.supervised_loss(ctx, logits, batch)``), which the engine's batched path
+    computes itself (:attr:`Method.batchable`)."""
+    loss.supervised_only = True
+    return loss
 
 
 def _in_range(x: float, rule: str) -> bool:
@@ -123,6 +137,15 @@ class Method(metaclass=_CheckedOptions):
     * ``tasks``: the tasks the method is defined for (``"multilabel"``, ``"multiclass"``);
       :meth:`setup` refuses any other with a clear error (FedRS and FedPU are single-label
       methods).
+    * ``train_cost``: what a training image costs relative to plain supervised training
+      (teachers, second views, look-aheads: 1.7, 2.5...); the GPU budget
+      (:func:`fedpl_core.studies.budget.run_cost`) multiplies a run's training steps by it.  A
+      variant inherits its parent's; one that switches the costly part off sets 1.
+    * ``ablation``: True for a paper's ablation (a variant its table switches one part off in);
+      a class's own, never inherited.  ``fedpl_core.methods.ablation_methods()`` lists them.
+
+    Read from the instance (they follow the options): ``evaluation`` (``"personalised"`` with
+    ``bn_policy="local"``) and :attr:`batchable`.
 
     Hyper-parameters (constructor keywords): ``bn_policy`` in ``aggregate`` (FedAvg),
     ``local`` (FedBN: BatchNorm layers never leave the client) or ``frozen`` (FedBN+,
@@ -154,18 +177,24 @@ class Method(metaclass=_CheckedOptions):
     #: Its colour in every figure (a matplotlib colour); the variants of one concept may share it.
     color: ClassVar[str] = ""
     #: The paper whose tables hold it: ``"FedPSL"``, ``"FedLSM"``, ``"Surgical Aggregation"``,
-    #: ``"FedMLP"``, or ``"baseline"`` (every paper's).
+    #: ``"FedMLP"``, or ``"baseline"`` (every paper's): a key of
+    #: :data:`fedpl_core.methods.papers.PAPERS`, where the paper's own facts are.
     paper: ClassVar[str] = ""
-    #: The three facts above are a class's own, never inherited: a subclass that does not
-    #: declare them (a user's variant of FedAvg) is not shown as FedAvg, in FedAvg's colour,
-    #: among the baselines; it shows its registry name (:meth:`__init_subclass__`).
-    OWN_FACTS: ClassVar[tuple[str, ...]] = ("display_name", "color", "paper")
+    #: True for a paper's ablation: a variant its table switches one part of the method off in
+    #: ("FedPSL w/ TDMA", "FedLSM w/o UDE"); a benchmark of methods leaves them out
+    #: (``fedpl_core.methods.ablation_methods()``).
+    ablation: ClassVar[bool] = False
+    #: The facts above are a class's own, never inherited (with the value a class that does not
+    #: declare them gets): a subclass that does not declare them (a user's variant of FedAvg) is
+    #: not shown as FedAvg, in FedAvg's colour, among the baselines, nor counted as an ablation;
+    #: it shows its registry name (:meth:`__init_subclass__`).
+    OWN_FACTS: ClassVar[tuple[str, ...]] = ("display_name", "color", "paper", "ablation")
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for fact in Method.OWN_FACTS:
             if fact not in vars(cls):
-                setattr(cls, fact, "")
+                setattr(cls, fact, type(vars(Method)[fact])())  # "" or False
     partial: ClassVar[bool] = False
     metadata_keys: ClassVar[tuple[str, ...]] = ("class_mask", "label_counts", "positive_counts")
     evaluation: ClassVar[str] = "global"
@@ -176,10 +205,10 @@ class Method(metaclass=_CheckedOptions):
     default_head: ClassVar[str] = "plain"
     default_clients: ClassVar[str] = "own"
     local_arrays: ClassVar[str] = "batchnorm"
-    #: Whether the engine may train the clients of a round as one vmapped step
-    #: (:mod:`fedpl_core.fl.batched`); FedAvg and the methods whose client round is its own
-    #: say so (:attr:`FedAvg.batchable <fedpl_core.methods.fedavg.FedAvg.batchable>`).
-    batchable: bool = False
+    #: Training cost of an image relative to plain supervised training (3 forward passes):
+    #: teachers, second views, look-aheads and local-data estimates cost more.  Inherited: a
+    #: variant costs what its parent costs unless it says otherwise.
+    train_cost: ClassVar[float] = 1.0
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
@@ -231,6 +260,33 @@ class Method(metaclass=_CheckedOptions):
         self.weights = ClientWeighting(weighting)
         if bn_policy == "local" and self.evaluation == "global":
             self.evaluation = "personalised"
+
+    @property
+    def why_not_batchable(self) -> str | None:
+        """None when the engine may train this method's clients of a round as one vmapped
+        step (:mod:`fedpl_core.fl.batched`), as far as the method decides it; else the reason.
+        The one rule: its client round is FedAvg's (every hook of :data:`CLIENT_ROUND_HOOKS` is
+        ``Method``'s but ``loss``, the supervised loss alone: :func:`supervised_only`, as
+        :class:`~fedpl_core.methods.fedavg.FedAvg`'s; the server's ``aggregate`` and ``head``
+        are free, they see only the updates), no array stays on the clients
+        (``bn_policy="aggregate"``, ``local_arrays="batchnorm"``) and no head warm-up.  The
+        engine checks the rest (the task, BatchNorm in the model, the optimizer)."""
+        cls = type(self)
+        own = [h for h in CLIENT_ROUND_HOOKS if (not getattr(cls.loss, "supervised_only", False) if h == "loss"
+                                                  else getattr(cls, h) is not getattr(Method, h))]
+        if own:
+            return f"method {self.name!r} has client steps of its own ({', '.join(own)})"
+        if self.bn_policy != "aggregate" or self.local_arrays != "batchnorm":
+            return "arrays that stay on the clients"
+        if self.warmup_epochs:
+            return "the head warm-up"
+        return None
+
+    @property
+    def batchable(self) -> bool:
+        """Whether the engine may train this method's clients as one vmapped step, as far as
+        the method decides it: :attr:`why_not_batchable` is None."""
+        return self.why_not_batchable is None
 
     @property
     def warmup_epochs(self) -> float:
@@ -320,4 +376,4 @@ class Method(metaclass=_CheckedOptions):
 
 
 
-__all__ = ["Method", "HOOKS", "ClientUpdate", "BN_POLICIES", "HEAD"]
+__all__ = ["Method", "HOOKS", "CLIENT_ROUND_HOOKS", "supervised_only", "ClientUpdate", "BN_POLICIES", "HEAD"]

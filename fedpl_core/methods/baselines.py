@@ -12,8 +12,10 @@ from typing import Any
 from .base import Method
 from .blocks import Proximal
 from .fedavg import FedAvg
+from .registry import register
 
 
+@register
 class FedAvgPL(FedAvg):
     """FedAvg with the partial loss: BCE over each client's annotated classes only
     (Surgical Aggregation Eq. 4, FedMLP's FedAvg-PL, FedPSL's FedAVG baseline)."""
@@ -25,6 +27,7 @@ class FedAvgPL(FedAvg):
     partial = True
 
 
+@register
 class FedProx(Method):
     """FedProx (Li et al. 2020): local loss + mu/2 ||w - w_global||^2 over all trainable
     parameters (the :class:`~fedpl_core.methods.blocks.Proximal` term).  ``partial``
@@ -53,6 +56,7 @@ class FedProx(Method):
         return self.supervised_loss(ctx, logits, batch) + self.prox(ctx)
 
 
+@register
 class FedBN(FedAvg):
     """FedBN (Li et al. 2021): BatchNorm layers stay on the clients.  The global test set
     is scored by the clients' own models (personalised evaluation, see Method)."""
@@ -67,6 +71,7 @@ class FedBN(FedAvg):
         super().__init__(partial=partial, **kw)
 
 
+@register
 class Centralized(FedAvg):
     """All clients' data pooled on one machine, each sample keeping its client's
     partial labels.  ``partial=False`` (default): missing = negative (Surgical
@@ -84,6 +89,7 @@ class Centralized(FedAvg):
         super().__init__(partial=partial, **kw)
 
 
+@register
 class Oracle(FedAvg):
     """The upper bound: pooled data with every true label (fully supervised)."""
 
@@ -95,6 +101,7 @@ class Oracle(FedAvg):
     default_clients = "pooled_true_labels"
 
 
+@register
 class FedAvgOracle(FedAvg):
     """FedAvg with 100% labels (FedLSM's upper bound): the same clients and samples, each
     client annotating every class with the true labels."""
@@ -106,6 +113,7 @@ class FedAvgOracle(FedAvg):
     default_clients = "true_labels"
 
 
+@register
 class Local(FedAvg):
     """Each client trains alone (no communication).  Scored per class by the clients
     that annotate the class (personalised evaluation)."""
@@ -126,6 +134,7 @@ class Local(FedAvg):
         """Nothing is shared."""
 
 
+@register
 class PFL(FedAvg):
     """Personalised FL: the encoder is shared (FedAvg, or FedBN / FedBN+ through
     ``bn_policy``), each client keeps its own head, trained with the partial loss."""

@@ -37,7 +37,7 @@ import torch
 from ..nn.aggregation import weighted_average
 from ..fl.federation import copy_arrays
 from ..nn.losses import masked_bce
-from . import register
+from .registry import register
 from .blocks import record_pseudo_labels
 from .fedavg import FedAvg
 
@@ -60,6 +60,7 @@ class CBAFed(FedAvg):
     display_name = "CBAFed"
     color = "#ff9896"
     paper = "FedMLP"
+    train_cost = 1.7  # pseudo-labels: teachers / prototypes
     option_ranges = {"t_base": "[0,1]", "upper": "[0,1]", "lower": "[0,1]", "res_every": "int>=0",
                      "res_weight": "[0,1]"}
     partial = True

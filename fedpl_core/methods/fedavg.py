@@ -9,14 +9,11 @@ ablation (see :mod:`fedpl_core.methods.blocks`).
 """
 from __future__ import annotations
 
-from .base import Method
-
-#: The hooks that make a client's round (with ``setup``, which may reshape the model, and
-#: ``payload``, which may personalise what a client starts from).
-CLIENT_ROUND_HOOKS = ("setup", "init_client", "payload", "receive", "local_train", "loss", "make_update",
-                      "supervised_loss")
+from .base import Method, supervised_only
+from .registry import register
 
 
+@register
 class FedAvg(Method):
     """FedAvg (McMahan et al. 2017): missing labels are negatives; size-weighted mean."""
 
@@ -25,15 +22,7 @@ class FedAvg(Method):
     color = "#1f77b4"
     paper = "baseline"
 
-    @property
-    def batchable(self) -> bool:
-        """Whether :mod:`fedpl_core.fl.batched` may train this method's clients as one
-        vmapped step: its client round is FedAvg's (no hook of
-        :data:`CLIENT_ROUND_HOOKS` overridden; the server's ``aggregate`` and ``head`` are
-        free, they see only the updates).  The engine checks the rest (BatchNorm, local
-        arrays, warm-up, the task, the optimizer) in ``why_not_batched``."""
-        return all(getattr(type(self), h) is getattr(FedAvg, h) for h in CLIENT_ROUND_HOOKS)
-
+    @supervised_only  # its client round is the one the engine's batched path reproduces (Method.batchable)
     def loss(self, ctx, logits, features, batch):
         """BCE (CE for a single-label task) over every entry, or over the annotated
         entries only when ``partial`` (weighted with ``loss="wbce"``)."""

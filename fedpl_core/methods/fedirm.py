@@ -37,7 +37,7 @@ import torch
 from ..fl.federation import Batch
 from ..nn.losses import masked_bce
 from ..fl.views import weak_view
-from . import register
+from .registry import register
 from .blocks import clean_local_train, ema_update, sgd_step, init_teacher, record_pseudo_labels, sigmoid_rampup
 from .fedavg import FedAvg
 
@@ -65,6 +65,7 @@ class FedIRM(FedAvg):
     display_name = "FedIRM"
     color = "#b5cf6b"
     paper = "FedMLP"
+    train_cost = 1.7  # teachers / prototypes
     option_ranges = {"temperature": ">0", "consistency": ">=0", "rampup": ">=0", "ema_decay": "[0,1]",
                      "confidence": "[0,1]"}
     partial = True

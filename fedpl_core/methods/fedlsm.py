@@ -137,7 +137,7 @@ import torch.nn.functional as F
 
 from ..fl import views
 from ..nn.losses import class_pos_weight
-from . import register
+from .registry import register
 from .base import Method
 from .blocks import sgd_step
 
@@ -383,6 +383,7 @@ class FedLSM(Method):
     display_name = "FedLSM"
     color = "#7f3c8d"
     paper = "FedLSM"
+    train_cost = 2.0  # EMA teacher, MixUp batch
     option_ranges = {"tau": "[0,1]", "tau_l": "[0,1]", "tau_p": "[0,1]", "tau_n": "[0,1]", "tau_lp": "[0,1]",
                      "tau_ln": "[0,1]", "lambda_u": ">=0", "ema_decay": "[0,1]", "mixup_alpha": ">0",
                      "mix_batch": "int>=0", "n_l": "[0,1)|int>=1", "n_h": "[0,1)|int>=1", "warmup_rounds": "int>=0",
@@ -645,6 +646,7 @@ class FedLSMNoAWPA(FedLSM):
     display_name = "FedLSM w/o AWPA"
     color = "#a55194"
     paper = "FedLSM"
+    ablation = True
 
     def __init__(self, **kw: Any):
         kw.setdefault("awpa", False)
@@ -659,6 +661,8 @@ class FedLSMNoUDE(FedLSM):
     display_name = "FedLSM w/o UDE"
     color = "#de9ed6"
     paper = "FedLSM"
+    ablation = True
+    train_cost = 1.5  # no MixUp batch
 
     def __init__(self, **kw: Any):
         kw.setdefault("ude", False)
@@ -673,6 +677,7 @@ class FedLSMNoUE(FedLSM):
     display_name = "FedLSM w/o UE"
     color = "#d6616b"
     paper = "FedLSM"
+    ablation = True
 
     def __init__(self, **kw: Any):
         kw.setdefault("ue", False)

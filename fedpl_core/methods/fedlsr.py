@@ -36,7 +36,7 @@ import torch
 
 from ..nn.losses import masked_bce
 from ..fl.views import sample_lambda, weak_view
-from . import register
+from .registry import register
 from .blocks import clean_local_train
 from .fedavg import FedAvg
 
@@ -62,6 +62,7 @@ class FedLSR(FedAvg):
     display_name = "FedLSR"
     color = "#c7c7c7"
     paper = "FedMLP"
+    train_cost = 2.0  # two views a batch
     option_ranges = {"gamma": ">=0", "t_w": ">=0", "distill_t": ">0", "sharpen_t": ">0", "mix_alpha": ">0"}
     partial = False
     tasks = ("multilabel",)

@@ -64,7 +64,7 @@ from ..nn.aggregation import weighted_average
 from ..fl.federation import ClientUpdate
 from ..nn.losses import masked_bce
 from ..fl.views import strong_view, weak_view
-from . import register
+from .registry import register
 from .base import Method
 from .simsiam import SimSiamPretraining
 
@@ -105,6 +105,7 @@ class FedMatch(Method):
     display_name = "FedMatch"
     color = "#e7ba52"
     paper = "FedPSL"
+    train_cost = 2.0  # helper models, pseudo-labels
     option_ranges = {"num_helpers": "int>=0", "confidence": "[0,1]", "psi_factor": ">=0", "h_interval": "int>=1",
                      "lambda_s": ">=0", "lambda_i": ">=0", "lambda_a": ">=0", "lambda_l1": ">=0", "lambda_l2": ">=0"}
     partial = True
@@ -247,4 +248,5 @@ class FedMatchPlus(SimSiamPretraining, FedMatch):
     display_name = "FedMatch+"
     color = "#8ca252"
     paper = "FedPSL"
+    train_cost = 2.5  # + SimSiam pre-training (two views)
     metadata_keys = FedMatch.metadata_keys + SimSiamPretraining.SSP_METADATA

@@ -90,7 +90,7 @@ import torch.nn.functional as F
 
 from ..fl.federation import Batch
 from ..nn.losses import masked_bce
-from . import register
+from .registry import register
 from .base import Method
 from .blocks import logit_adjusted_bce
 from .fedavg import FedAvg
@@ -233,6 +233,7 @@ class FedMLP(FedAvg):
     display_name = "FedMLP"
     color = "#11a579"
     paper = "FedMLP"
+    train_cost = 1.7  # prototypes / teachers
     option_ranges = {"warmup_rounds": "int>=0", "lower": "[0,1]", "upper": "[0,1]", "t0": ">=0", "t1": ">=0",
                      "num_views": "int>=1", "cr_weight": ">=0", "degree_empty": "[0,1]"}
     partial = True

@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from ..fl.federation import Batch
-from . import register
+from .registry import register
 from .blocks import logit_adjusted_bce, sgd_step, sigmoid_rampup, train_batches
 from .fedavg import FedAvg
 
@@ -63,6 +63,7 @@ class FedNoRo(FedAvg):
     display_name = "FedNoRo"
     color = "#74c476"
     paper = "FedMLP"
+    train_cost = 1.4  # the received global model's logits
     option_ranges = {"a": "[0,1]", "begin": "int>=0", "end": "int>=0", "temperature": ">0", "tau": ">=0"}
     partial = True
     tasks = ("multilabel",)

@@ -120,7 +120,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call
 
-from . import register
+from .registry import register
 from .base import Method
 from .baselines import FedProx
 from .blocks import rowwise_head_aggregate, sgd_step, train_batches
@@ -225,6 +225,7 @@ class FedPSL(Method):
     display_name = "FedPSL"
     color = "#d62728"
     paper = "FedPSL"
+    train_cost = 2.5  # TADL: a look-ahead step and a meta step on the other half
     option_ranges = {"alpha": ">=0"}
     partial = True
     default_loss = "wbce"
@@ -273,6 +274,8 @@ class FedPSLTDMA(FedPSL):
     display_name = "FedPSL w/ TDMA"
     color = "#e377c2"
     paper = "FedPSL"
+    ablation = True
+    train_cost = 1.0  # TADL off
 
     def __init__(self, **kw: Any):
         kw.setdefault("tadl", False)
@@ -287,6 +290,7 @@ class FedPSLTADL(FedPSL):
     display_name = "FedPSL w/ TADL"
     color = "#9467bd"
     paper = "FedPSL"
+    ablation = True
 
     def __init__(self, **kw: Any):
         kw.setdefault("tdma", False)
@@ -302,6 +306,7 @@ class FedAvgStar(FedPSL):
     display_name = "FedAvg*"
     color = "#6baed6"
     paper = "FedLSM"
+    train_cost = 1.0  # TADL off
 
     def __init__(self, **kw: Any):
         kw.setdefault("tadl", False)

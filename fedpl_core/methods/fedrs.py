@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from ..nn.losses import masked_ce
-from . import register
+from .registry import register
 from .blocks import require_single_label
 from .fedavg import FedAvg
 

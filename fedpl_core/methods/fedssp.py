@@ -54,7 +54,7 @@ pre-training rounds' ``train_loss`` at 0 and ``log/ssp_cache_hit`` at 1.
 """
 from __future__ import annotations
 
-from . import register
+from .registry import register
 from .simsiam import SimSiamPretraining
 from .fedavg import FedAvg
 
@@ -74,6 +74,7 @@ class FedSSP(SimSiamPretraining, FedAvg):
     display_name = "FedSSP"
     color = "#393b79"
     paper = "FedPSL"
+    train_cost = 2.0  # SimSiam pre-training (two views)
     partial = True
     default_loss = "wbce"
     metadata_keys = FedAvg.metadata_keys + SimSiamPretraining.SSP_METADATA

@@ -64,7 +64,7 @@ import torch
 import torch.nn.functional as F
 
 from ..fl.views import strong_view, weak_view
-from . import register
+from .registry import register
 from .base import Method
 
 TEACHERS = ("current", "global")
@@ -137,6 +137,7 @@ class FixMatch(Method):
     """
 
     name = "fixmatch_base"
+    train_cost = 1.7  # weak + strong view
     option_ranges = {"tau": "[0,1]", "lambda_u": ">=0", "num_ops": "int>=0", "magnitude": ">=0"}
     partial = True
     default_loss = "wbce"

@@ -31,7 +31,7 @@ import torch
 
 from ..nn.losses import masked_bce
 from ..fl.views import mixup, sample_lambda
-from . import register
+from .registry import register
 from .blocks import train_batches
 from .fedavg import FedAvg
 
@@ -60,6 +60,7 @@ class MixUpPME(FedAvg):
     display_name = "MixUp-PME"
     color = "#c49c94"
     paper = "FedPSL"
+    train_cost = 1.4  # mixup with pseudo-labels
     option_ranges = {"alpha": ">0", "warmup_rounds": "int>=0"}
     federated = False
     default_loss = "wbce"

@@ -48,7 +48,7 @@ from typing import Any
 
 import torch
 
-from . import register
+from .registry import register
 from .base import Method
 from .baselines import FedProx
 from .blocks import moon_contrastive, train_batches
@@ -70,6 +70,7 @@ class MOON(Method):
     display_name = "MOON"
     color = "#5254a3"
     paper = "FedLSM"
+    train_cost = 1.7  # the global and the previous model's representations
     option_ranges = {"mu": ">=0", "temperature": ">0"}
     partial = True
     default_loss = "wbce"

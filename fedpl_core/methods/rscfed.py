@@ -51,7 +51,7 @@ from ..nn.aggregation import weighted_average
 from ..fl.federation import Batch, derive_seed
 from ..nn.losses import masked_bce
 from ..fl.views import weak_view
-from . import register
+from .registry import register
 from .blocks import clean_batches, clean_local_train, ema_update, init_teacher, record_pseudo_labels, sgd_step  # noqa: F401
 from .fedavg import FedAvg
 
@@ -84,6 +84,7 @@ class RSCFed(FedAvg):
     display_name = "RSCFed"
     color = "#6b6ecf"
     paper = "FedMLP"
+    train_cost = 1.7  # teachers / prototypes
     option_ranges = {"num_subsets": "int>=1", "subset_size": "int>=1", "dist_scale": ">0", "ema_decay": "[0,1]",
                      "lambda_u": ">=0", "sharpen_t": ">0"}
     partial = True

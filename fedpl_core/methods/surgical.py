@@ -124,7 +124,7 @@ from ..nn.aggregation import rowwise_average, weighted_average
 from ..fl.federation import ClientUpdate, derive_seed
 from ..nn.losses import masked_bce
 from ..nn.models import HEAD_KEYS
-from . import register
+from .registry import register
 from .base import Method
 from .fedavg import FedAvg
 

@@ -3,7 +3,8 @@
 Each fact lives in one place and is only read here:
 
 * a method's name, colour and paper: the class attributes ``display_name``, ``color`` and
-  ``paper`` of its class (:class:`fedpl_core.methods.base.Method`);
+  ``paper`` of its class (:class:`fedpl_core.methods.base.Method`); a paper's facts:
+  :data:`fedpl_core.methods.papers.PAPERS`;
 * a metric's name: :data:`fedpl_core.nn.metrics.METRIC_NAMES`;
 * a class's name: its data set's class name with ``_`` as a space ("Pleural Thickening");
 * a client's name: :func:`fedpl_core.partitions.report.client_names`.
@@ -17,10 +18,12 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from ..methods.papers import PAPERS as _PAPERS
 from ..nn.metrics import METRIC_NAMES, metric_name
 
-#: The papers a method may belong to (its class's ``paper``), in the order of the notebooks.
-PAPERS = ("baseline", "FedPSL", "FedLSM", "Surgical Aggregation", "FedMLP")
+#: The papers a method may belong to (its class's ``paper``), in the order of the notebooks: the
+#: keys of :data:`fedpl_core.methods.papers.PAPERS`, where each paper's facts are.
+PAPERS = tuple(_PAPERS)
 
 
 def method_classes() -> dict[str, type]:
