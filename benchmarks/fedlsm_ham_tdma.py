@@ -35,17 +35,17 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-import fedpl_core.methods.blocks as MB
+import fedpl_core.nn.losses as L
 import numpy as np
 
 from fedpl_core.runs.build import load_data
 from fedpl_core.runs.study import run_many
-from fedpl_core.studies.profiles import prepare
+from fedpl_core.studies.parameters import prepare
 from fedpl_core.studies import fedlsm
 from fedpl_core.report.tables import paired_difference, save_table
 
 TASK = "Task 2"
-_CE = MB.masked_ce  # what Method.supervised_loss (the loss block) calls for a single-label task
+_CE = L.masked_ce  # what Method.supervised_loss (the loss block, through L.supervised_term) calls: single-label
 
 
 def known_class_ce(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -76,12 +76,12 @@ def main() -> None:
     methods = fedlsm.methods(TASK, [avg, "FedAvg*"])
     t = time.time()
     full = run_many(cfg, methods, st.seeds, f"{a.results_dir}/fedlsm_ham10000", progress=False, workers=a.workers)
-    MB.masked_ce = known_class_ce
+    L.masked_ce = known_class_ce
     try:
         known = run_many(cfg, methods, st.seeds, f"{a.results_dir}/fedlsm_ham_tdma_known", progress=False,
                          workers=1, backend="serial")
     finally:
-        MB.masked_ce = _CE
+        L.masked_ce = _CE
     rows = []
     for loss, df in (("softmax over all classes (the engine's)", full), ("softmax over known classes", known)):
         fin = df[df["which"] == "final"]

@@ -11,12 +11,12 @@ from fedpl_core.fl.server import sample_clients
 from fedpl_core.methods import FedAvg, batchable_methods
 
 
-def config(method="fedavg_pl", norm="gn", n_train=240, **engine):
+def config(method="fedavg_pl", norm="gn", n_train=240, method_kwargs=None, **engine):
     eng = {"rounds": 2, "batch_size": 20, "progress": False, "selection": None, **engine}
     return ExperimentConfig(dataset="synthetic-cxr", classes=["Effusion", "Pneumothorax", "Nodule"], image_size=28,
                             n_train=n_train, n_test=60, partition="missing_classes", num_clients=4,
                             partition_kwargs={"missing": 1}, model="cnn", model_kwargs={"width": 8, "norm": norm},
-                            method=method, engine=EngineConfig(**eng))
+                            method=method, method_kwargs=method_kwargs or {}, engine=EngineConfig(**eng))
 
 
 def loop_and_batched(cfg, rounds=2):
@@ -56,15 +56,87 @@ def test_batched_rounds_give_the_loops_numbers(method, engine, rounds):
 
 @pytest.mark.parametrize("cfg,reason", [
     (config(norm="bn"), "BatchNorm"),
-    (config(method="fedlsm"), "per-client steps"),
+    (config(method="fedlsm"), "client steps of its own"),  # the method's side: Method.why_not_batchable
     (config(method="fedbn"), "arrays that stay on the clients"),
     (config(method="pfl"), "arrays that stay on the clients"),
+    (config(method_kwargs={"warmup_epochs": 1}), "the head warm-up"),
+    (config(optimizer_state="keep"), "optimizer state reset each round"),
+    (config(amp=True), "without autocast"),
 ])
 def test_a_round_that_cannot_be_batched_says_why(cfg, reason):
     sim = build_simulation(cfg)
     assert reason in B.why_not_batched(sim, [0, 1])
     with pytest.raises(ValueError, match=reason):
         B.train_round(sim, [0, 1], 0)
+
+
+@pytest.mark.parametrize("method", ["fedavg_pl", "fedbn", "fedlsm"])
+def test_the_method_side_is_method_batchable_alone(monkeypatch, method):
+    """The engine asks the method one question, ``Method.batchable``, and checks only its own
+    side (model, optimizer, task): with ``batchable`` false any method loops, with it true
+    the engine adds no method-side condition of its own."""
+    sim = build_simulation(config(method))
+    cls = type(sim.method)
+    monkeypatch.setattr(cls, "batchable", property(lambda self: False))
+    assert "Method.batchable" in B.why_not_batched(sim, [0, 1])
+    monkeypatch.setattr(cls, "batchable", property(lambda self: True))
+    assert B.why_not_batched(sim, [0, 1]) is None
+
+
+@pytest.mark.parametrize("engine,cls,rounds", [
+    ({"optimizer": "sgd", "lr": 0.05, "momentum": 0.5, "weight_decay": 1e-2}, torch.optim.SGD, 2),
+    ({"optimizer": "adamw", "weight_decay": 0.1}, torch.optim.AdamW, 1),
+    ({"optimizer": "adam", "weight_decay": 1e-3}, torch.optim.Adam, 1),
+])
+def test_the_batched_path_steps_the_loops_torch_optim_optimizer(monkeypatch, engine, cls, rounds):
+    """The batched path builds the loop's optimizer (``fl/site.py``'s ``make_optimizer``: same
+    class, same hyper-parameters) over the stacked ``[K, ...]`` parameters, fresh each round,
+    and steps it once per local step: SGD with a momentum other than 0.9 and weight decay,
+    and AdamW's decoupled decay, give the loop's numbers."""
+    made = []
+
+    def spy(params, cfg):
+        made.append(real(params, cfg))
+        return made[-1]
+
+    real = B.make_optimizer
+    monkeypatch.setattr(B, "make_optimizer", spy)
+    cfg = config(**engine)
+    a, b, loss_a, loss_b = loop_and_batched(cfg, rounds)
+    for k, v in a.server.global_state.items():
+        torch.testing.assert_close(b.server.global_state[k], v, rtol=1e-4, atol=1e-5, msg=k)
+    assert loss_b == pytest.approx(loss_a, rel=1e-5)
+    assert len(made) == rounds  # one fresh optimizer a round (one chunk)
+    opt, loop_opt = made[-1], a.work.optimizer
+    assert type(opt) is cls and type(loop_opt) is cls
+    hyper = [{k: v for k, v in o.param_groups[0].items() if k != "params"} for o in (opt, loop_opt)]
+    assert hyper[0] == hyper[1]
+    K, steps = len(b.sites), b.sites[0].context(0).num_steps()
+    shapes = [(K, *p.shape) for p in a.work.model.parameters() if p.requires_grad]
+    assert [tuple(p.shape) for p in opt.param_groups[0]["params"]] == shapes
+    for p in opt.param_groups[0]["params"]:  # each client's slice has its own moments
+        st = opt.state[p]
+        if cls is torch.optim.SGD:
+            assert st["momentum_buffer"].shape == p.shape
+        else:
+            assert float(st["step"]) == steps and st["exp_avg"].shape == st["exp_avg_sq"].shape == p.shape
+
+
+def test_the_batched_loss_is_the_loss_blocks_rule(monkeypatch):
+    """The batched path runs the loss block's own rule (``SupervisedLoss.rule``, the
+    ``supervised_term`` of ``nn/losses.py``), not a copy: a change of the rule reaches the
+    loop and the batched path alike (here an extra penalty on the logits)."""
+    import fedpl_core.methods.blocks as blocks
+
+    cfg = config("fedavg_wbce", optimizer="sgd", lr=0.05)
+    _, plain, _, _ = loop_and_batched(cfg, rounds=1)
+    real = blocks.supervised_term
+    monkeypatch.setattr(blocks, "supervised_term", lambda logits, *a, **k: real(logits, *a, **k) + logits.pow(2).mean())
+    a, b, loss_a, loss_b = loop_and_batched(cfg, rounds=1)
+    for k, v in a.server.global_state.items():
+        torch.testing.assert_close(b.server.global_state[k], v, rtol=1e-4, atol=1e-5, msg=k)
+    assert loss_b == pytest.approx(loss_a, rel=1e-5)
+    assert max(float((plain.server.global_state[k] - v).abs().max()) for k, v in b.server.global_state.items()) > 1e-3
 
 
 def test_clients_with_different_numbers_of_steps_are_not_batched():

@@ -9,18 +9,26 @@ is what a GPU needs for small models and many clients.
 What it supports, and why (anything else returns a reason from :func:`why_not_batched`, and
 the caller keeps the loop):
 
-* methods whose client round is FedAvg's: "load the global model, reset the optimizer, run
-  the supervised loss over the round's batches" (the method's ``batchable``, true when
-  none of FedAvg's client hooks is overridden; ``fedpl_core.methods.batchable_methods()``
-  lists them: FedAvg, FedAvg-PL, the oracles, the pooled baseline and FedPSL's weighted-BCE
-  baselines), with BCE or weighted BCE (each client's class weights), any server
-  aggregation, no arrays kept on the clients and no warm-up.  Methods with per-client
-  control flow (teachers, pseudo-labels, prototypes, proximal anchors) loop;
+* methods whose ``Method.batchable`` is true (the method side, decided there alone: its
+  client round is FedAvg's, "load the global model, reset the optimizer, run the
+  supervised loss over the round's batches", with no arrays kept on the clients and no
+  head warm-up; ``fedpl_core.methods.batchable_methods()`` lists them).  Their loss is the
+  loss block's own rule (:meth:`SupervisedLoss.rule <fedpl_core.methods.blocks.SupervisedLoss.rule>`,
+  :func:`fedpl_core.nn.losses.supervised_term`: BCE over every entry or the annotated ones,
+  weighted BCE with each client's class weights), run under ``vmap``; the server's
+  aggregation is free.  Methods with per-client control flow (teachers, pseudo-labels,
+  prototypes, proximal anchors) loop;
+* multi-label tasks;
 * models without BatchNorm (``model_kwargs={"norm": "gn"}``): BatchNorm's running statistics
   cannot be updated under ``vmap``;
-* Adam or SGD (momentum 0.9 as the engine's), optimizer state reset each round, no autocast;
+* the loop's optimizer (:func:`fedpl_core.fl.site.make_optimizer`: Adam, AdamW, or SGD with
+  the configured momentum and weight decay), a ``torch.optim`` one over the stacked
+  ``[K, ...]`` parameters: these optimisers update each element from its own gradient and
+  state, so each client's slice gets its own moments, as its own optimizer would give it.
+  Its state is reset each round (``optimizer_state="reset"``); no autocast;
 * sampled clients whose rounds have the same number of steps and batch sizes (equal client
-  sizes, or ``local_iters`` with ``batch_size`` dividing every client's size).
+  sizes, or ``local_iters`` with ``batch_size`` dividing every client's size): the stacked
+  optimizer counts one step for all of them.
 
 Memory: ``chunk`` clients train at a time (``EngineConfig.batched_clients``).  When a chunk
 does not fit on the GPU (``torch.OutOfMemoryError``), it is halved and retried, down to one
@@ -41,29 +49,32 @@ from typing import Any
 import torch
 from torch.func import functional_call, grad_and_value, stack_module_state, vmap
 
-from ..nn.losses import masked_bce
 from .federation import ClientUpdate
-from .site import check_metadata
+from .site import check_metadata, make_optimizer
 
 log = logging.getLogger("fedpl")
 
+#: The optimisers (``EngineConfig.optimizer``) whose step is element-wise: one over the stacked
+#: ``[K, ...]`` parameters steps each client's slice as the client's own optimizer would.
+ELEMENTWISE_OPTIMIZERS = ("adam", "adamw", "sgd")
+
+
 def why_not_batched(sim: Any, clients: list[int]) -> str | None:
     """None when ``clients`` of the simulation ``sim`` can train as one vmapped step in
-    this round, else the reason (the caller then uses the per-client loop)."""
+    this round, else the reason (the caller then uses the per-client loop).  The method's
+    side is its ``batchable`` alone; the rest are the engine's: the task, the model, the
+    optimizer."""
     m, cfg = sim.method, sim.cfg
-    if not getattr(m, "batchable", False):
-        return (f"method {m.name!r} has per-client steps the batched path does not run "
-                "(fedpl_core.methods.batchable_methods() lists those it runs)")
-    if getattr(m, "bn_policy", "aggregate") != "aggregate" or getattr(m, "local_keys", set()):
-        return "arrays that stay on the clients"
-    if getattr(m, "warmup_epochs", 0):
-        return "the head warm-up"
+    if not m.batchable:
+        why = getattr(m, "why_not_batchable", None) or f"method {m.name!r} is not batchable"
+        return f"{why} (Method.batchable; fedpl_core.methods.batchable_methods() lists the methods it runs)"
     if sim.info.task != "multilabel":
         return "single-label tasks (softmax cross-entropy) are not batched yet"
     if any(isinstance(x, torch.nn.modules.batchnorm._BatchNorm) for x in sim.work.model.modules()):
         return "BatchNorm cannot update running statistics under vmap: use model_kwargs={'norm': 'gn'}"
-    if cfg.optimizer not in ("adam", "sgd") or cfg.optimizer_state != "reset" or cfg.amp:
-        return "the batched path runs Adam or SGD with the optimizer state reset each round, without autocast"
+    if cfg.optimizer not in ELEMENTWISE_OPTIMIZERS or cfg.optimizer_state != "reset" or cfg.amp:
+        return (f"the batched path runs {', '.join(ELEMENTWISE_OPTIMIZERS)} with the optimizer state reset each "
+                "round, without autocast")
     return None
 
 
@@ -139,40 +150,26 @@ def _train_chunk(sim: Any, clients: list[int], contexts: list, stacked) -> tuple
     buffers = {n: b.detach() for n, b in model.named_buffers()}
     params, _ = stack_module_state([model] * K)
     params = {n: params[n].detach().clone() for n in trainable}
-    partial = bool(getattr(method, "partial", False))
-    block = method.loss_block
-    weights = None  # each client's class weights (weighted BCE), as the loop's loss block computes them
-    if block.weighted:
-        weights = torch.stack([block.class_pos_weight(method, ctx) for ctx in contexts])
-        weights = weights.to(device=X.device, dtype=torch.float32)
+    block = method.loss_block  # the loss the loop's supervised_loss computes, as a pure tensor function
+    rule = block.rule(method, sim.info.task)
+    weights = [block.client_pos_weight(method, ctx) for ctx in contexts]  # each client's class weights (wbce)
+    weights = None if weights[0] is None else torch.stack(weights).to(device=X.device, dtype=torch.float32)
 
     def loss_of(p, x, y, mask, pos_weight=None):
         logits = functional_call(model, ({**p, **frozen}, buffers), (x,))
-        return masked_bce(logits.float(), y, mask if partial else None, pos_weight=pos_weight)
+        return rule(logits.float(), y, mask, pos_weight)
 
     step_fn = vmap(grad_and_value(loss_of))
-    lr, wd = cfg.lr, cfg.weight_decay
-    b1, b2, eps = 0.9, 0.999, 1e-8
-    m1 = {n: torch.zeros_like(v) for n, v in params.items()}
-    m2 = {n: torch.zeros_like(v) for n, v in params.items()}
+    optimizer = make_optimizer(list(params.values()), cfg)  # the loop's optimizer, fresh: state reset each round
     losses = torch.zeros(K, device=X.device)
     steps = X.shape[1]
     for s in range(steps):
         args = (params, X[:, s], Y[:, s], M[:, s]) + (() if weights is None else (weights,))
         grads, loss = step_fn(*args)
         losses += loss.detach()
-        with torch.no_grad():
-            for n in params:
-                g = grads[n] + wd * params[n] if wd else grads[n]
-                if cfg.optimizer == "adam":  # torch.optim.Adam's update, term by term
-                    t = s + 1
-                    m1[n].mul_(b1).add_(g, alpha=1 - b1)
-                    m2[n].mul_(b2).addcmul_(g, g, value=1 - b2)
-                    denom = (m2[n].sqrt() / (1 - b2 ** t) ** 0.5).add_(eps)
-                    params[n] = params[n].addcdiv(m1[n], denom, value=-lr / (1 - b1 ** t))
-                else:  # SGD with the engine's momentum (torch.optim.SGD: buffer = g at the first step)
-                    m1[n] = g.clone() if s == 0 else m1[n].mul_(cfg.momentum).add_(g)
-                    params[n] = params[n] - lr * m1[n]
+        for n, p in params.items():
+            p.grad = grads[n]
+        optimizer.step()
     updates, out_losses = [], (losses / max(steps, 1)).tolist()
     for i, ctx in enumerate(contexts):
         with torch.no_grad():
@@ -184,4 +181,4 @@ def _train_chunk(sim: Any, clients: list[int], contexts: list, stacked) -> tuple
     return updates, out_losses
 
 
-__all__ = ["NotBatchable", "why_not_batched", "train_round"]
+__all__ = ["NotBatchable", "ELEMENTWISE_OPTIMIZERS", "why_not_batched", "train_round"]

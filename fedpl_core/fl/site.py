@@ -63,7 +63,11 @@ def configure_cuda(cfg: EngineConfig, device: torch.device) -> None:
     torch.use_deterministic_algorithms(det, warn_only=True)
 
 
-def make_optimizer(params: list[torch.nn.Parameter], cfg: EngineConfig) -> torch.optim.Optimizer:
+def make_optimizer(params: list[torch.Tensor], cfg: EngineConfig) -> torch.optim.Optimizer:
+    """The ``torch.optim`` optimizer of a client's round (``cfg.optimizer`` with its learning
+    rate, weight decay and, for SGD, momentum) over ``params``: the working model's
+    parameters in the loop (:class:`WorkingModel`), the clients' stacked ``[K, ...]``
+    parameters in the batched path (:mod:`fedpl_core.fl.batched`)."""
     if cfg.optimizer == "adam":
         return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     if cfg.optimizer == "adamw":

@@ -48,6 +48,25 @@ def masked_ce(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | 
     return (loss * w).sum() / w.sum().clamp_min(1.0)
 
 
+def supervised_term(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None = None,
+                    pos_weight: torch.Tensor | None = None, *, partial: bool = False,
+                    multiclass: bool = False) -> torch.Tensor:
+    """The supervised loss of a batch on its annotated labels, as a pure tensor function:
+    the rule of :class:`~fedpl_core.methods.blocks.SupervisedLoss` (``Method.supervised_loss``),
+    which the batched client path (:mod:`fedpl_core.fl.batched`) also runs under
+    ``torch.func.vmap``, one client per slice.
+
+    ``partial``: over the known entries of ``mask`` (else over every entry, missing labels
+    as negatives, and ``mask`` is not read); ``multiclass``: cross-entropy for a
+    single-label task (:func:`masked_ce`; ``pos_weight`` is not read), else BCE
+    (:func:`masked_bce`, with the client's ``pos_weight`` when given).
+    """
+    known = mask if partial else None
+    if multiclass:
+        return masked_ce(logits, targets, known)
+    return masked_bce(logits, targets, known, pos_weight=pos_weight)
+
+
 def class_pos_weight(labels: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     """``[C]`` weights ``N_neg / N_pos`` of each class over the known entries (FedPSL's
     weighted BCE, Sec. VII-D-3; the ``pos_weight`` of :func:`masked_bce`).
