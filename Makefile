@@ -48,7 +48,7 @@ docs: $(STAMP)
 checked-outputs: $(STAMP)
 	$(PY) tools/checked_outputs.py
 
-# the gpu profile (fedpl_core/studies/profiles.py): executed notebooks -> reports/gpu/, figures and
+# the gpu profile (fedpl_core/studies/parameters.py): executed notebooks -> reports/gpu/, figures and
 # tables -> figures/gpu/, run cache -> results/gpu/ (never the cpu run's figures/ and results/)
 reproduce-gpu: $(STAMP)
 	$(PY) -m fedpl_core reproduce --profile gpu --output reports/gpu

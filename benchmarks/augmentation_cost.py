@@ -31,7 +31,7 @@ import torch
 
 import fedpl_core.fl.preprocess as PP
 from fedpl_core.runs.study import run_many
-from fedpl_core.studies.profiles import prepare
+from fedpl_core.studies.parameters import prepare
 from fedpl_core.studies import fedmlp
 from fedpl_core.report.tables import paired_difference
 

@@ -25,7 +25,7 @@ import time
 import pandas as pd
 
 from fedpl_core.runs.study import run_many
-from fedpl_core.studies.profiles import prepare
+from fedpl_core.studies.parameters import prepare
 from fedpl_core.studies import fedpsl as study
 from fedpl_core.report.tables import curve_frame, late_gain
 

@@ -37,7 +37,7 @@ import numpy as np
 from PIL import Image
 
 from fedpl_core.data import cache, catalog as registry
-from fedpl_core.data.ham10000 import load_ham10000
+from fedpl_core.data.loaders.ham10000 import load_ham10000
 
 DX = ["akiec", "bcc", "bkl", "df", "mel", "nv", "vasc"]
 

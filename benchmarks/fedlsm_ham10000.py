@@ -31,7 +31,7 @@ import pandas as pd
 from fedpl_core.data.catalog import FEDLSM_FRACTIONS
 from fedpl_core.runs.build import load_data
 from fedpl_core.runs.study import run_many
-from fedpl_core.studies.profiles import default_workers, prepare
+from fedpl_core.studies.parameters import default_workers, prepare
 from fedpl_core.studies import fedlsm
 from fedpl_core.report.tables import curve_frame, describe_late_gain, late_gain
 

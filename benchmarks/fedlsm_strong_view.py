@@ -25,7 +25,7 @@ import torch
 import fedpl_core.fl.preprocess as PP
 from fedpl_core.runs.study import run_many
 from fedpl_core.methods.fedlsm import paper_strong_view
-from fedpl_core.studies.profiles import prepare
+from fedpl_core.studies.parameters import prepare
 from fedpl_core.studies import fedlsm
 from fedpl_core.report.tables import describe_difference, paired_difference
 

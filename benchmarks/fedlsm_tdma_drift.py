@@ -42,7 +42,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from fedpl_core.runs.study import run_many
-from fedpl_core.studies.profiles import prepare
+from fedpl_core.studies.parameters import prepare
 from fedpl_core.studies import fedlsm
 from fedpl_core.report.plotting import figure_legend, integer_ticks, plot_reference, savefig
 from fedpl_core.report.tables import paired_difference, save_table

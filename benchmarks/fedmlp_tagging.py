@@ -37,7 +37,7 @@ import pandas as pd  # noqa: E402
 from fedpl_core.runs.study import run_many  # noqa: E402
 from fedpl_core.report.plotting import draw_lines, figure_legend, method_palette, savefig  # noqa: E402
 from fedpl_core.nn.metrics import metric_name  # noqa: E402
-from fedpl_core.studies.profiles import prepare  # noqa: E402
+from fedpl_core.studies.parameters import prepare  # noqa: E402
 from fedpl_core.studies import fedmlp  # noqa: E402
 from fedpl_core.report.tables import curve_frame, paired_difference, save_table  # noqa: E402
 

@@ -415,7 +415,8 @@ def test_study_data_blocks_pools_and_one_class_clients():
 def test_paper_methods_skip_missing_and_set_first_order(monkeypatch, capsys):
     from fedpl_core.studies import fedpsl as study
 
-    monkeypatch.setattr(study, "TABLE_II_METHODS", study.TABLE_II_METHODS + [("Ghost", "no_such_method", {})])
+    # paper_methods reads the table where its module imported it (the study's runs)
+    monkeypatch.setattr(study.runs, "TABLE_II_METHODS", study.TABLE_II_METHODS + [("Ghost", "no_such_method", {})])
     ms = study.paper_methods(["FedAvg (wBCE)", "FedPSL", "Ghost", "FedPSL w/ TADL"], first_order=True)
     assert [m[0] for m in ms] == ["FedAvg (wBCE)", "FedPSL w/ TADL", "FedPSL"]  # the paper's order, Ghost skipped
     assert "Ghost (no_such_method)" in capsys.readouterr().out

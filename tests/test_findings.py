@@ -9,7 +9,7 @@ import pytest
 from fedpl_core.report.tables import describe_difference, paired_difference
 
 
-@pytest.mark.parametrize("module", ["fedpl_core.report.tables", "fedpl_core.report.findings", "fedpl_core.studies.profiles",
+@pytest.mark.parametrize("module", ["fedpl_core.report.tables", "fedpl_core.report.findings", "fedpl_core.studies.parameters",
                                     "fedpl_core.report.plotting"])
 def test_doctests(module):
     res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)

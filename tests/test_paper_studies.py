@@ -139,7 +139,8 @@ def test_hot_cool_gap_compares_cool_and_hot_class_gains_paired_on_seed(monkeypat
     from scipy import stats
 
     counts = pd.DataFrame({"clients labelling it": [1, 3, 5]}, index=["a", "b", "c"])
-    monkeypatch.setattr(fedmlp, "hot_cool", lambda df, cfg, setting, which="final": counts)
+    # hot_cool_gap reads hot_cool from its own module
+    monkeypatch.setattr(fedmlp.tables, "hot_cool", lambda df, cfg, setting, which="final": counts)
     rows = []
     for seed, (ga, gc) in enumerate([(0.10, 0.01), (0.06, 0.03), (0.08, -0.01)]):
         rows.append({"label": "FedAvg-PL", "seed": seed, "which": "final", "setting": "m=2",

@@ -1,5 +1,5 @@
 """Profiles are declared one way: each study's ``PROFILES`` table (smoke / cpu / gpu / full rows of
-named fields) and :func:`fedpl_core.studies.profiles.apply_parameters`, which applies a notebook's
+named fields) and :func:`fedpl_core.studies.parameters.apply_parameters`, which applies a notebook's
 parameters to a row; every notebook's parameters cell has the same names."""
 import importlib
 import re
@@ -9,8 +9,8 @@ import nbformat
 import pytest
 
 from fedpl_core.base.validation import ConfigError
-from fedpl_core.studies.profiles import (NOTEBOOK_PARAMETERS, PROFILES, ROW_FIELDS, apply_parameters, check_table,
-                                         fields_of)
+from fedpl_core.studies.parameters import (NOTEBOOK_PARAMETERS, PROFILES, ROW_FIELDS, apply_parameters, check_table,
+                                           fields_of)
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDIES = ["introduction", "fedpsl", "fedlsm", "surgical", "fedmlp", "benchmark"]
@@ -179,7 +179,7 @@ def _shrink(row: dict) -> dict:
 
 def test_the_gpu_rows_build_valid_configs_in_smoke_size():
     from fedpl_core.runs.experiment_config import ExperimentConfig
-    from fedpl_core.studies.profiles import engine_options
+    from fedpl_core.studies.parameters import engine_options
     from fedpl_core.studies import benchmark, fedlsm, fedmlp, fedpsl, surgical
 
     assert engine_options("gpu") == {"amp": True, "channels_last": True}
@@ -267,7 +267,7 @@ def _record(rows, device_type="cuda"):
 
 
 def test_gpu_estimate_uses_the_measured_step_times_of_a_timed_backbone():
-    from fedpl_core.studies.profiles import GPU_ASSUMPTIONS, gpu_estimate, run_cost
+    from fedpl_core.studies.budget import GPU_ASSUMPTIONS, gpu_estimate, run_cost
 
     cfg = _gpu_config()
     paper = gpu_estimate([cfg], measured=None)
@@ -285,7 +285,7 @@ def test_gpu_estimate_uses_the_measured_step_times_of_a_timed_backbone():
 
 
 def test_measured_step_takes_the_nearest_batch_and_never_makes_a_step_cheaper():
-    from fedpl_core.studies.profiles import measured_step
+    from fedpl_core.studies.budget import measured_step
 
     rec = _record([{"model": "densenet121", "image_size": 128, "batch_size": 32, "train_step_s": 0.02,
                     "eval512_s": 0.05}])
@@ -299,7 +299,7 @@ def test_the_checkouts_step_times_count_only_when_measured_on_cuda(tmp_path, mon
     import json
 
     import fedpl_core.base.paths as paths
-    from fedpl_core.studies.profiles import STEP_TIMES_FILE, measured_step_times
+    from fedpl_core.studies.budget import STEP_TIMES_FILE, measured_step_times
 
     monkeypatch.setattr(paths, "checkout", lambda: tmp_path)
     assert measured_step_times() is None  # none measured yet
@@ -317,8 +317,29 @@ def test_the_checkouts_step_times_count_only_when_measured_on_cuda(tmp_path, mon
 
 
 def test_the_assumed_figures_are_the_estimates_own():
-    from fedpl_core.studies.profiles import assumed_step, paper_seconds
+    from fedpl_core.studies.budget import assumed_step, paper_seconds
 
     a = assumed_step("densenet121", 128, 32)
     assert a["train_step_s"] == paper_seconds("densenet121", 128, 32) == 0.015  # the floor: launches, not FLOPs
     assert a["eval512_s"] == paper_seconds("densenet121", 128, 512, train=False) > 0.005  # FLOPs above the floor
+
+
+def test_run_cost_reads_the_methods_cost_and_evaluation_from_its_class():
+    """The training cost factor is the class's ``train_cost`` (a variant inherits it) and a
+    personalised method (``evaluation == "personalised"``, FedBN's ``bn_policy="local"`` too)
+    is evaluated once a client: no list of methods beside the classes."""
+    import dataclasses
+
+    from fedpl_core.methods import METHODS
+    from fedpl_core.studies.budget import run_cost
+
+    cfg = _gpu_config()
+    plain, costly = run_cost(cfg), run_cost(dataclasses.replace(cfg, method="fedpsl"))
+    assert costly["steps"] == pytest.approx(METHODS["fedpsl"].train_cost * plain["steps"])
+    assert METHODS["fedpsl"].train_cost > 1
+    assert run_cost(dataclasses.replace(cfg, method="fedpsl_tdma"))["steps"] == pytest.approx(plain["steps"])
+    assert run_cost(dataclasses.replace(cfg, method="moon_star"))["steps"] == pytest.approx(1.7 * plain["steps"])
+    personal = run_cost(dataclasses.replace(cfg, method="pfl"))
+    assert personal["eval_images"] > plain["eval_images"]
+    local_bn = run_cost(dataclasses.replace(cfg, method_kwargs={"bn_policy": "local"}))
+    assert local_bn["eval_images"] == personal["eval_images"]

@@ -84,7 +84,7 @@ def _chest(n=(4, 2, 3)):
     ("no_samples", "hold no images"),
 ])
 def test_broken_medmnist_files_name_the_file_and_the_problem(tmp_path, case, needle):
-    from fedpl_core.data.medmnist import load_medmnist
+    from fedpl_core.data.loaders.medmnist import load_medmnist
 
     path = tmp_path / "chestmnist.npz"
     if case == "empty":
@@ -157,7 +157,7 @@ def test_classes_of_a_one_class_data_set_are_refused():
 
 # ------------------------------------------------------------------ failure 8: the README's papermill command
 def test_notebook_parameters_read_papermill_text():
-    from fedpl_core.studies.profiles import notebook_parameters
+    from fedpl_core.studies.parameters import notebook_parameters
 
     got = notebook_parameters(profile="smoke", seeds="[0, 1]", rounds=None, data_seed=0, device="auto",
                               workers=None, results_dir="r", exclude='["fedavg"]')
@@ -176,7 +176,7 @@ def test_notebook_parameters_read_papermill_text():
     (dict(seeds=[0, 0]), "seeds lists a seed twice"),
 ])
 def test_notebook_parameters_that_would_be_ignored_are_errors(params, needle):
-    from fedpl_core.studies.profiles import notebook_parameters
+    from fedpl_core.studies.parameters import notebook_parameters
 
     with pytest.raises(ConfigError) as e:
         notebook_parameters(**params)

@@ -294,7 +294,7 @@ def test_one_line_format_of_the_package_and_of_other_libraries():
 
 def test_notebooks_print_warnings_as_one_line():
     from fedpl_core.base import messages
-    from fedpl_core.studies.profiles import prepare
+    from fedpl_core.studies.parameters import prepare
 
     try:
         prepare("smoke", device="cpu")

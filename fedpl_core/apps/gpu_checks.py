@@ -11,9 +11,9 @@ step              what it runs
                   kernel papermill starts, the run locks and the pretrained extra
 ``gpu-tests``     ``pytest tests/test_gpu.py`` (its tests skip where torch sees no GPU)
 ``step-times``    a training step and a 512-image evaluation of each backbone at the gpu
-                  profile's sizes (:data:`fedpl_core.studies.profiles.STEP_TIME_SIZES`; bf16 autocast
+                  profile's sizes (:data:`fedpl_core.studies.budget.STEP_TIME_SIZES`; bf16 autocast
                   and channels-last on CUDA) against the figures the gpu profile assumed
-                  (:data:`fedpl_core.studies.profiles.GPU_ASSUMPTIONS`)
+                  (:data:`fedpl_core.studies.budget.GPU_ASSUMPTIONS`)
 ``smoke``         the six notebooks in the smoke profile on the GPU, in parallel processes
 ``throughput``    ``benchmarks/gpu_throughput.py`` for the small CNN at K = 8, 32, 128, then
                   for ResNet-18 at K = 8, 32
@@ -30,7 +30,7 @@ that finished (status ok) is not run again unless ``--redo`` names it; a failed,
 or skipped one is.
 
 On CUDA the measured step times also go to the checkout's
-:data:`fedpl_core.studies.profiles.STEP_TIMES_FILE` (which :func:`fedpl_core.studies.profiles.gpu_estimate`
+:data:`fedpl_core.studies.budget.STEP_TIMES_FILE` (which :func:`fedpl_core.studies.budget.gpu_estimate`
 then uses) and the throughput tables to ``figures/bench_gpu_throughput_cuda.*``: the files a
 GPU session commits.  ``--device cpu`` rehearses every step on a CPU with tiny sizes (the
 numbers mean nothing there and go to ``<out>`` only): the machinery, not the GPU.
@@ -246,12 +246,12 @@ def _junit_counts(path: Path) -> dict[str, int]:
 
 def step_times(ctx: Context) -> tuple[bool, str]:
     """Time a training step and a 512-image evaluation of each backbone of
-    :data:`fedpl_core.studies.profiles.STEP_TIME_SIZES` (:func:`time_backbone`)."""
+    :data:`fedpl_core.studies.budget.STEP_TIME_SIZES` (:func:`time_backbone`)."""
     import torch
 
     from ..nn.models import missing_pretrained_extra
     from ..base.paths import checkout
-    from ..studies.profiles import STEP_TIME_SIZES, STEP_TIMES_FILE, assumed_step
+    from ..studies.budget import STEP_TIME_SIZES, STEP_TIMES_FILE, assumed_step
 
     dev = torch.device(ctx.device)
     rows, skipped, seen = [], [], set()

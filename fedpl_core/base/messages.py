@@ -6,7 +6,7 @@ of a notebook nothing.  :func:`one_line_warnings` makes every warning one line,
 ``fedpl: warning: <message>`` (a warning of another library names its category:
 ``fedpl: warning: UserWarning: ...``), the form of the command line's ``fedpl: error:``
 lines.  The command line turns it on for the length of a command; the notebooks' setup
-(:func:`fedpl_core.studies.profiles.prepare`) for the kernel; the worker processes of a grid
+(:func:`fedpl_core.studies.parameters.prepare`) for the kernel; the worker processes of a grid
 inherit it from their driver (:mod:`fedpl_core.runs.grid`).
 
 A warning is printed **once** a process: the same line again says nothing new.  Python's own

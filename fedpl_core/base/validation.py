@@ -23,7 +23,7 @@ from typing import Any, Literal, Union
 
 ConfigError = type("ConfigError", (ValueError,), {"__doc__": "A configuration value is invalid."})
 
-#: The notebooks' profiles (:mod:`fedpl_core.studies.profiles` holds what each one sets).
+#: The notebooks' profiles (:mod:`fedpl_core.studies.parameters` holds what each one sets).
 PROFILES = ("smoke", "cpu", "gpu", "full")
 Profile = Literal["smoke", "cpu", "gpu", "full"]
 

@@ -1,12 +1,19 @@
 """Headline claims: each paper's claims tested on one run, and the findings page of the site.
 
-A study lists its paper's headline claims as :class:`Claim` objects (``study.HEADLINE``); its
-notebook tests them on its own runs with :func:`headline_table` and saves the table as
-``figures/<notebook>_headline.csv``.  :func:`findings_page` joins every such table of the
-committed run into one page: each claim with the measured difference, its 95 % interval and
-p-value, and one of three verdicts (:func:`fedpl_core.report.tables.verdict`): *reproduced*
-(p < 0.05 in the paper's direction), *opposite* (p < 0.05 against it) or *not
-distinguishable* (the interval spans 0); with the measured mechanism and where it is shown.
+A study states its paper's claims one way: as :class:`Claim` objects (``study.headline_claims``,
+and the comparisons of a notebook's claims table).  Every claim is tested the same way
+(:func:`tested_claims`: paired over seeds, in points) and shown one of two ways:
+
+* :func:`headline_table`: a notebook's headline claims, saved as
+  ``figures/<notebook>_headline.csv``; :func:`findings_page` joins every such table of the
+  committed run into one page: each claim with the measured difference, its 95 % interval and
+  p-value, and one of three verdicts (:func:`fedpl_core.report.tables.verdict`): *reproduced*
+  (p < 0.05 in the paper's direction), *opposite* (p < 0.05 against it) or *not
+  distinguishable* (the interval spans 0); with the measured mechanism and where it is shown;
+* :func:`family_table`: the claims of one table of a notebook as one family of tests, with
+  Holm's adjustment of their p-values, the verdict and the sentence of each
+  (:func:`fedpl_core.report.tables.describe_difference`), and :func:`reproduced_count`, how
+  many of them the run reproduces before and after Holm's correction.
 """
 from __future__ import annotations
 
@@ -16,11 +23,16 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from .tables import paired_difference, verdict
+from .tables import describe_difference, difference_columns, holm, paired_difference, verdict
 
 #: The columns of a headline table, in order.
 COLUMNS = ("paper", "claim", "setting", "a", "b", "metric", "diff", "ci_low", "ci_high", "p", "pairs", "verdict",
            "mechanism", "evidence")
+#: The columns of a family table (:func:`family_table`), in order: the claim, its paired
+#: difference (:func:`fedpl_core.report.tables.difference_columns`), Holm's p over the family,
+#: the verdict and the sentence.
+FAMILY_COLUMNS = ("paper", "claim", "frame", "setting", "a", "b", "metric", "diff (points)", "sd", "95 % CI", "pairs",
+                  "p", "p (Holm)", "verdict", "sentence")
 _PAPER_ORDER = ("FedPSL", "FedLSM", "Surgical Aggregation", "FedMLP", "Introduction")
 
 
@@ -65,27 +77,85 @@ class Claim:
             df = df[df["setting"] == self.setting]
         return df if {self.a, self.b} <= set(df.get("label", ())) else None
 
+    @property
+    def two_settings(self) -> bool:
+        """Whether the two sides come from two settings (``a_setting`` / ``b_setting``)."""
+        return self.a_setting is not None or self.b_setting is not None
 
-def headline_table(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], which: str = "final") -> pd.DataFrame:
-    """Test each claim on its runs (paired over seeds, :func:`paired_difference`, in points)
-    and return one row per claim with :data:`COLUMNS`; a claim whose runs are not in
-    ``frames`` (a profile that leaves them out) is left out."""
-    rows = []
+    @property
+    def setting_text(self) -> str:
+        """The claim's setting as a table shows it: ``"<a_setting> against <b_setting>"``, the
+        setting, or ``""``."""
+        return f"{self.a_setting} against {self.b_setting}" if self.two_settings else (self.setting or "")
+
+
+def tested_claims(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame],
+                  which: str = "final") -> list[tuple[Claim, dict]]:
+    """Test each claim on its runs: ``(claim, paired difference)`` with the
+    :func:`~fedpl_core.report.tables.paired_difference` dict of ``a`` minus ``b`` (points,
+    paired over seeds, at the claim's round ``which`` or else ``which``); a claim whose runs are
+    not in ``frames`` (a profile that leaves them out) is left out.  The one test behind
+    :func:`headline_table` and :func:`family_table`."""
+    out = []
     for c in claims:
         df = frames.get(c.frame)
         df = c.sides(df) if df is not None else None
         if df is None:
             continue
-        two = c.a_setting is not None or c.b_setting is not None
-        a, b = (f"{c.a} @ {c.a_setting}", f"{c.b} @ {c.b_setting}") if two else (c.a, c.b)
-        d = paired_difference(df, a, b, c.metric, which=c.which or which)
+        a, b = (f"{c.a} @ {c.a_setting}", f"{c.b} @ {c.b_setting}") if c.two_settings else (c.a, c.b)
+        out.append((c, paired_difference(df, a, b, c.metric, which=c.which or which)))
+    return out
+
+
+def headline_table(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], which: str = "final") -> pd.DataFrame:
+    """Test each claim on its runs (:func:`tested_claims`) and return one row per claim with
+    :data:`COLUMNS`; a claim whose runs are not in ``frames`` is left out."""
+    rows = []
+    for c, d in tested_claims(claims, frames, which):
         ci = d.get("ci") or (None, None)
-        setting = f"{c.a_setting} against {c.b_setting}" if two else (c.setting or "")
-        rows.append({"paper": c.paper, "claim": c.claim, "setting": setting, "a": c.a, "b": c.b,
+        rows.append({"paper": c.paper, "claim": c.claim, "setting": c.setting_text, "a": c.a, "b": c.b,
                      "metric": c.metric, "diff": round(d["diff"], 2), "ci_low": ci[0], "ci_high": ci[1],
                      "p": d["p"], "pairs": d["n"], "verdict": verdict(d, c.direction),
                      "mechanism": c.mechanism, "evidence": c.evidence})
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def family_table(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], which: str = "final",
+                 pairs: str = "runs") -> pd.DataFrame:
+    """The claims of one table as one family of tests (:func:`tested_claims`): one row per
+    claim tested with :data:`FAMILY_COLUMNS`: the claim (its ``frame``, setting, ``a``, ``b``,
+    ``metric``), the paired difference's columns (:func:`~fedpl_core.report.tables.difference_columns`),
+    Holm's adjustment of p over the family (``p (Holm)``, :func:`~fedpl_core.report.tables.holm`),
+    the verdict (:func:`~fedpl_core.report.tables.verdict`) and the sentence
+    :func:`~fedpl_core.report.tables.describe_difference` writes (``pairs`` names what was paired).
+
+    >>> runs = pd.DataFrame({"label": ["A"] * 3 + ["B"] * 3, "seed": [0, 1, 2] * 2,
+    ...                      "auroc_mean": [0.80, 0.82, 0.84, 0.78, 0.79, 0.83]})
+    >>> t = family_table([Claim("P", "A above B", "A", "B", "t"), Claim("P", "A above C", "A", "C", "t")], {"t": runs})
+    >>> t[["claim", "diff (points)", "95 % CI", "pairs", "verdict"]].values.tolist()
+    [['A above B', 2.0, '-0.5 to 4.5', 3, 'not distinguishable']]
+    >>> t["sentence"].iloc[0]
+    'A is 2.0 points above B (95 % CI -0.5 to 4.5; paired t-test over 3 runs: p = 0.074, not significant at 0.05)'
+    """
+    rows = [{"paper": c.paper, "claim": c.claim, "frame": c.frame, "setting": c.setting_text, "a": c.a, "b": c.b,
+             "metric": c.metric, **difference_columns(d), "p (Holm)": None, "verdict": verdict(d, c.direction),
+             "sentence": describe_difference(d, pairs=pairs)} for c, d in tested_claims(claims, frames, which)]
+    out = pd.DataFrame(rows, columns=list(FAMILY_COLUMNS))
+    out["p (Holm)"] = holm(list(out["p"]))
+    return out
+
+
+def reproduced_count(claims: pd.DataFrame, subject: str, alpha: float = 0.05) -> str:
+    """How many of a family table's comparisons (columns ``diff (points)``, ``p`` and ``p (Holm)``,
+    each "``subject`` above the reference": :func:`family_table`) the run reproduces, p < ``alpha``
+    in the paper's direction, before and after Holm's correction for the family, in one sentence."""
+    def below(col: str):
+        return claims[col].map(lambda p: p is not None and p == p and float(p) < alpha)
+
+    up = claims["diff (points)"] > 0
+    n, raw, adjusted = len(claims), int((up & below("p")).sum()), int((up & below("p (Holm)")).sum())
+    return (f"{subject} is significantly above the reference in {raw} of {n} comparisons "
+            f"({adjusted} after Holm's correction for the {n} tests).")
 
 
 def p_text(p: float) -> str:
@@ -207,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["COLUMNS", "Claim", "headline_table", "read_headlines", "findings_page", "readme_block", "update_readme"]
+__all__ = ["COLUMNS", "FAMILY_COLUMNS", "Claim", "tested_claims", "headline_table", "family_table", "reproduced_count",
+           "read_headlines", "findings_page", "readme_block", "update_readme"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -6,7 +6,7 @@ one config per setting (:func:`settings`), the methods straight from the registr
 (:func:`methods`; a newly registered method joins automatically), one ``run_many`` call
 per setting, a leaderboard per setting and a rank plot across settings.
 
-Settings (``profile`` scales data, model and rounds: :data:`PROFILES`, see :mod:`fedpl_core.studies.profiles`):
+Settings (``profile`` scales data, model and rounds: :data:`PROFILES`, see :mod:`fedpl_core.studies.parameters`):
 
 ============================  ==========================================================
 setting                        federation
@@ -28,17 +28,14 @@ model selection), personalised methods (``local``, ``pfl``, ``fedbn``) are score
 package's one personalised policy; FedLSM's own data sets (ICH, ISIC) are stood in for by
 the synthetic chest X-rays.
 
-**gpu profile** (sized on paper, no GPU measured it: :func:`fedpl_core.studies.profiles.gpu_estimate`
-and its stated assumptions): DenseNet-121 (random init) at 128 px, 1.80 GFLOPs a forward
-pass, 5.4 a training image; 400 training / 400 test images a setting (FedPSL's: 100 a
-client, test blocks of 100 + 100), 2 rounds of one local epoch, 3 seeds.  Every registered
-method in four settings is 408 runs: 21,082 training steps (each method's cost counted:
-teachers, second views, look-aheads) on 0.47 M training images and 0.38 M evaluation
-images, 3.2 PFLOP: 65 s at 5 % of the H100's 989 dense bf16 TFLOPS (16 s at 20 %); the
-15 ms floor of an eager DenseNet step gives 320 s, plus 0.3 s a run: estimate 7.5 min
-(budget 10).  Two rounds of a DenseNet-121 from scratch rank the methods' first steps,
-not their converged accuracy: the gpu profile checks every method on the papers' backbone;
-the cpu profile (8 rounds of the small CNN) is the converged comparison.
+**gpu profile**: DenseNet-121 (random init) at 128 px, 400 training / 400 test images a
+setting (FedPSL's: 100 a client, test blocks of 100 + 100), 2 rounds of one local epoch, 3
+seeds, every registered method in four settings: so its size grows with the registry, and
+``python tests/test_profile_runs.py --gpu-budget`` prints its runs, training steps and
+minutes (from the step times measured on a GPU where there are some, else on paper).  Two
+rounds of a DenseNet-121 from scratch rank the methods' first steps, not their converged
+accuracy: the gpu profile checks every method on the papers' backbone; the cpu profile (8
+rounds of the small CNN) is the converged comparison.
 """
 from __future__ import annotations
 
@@ -50,10 +47,12 @@ from ..fl.engine_config import EngineConfig
 from ..data import synthetic as S
 from ..runs.experiment_config import ExperimentConfig
 from ..methods import available_methods
-from .profiles import apply_parameters, engine_options
+from .parameters import apply_parameters, engine_options
 from ..report.tables import fmt_mean_std
 from . import fedpsl, surgical
 
+
+# =========================================================================== settings and runs
 SETTINGS = ("missing-m (FedMLP)", "label-set mismatch (FedLSM)", "Table I sets (FedPSL)",
             "label-space union (Surgical)")
 #: The score of each setting: mean AUROC on its test set; the union setting has one test
@@ -61,7 +60,7 @@ SETTINGS = ("missing-m (FedMLP)", "label-set mismatch (FedLSM)", "Table I sets (
 SCORES = {SETTINGS[3]: "external/auroc_mean"}
 
 
-#: The notebook's profiles (:mod:`fedpl_core.studies.profiles`): the schedule (one local epoch a
+#: The notebook's profiles (:mod:`fedpl_core.studies.parameters`): the schedule (one local epoch a
 #: round, batch 32, the last round evaluated), the images and the model of every setting;
 #: ``n_train`` / ``n_test``: the FedMLP and FedLSM settings' images (the union setting takes
 #: half of each per source), ``pool`` / ``test_pos`` / ``test_neg``: the FedPSL setting's.
@@ -81,7 +80,7 @@ PROFILES: dict[str, dict[str, Any]] = {
 def settings(profile: str | dict = "cpu", **parameters: Any) -> dict[str, ExperimentConfig]:
     """``{setting: base config}`` of the four settings: the row of :data:`PROFILES` for
     ``profile`` with the notebook ``parameters`` applied (``rounds``, ``lr``, ``data_seed``,
-    ``device``; None: the profile's value) by :func:`fedpl_core.studies.profiles.apply_parameters`,
+    ``device``; None: the profile's value) by :func:`fedpl_core.studies.parameters.apply_parameters`,
     or a row it returned."""
     p = profile if isinstance(profile, dict) else apply_parameters(PROFILES, profile, **parameters)
     data_seed, device, size = p.get("data_seed", 0), p.get("device", "auto"), p["image_size"]
@@ -107,17 +106,13 @@ def settings(profile: str | dict = "cpu", **parameters: Any) -> dict[str, Experi
     }
 
 
-#: Ablation variants of a paper's method: they belong to that paper's notebook.
-ABLATIONS = ("fedlsm_no_awpa", "fedlsm_no_ude", "fedlsm_no_ue", "fedpsl_tadl", "fedpsl_tdma")
-
-
 def methods(exclude: Sequence[str] = ()) -> list[str]:
     """Every registered method defined for multi-label data (the settings' task; FedRS and
-    FedPU are single-label methods) in the registry's order, minus the paper ablations
-    (:data:`ABLATIONS`) and ``exclude``."""
-    from ..methods import METHODS
+    FedPU are single-label methods) in the registry's order, minus the paper ablations (a
+    class's ``ablation``: they belong to that paper's notebook) and ``exclude``."""
+    from ..methods import METHODS, ablation_methods
 
-    drop = set(exclude) | set(ABLATIONS)
+    drop = set(exclude) | set(ablation_methods())
     return [m for m in available_methods() if m not in drop and "multilabel" in METHODS[m].tasks]
 
 
@@ -139,6 +134,7 @@ def run(profile: str | dict = "cpu", seeds: Sequence[int] | None = None, results
     return pd.concat(frames, ignore_index=True)
 
 
+# =========================================================================== tables
 def leaderboard(df: pd.DataFrame, metric: str = "score", which: str = "final", decimals: int = 3) -> pd.DataFrame:
     """Per setting and method: ``mean ± std`` over seeds, the mean, ``n`` and the rank of
     the mean (1 = best; ties share the better rank), sorted by setting and rank."""
@@ -182,27 +178,6 @@ def rank_table(board: pd.DataFrame) -> pd.DataFrame:
     return r.sort_values("mean rank")
 
 
-def plot_ranks(board: pd.DataFrame, title: str = "Rank of each method in each setting (1 = best)"):
-    """A heatmap of :func:`rank_table`: methods (rows, best mean rank first) x settings
-    (columns, plus the mean rank), each cell annotated with its rank."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    r = rank_table(board).astype(float)  # nullable Int64 ranks (a method missing in a setting) -> NaN
-    r.columns = [c.replace(" (", "\n(") for c in r.columns]
-    fig, ax = plt.subplots(figsize=(1.6 * len(r.columns) + 3, 0.3 * len(r) + 1.8))
-    sns.heatmap(r, annot=True, fmt=".3g", cmap="viridis_r", cbar_kws={"label": "rank (1 = best)"}, ax=ax,
-                linewidths=0.5, linecolor="white", annot_kws={"fontsize": 7})
-    ax.set_xlabel("setting")
-    ax.set_ylabel("method")
-    ax.tick_params(axis="x", labelsize=8, rotation=0)
-    ax.tick_params(axis="y", labelsize=8)
-    ax.set_title(title)
-    fig.tight_layout()
-    return fig
-
-
-# =========================================================================== the notebook's tables and sentences
 def settings_table(configs: dict[str, ExperimentConfig]) -> pd.DataFrame:
     """Clients, classes and training images of each setting's federation, how many clients
     annotate a class (fewest and most) and the setting's score."""
@@ -240,6 +215,28 @@ def mean_ranks_by_hand(scores: pd.DataFrame) -> pd.Series:
     return ranks.mean(axis=1).sort_values()
 
 
+# =========================================================================== figures
+def plot_ranks(board: pd.DataFrame, title: str = "Rank of each method in each setting (1 = best)"):
+    """A heatmap of :func:`rank_table`: methods (rows, best mean rank first) x settings
+    (columns, plus the mean rank), each cell annotated with its rank."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    r = rank_table(board).astype(float)  # nullable Int64 ranks (a method missing in a setting) -> NaN
+    r.columns = [c.replace(" (", "\n(") for c in r.columns]
+    fig, ax = plt.subplots(figsize=(1.6 * len(r.columns) + 3, 0.3 * len(r) + 1.8))
+    sns.heatmap(r, annot=True, fmt=".3g", cmap="viridis_r", cbar_kws={"label": "rank (1 = best)"}, ax=ax,
+                linewidths=0.5, linecolor="white", annot_kws={"fontsize": 7})
+    ax.set_xlabel("setting")
+    ax.set_ylabel("method")
+    ax.tick_params(axis="x", labelsize=8, rotation=0)
+    ax.tick_params(axis="y", labelsize=8)
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+# =========================================================================== the notebook's sentences
 def best_sentences(board: pd.DataFrame, df: pd.DataFrame) -> list[str]:
     """Per setting: its best method and the paired difference from the runner-up, and the
     best method without full labels (the Oracles aside); methods by their display names."""

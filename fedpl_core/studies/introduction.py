@@ -5,9 +5,9 @@ chest X-rays with the 8 FedMLP CXR findings, in two label settings.
 :data:`PROFILES` holds, per profile, the data (``size`` px, ``n_train`` / ``n_test``
 images), the model and the schedule (``rounds`` of 2 local epochs, ``batch_size``, Adam
 ``lr``, evaluation every ``eval_every`` rounds) and the ``seeds``; the notebook applies
-its parameters with :func:`fedpl_core.studies.profiles.apply_parameters`.
+its parameters with :func:`fedpl_core.studies.parameters.apply_parameters`.
 
-**gpu profile** (sized on paper, no GPU measured it: :func:`fedpl_core.studies.profiles.gpu_estimate`
+**gpu profile** (sized on paper, no GPU measured it: :func:`fedpl_core.studies.budget.gpu_estimate`
 and its stated assumptions): DenseNet-121 (the papers' chest X-ray backbone, random init)
 at 128 px with the ImageNet stem: 5.51 x (128/224)^2 = 1.80 GFLOPs a forward pass, 5.4 a
 training image (x 3); 2,400 training / 1,200 test images, 6 rounds of 2 local epochs, batch

@@ -39,19 +39,6 @@ def claim(d: dict, claim_text: str, direction: int = 1, pairs: str = "runs") -> 
     return f"{claim_text}: {verdict(d, direction)} here; {describe_difference(d, pairs=pairs)}."
 
 
-def reproduced_count(claims, subject: str, alpha: float = 0.05) -> str:
-    """How many of a claims table's comparisons (columns ``diff (points)``, ``p`` and ``p (Holm)``,
-    each "``subject`` above the reference") the run reproduces, p < ``alpha`` in the paper's
-    direction, before and after Holm's correction for the family, in one sentence."""
-    def below(col: str):
-        return claims[col].map(lambda p: p is not None and p == p and float(p) < alpha)
-
-    up = claims["diff (points)"] > 0
-    n, raw, adjusted = len(claims), int((up & below("p")).sum()), int((up & below("p (Holm)")).sum())
-    return (f"{subject} is significantly above the reference in {raw} of {n} comparisons "
-            f"({adjusted} after Holm's correction for the {n} tests).")
-
-
 def bullets(sentences: Sequence[str]) -> str:
     """``sentences`` as a Markdown bullet list (one sentence, or none: plain text)."""
     sentences = [s for s in sentences if s]

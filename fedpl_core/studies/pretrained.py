@@ -5,7 +5,7 @@ The papers start from ImageNet weights (FedMLP's ResNet-18, the DenseNet-121s of
 others); the notebooks' gpu profile trains those backbones from scratch, because their
 ImageNet weights are downloaded at run time, which an offline GPU node cannot.  The one
 offline stand-in is EfficientNet-Lite0 with the ImageNet weights of the ``pretrained`` extra
-(:data:`fedpl_core.studies.profiles.PRETRAINED_BACKBONE`).  :func:`imagenet_start` runs a paper's
+(:data:`fedpl_core.studies.parameters.PRETRAINED_BACKBONE`).  :func:`imagenet_start` runs a paper's
 headline pair (its method and its main baseline) in the notebook's headline setting twice:
 with the profile's backbone from scratch (the notebook's own runs, shared through the
 results cache) and with the pretrained Lite0, and tables the gap for each.  Each study
@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..runs.experiment_config import ExperimentConfig
 from ..runs.study import run_many
-from .profiles import pretrained_backbone
+from .parameters import pretrained_backbone
 from ..report.tables import paired_difference, verdict
 
 #: Display names of the backbones in the table.
@@ -43,7 +43,7 @@ def jobs(base: ExperimentConfig, pair: Sequence[tuple[str, dict]], profile: str,
          setting: Mapping[str, Any] | None = None, verbose: bool = True, force: bool = False) -> dict[str, dict] | None:
     """The settings :func:`imagenet_start` runs ``pair`` in (:func:`settings_for`), or None
     where the profile does not run the pretrained backbone (unless ``force``) or its extra is
-    missing (:func:`fedpl_core.studies.profiles.pretrained_backbone`, which prints why)."""
+    missing (:func:`fedpl_core.studies.parameters.pretrained_backbone`, which prints why)."""
     if len(pair) != 2:
         raise ValueError(f"the headline pair is two methods (the paper's and its baseline), got {len(pair)}")
     backbone = pretrained_backbone(profile, verbose=verbose, force=force)

@@ -1,0 +1,69 @@
+"""FedMLP's claims as :class:`~fedpl_core.report.findings.Claim` objects, tested on notebook
+04's runs by :mod:`fedpl_core.report.findings`: the comparisons of its claims table
+(:func:`comparison_claims`, one family: :func:`claims_table`, :func:`claims_sentences`) and the
+headline claims of the findings page (:func:`headline_claims`)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+
+from ...nn.metrics import metric_name
+from ...report.findings import Claim, family_table, reproduced_count
+from ...report.names import display_name
+from .paper import ABLATION, TABLES
+from .profile import Settings
+
+
+def comparison_claims(st: Settings, tables: Sequence[str] = TABLES) -> list[Claim]:
+    """The paper's claim "FedMLP above FedAvg-PL and FedAvg" claim by claim: per table (a key of
+    the frames), missing level (the two highest the profile runs: the claim's setting
+    ``"m=<m>"``), metric (mean AUROC, mAP) and reference, last round."""
+    mlp = display_name("fedmlp")
+    refs = [display_name(k) for k in ("fedavg_pl", "fedavg")]
+    return [Claim("FedMLP", f"{t}, m = {m}, {metric_name(metric)}: {mlp} above {ref}", mlp, ref, t, metric=metric,
+                  setting=f"m={m}", evidence="notebook 04, the claims table")
+            for t in tables for m in st.missing[t][-2:] for metric in ("auroc_mean", "map") for ref in refs]
+
+
+def claims_table(results: dict[str, pd.DataFrame], st: Settings) -> pd.DataFrame:
+    """The paper's claim "FedMLP above FedAvg-PL and FedAvg" in numbers: :func:`comparison_claims`
+    of the tables in ``results`` tested as one family (:func:`fedpl_core.report.findings.family_table`):
+    one row per table, missing level ``m``, metric and reference (``vs``), with the paired
+    difference's columns, the sentence :func:`~fedpl_core.report.tables.describe_difference`
+    writes and Holm's p over the family."""
+    t = family_table(comparison_claims(st, list(results)), results)
+    t = t.rename(columns={"frame": "table", "b": "vs"}).assign(m=t["setting"].str.split("=").str[1].astype(int))
+    return t[["table", "m", "metric", "vs", "diff (points)", "sd", "95 % CI", "pairs", "p", "sentence", "p (Holm)"]]
+
+
+def claims_sentences(claims: pd.DataFrame) -> list[str]:
+    """Each claim of :func:`claims_table` as a sentence, then how many the run reproduces
+    (p < 0.05 in the paper's direction), before and after Holm's correction
+    (:func:`fedpl_core.report.findings.reproduced_count`)."""
+    out = [f"{r['table']}, m = {r['m']}, {metric_name(r['metric'])}: {r['sentence']}" for _, r in claims.iterrows()]
+    if len(claims):
+        out.append(reproduced_count(claims, "FedMLP"))
+    return out
+
+
+def headline_claims(st: Settings) -> list:
+    """FedMLP's headline claims (:class:`~fedpl_core.report.findings.Claim`), tested by
+    notebook 04 on its runs, last round: ``frames`` keys ``"ICH"`` / ``"CXR"`` (Tables 1-2,
+    at the highest missing level the profile runs) and ``"ablation ICH"`` / ``"ablation
+    CXR"`` (Table 3, each component against the row above it)."""
+    mlp, avg, pl = (display_name(k) for k in ("fedmlp", "fedavg", "fedavg_pl"))
+    tags = ("after a short warm-up the outputs have barely left 0.5, so the features cannot place the prototypes and "
+            "the tags are few or wrong; with one labelled class per client the partial loss trains each head row on "
+            "one client")
+    where = "notebook 04, tag quality and variants; benchmarks/fedmlp_tagging.py"
+    out = []
+    for t, table in (("ICH", "Table 1"), ("CXR", "Table 2")):
+        m = f"m={st.missing[t][-1]}"
+        out += [Claim("FedMLP", f"{table} ({t}): {mlp} above {ref} where labels are scarcest", mlp, ref, t, setting=m,
+                      mechanism=tags, evidence=where) for ref in (pl, avg)]
+    for t in TABLES:
+        rows = [lab for lab, _ in ABLATION]
+        out += [Claim("FedMLP", f"Table 3 ({t}): {b} adds to {a}", b, a, f"ablation {t}",
+                      evidence="notebook 04, Table 3") for a, b in zip(rows[:-1], rows[1:])]
+    return out
