@@ -24,12 +24,12 @@ import fixtures_data as fx  # noqa: E402
 from fedpl_core.data import cache, catalog as registry  # noqa: E402
 from fedpl_core.data.base import DataError, DataWarning  # noqa: E402
 from fedpl_core.data.cache import CacheSpaceError, decode_image, write_cache_array  # noqa: E402
-from fedpl_core.data.csv_loader import load_chexpert, load_csv  # noqa: E402
-from fedpl_core.data.ham10000 import load_ham10000  # noqa: E402
-from fedpl_core.data.medmnist import load_medmnist  # noqa: E402
-from fedpl_core.data.nih import load_nih  # noqa: E402
+from fedpl_core.data.loaders.csv_loader import load_chexpert, load_csv  # noqa: E402
+from fedpl_core.data.loaders.ham10000 import load_ham10000  # noqa: E402
+from fedpl_core.data.loaders.medmnist import load_medmnist  # noqa: E402
+from fedpl_core.data.loaders.nih import load_nih  # noqa: E402
 from fedpl_core.data.dataset_splits import warn_few_positives  # noqa: E402
-from fedpl_core.data.tb_covid import load_tb  # noqa: E402
+from fedpl_core.data.loaders.tb_covid import load_tb  # noqa: E402
 from fedpl_core.base.fileio import host_tag  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,7 +131,7 @@ def test_a_real_full_tmpfs_is_no_bus_error(tmp_path):
     try:
         fx.write_tb(tmp_path / "tb", n_normal=40, n_tb=20)
         (mnt / "fill").write_bytes(b"\0" * (256 * 1024 - 8192))
-        code = ("import sys; from fedpl_core.data.tb_covid import load_tb\n"
+        code = ("import sys; from fedpl_core.data.loaders.tb_covid import load_tb\n"
                 "try:\n    load_tb(sys.argv[1], image_size=64, progress=False)\n"
                 "except OSError as e:\n    print(e); sys.exit(2)\n")
         env = {**os.environ, "FEDPL_CACHE": str(mnt / "cache"), "PYTHONPATH": str(ROOT)}

@@ -162,7 +162,7 @@ def test_one_seed_shows_the_mean_without_a_spread():
 
 
 def test_the_runner_layers_import_only_downward():
-    """fedpl_core/runs: experiment_config < build < provenance < results < runner < grid <
+    """fedpl_core/runs: experiment_config < build < code_index < provenance < results < runner < grid <
     study.  Each module imports only the ones before it, at module level or inside a
     function, and nothing that imports the runner (studies, apps, the package root)."""
     import ast
@@ -171,7 +171,7 @@ def test_the_runner_layers_import_only_downward():
     import fedpl_core
 
     root = Path(fedpl_core.__file__).parent
-    order = ["experiment_config", "build", "provenance", "results", "runner", "grid", "study"]
+    order = ["experiment_config", "build", "code_index", "provenance", "results", "runner", "grid", "study"]
     assert sorted(p.stem for p in (root / "runs").glob("*.py")) == sorted(order + ["__init__"])
     for i, name in enumerate(order):
         nodes = list(ast.walk(ast.parse((root / "runs" / f"{name}.py").read_text())))

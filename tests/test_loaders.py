@@ -18,14 +18,13 @@ import fixtures_data as fx  # noqa: E402
 from fedpl_core.data import cache, catalog as registry  # noqa: E402
 from fedpl_core.data.base import MULTICLASS, MULTILABEL, DataError  # noqa: E402
 from fedpl_core.data.cache import DECODE_FIELDS, DecodeOptions  # noqa: E402
-from fedpl_core.data.csv_loader import (  # noqa: E402
-    CHEXPERT_CLASSES, CHEXPERT_TO_NIH, load_chexpert, load_csv, load_mimic_cxr,
-)
-from fedpl_core.data.ham10000 import HAM_CLASSES, load_ham10000  # noqa: E402
-from fedpl_core.data.medmnist import MEDMNIST_INFO, load_medmnist  # noqa: E402
-from fedpl_core.data.nih import NIH_CLASSES, load_nih  # noqa: E402
+from fedpl_core.data.loaders.csv_loader import (CHEXPERT_CLASSES, CHEXPERT_TO_NIH, load_chexpert, load_csv,
+                                                load_mimic_cxr)
+from fedpl_core.data.loaders.ham10000 import HAM_CLASSES, load_ham10000  # noqa: E402
+from fedpl_core.data.loaders.medmnist import MEDMNIST_INFO, load_medmnist  # noqa: E402
+from fedpl_core.data.loaders.nih import NIH_CLASSES, load_nih  # noqa: E402
 from fedpl_core.data.dataset_splits import group_split, split_dataset  # noqa: E402
-from fedpl_core.data.tb_covid import load_covid, load_tb  # noqa: E402
+from fedpl_core.data.loaders.tb_covid import load_covid, load_tb  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

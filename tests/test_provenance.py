@@ -51,8 +51,10 @@ def test_result_records_provenance(tmp_path):
     assert p["git_commit"] is None or len(p["git_commit"]) == 40
     assert p["git_dirty"] in (None, True, False)
     assert p["code_fingerprint"] == P.code_fingerprint(cfg)
-    assert set(P.FINGERPRINT_MODULES) <= set(p["code"])
+    engine = {k.split(":")[0] for k in P.ENGINE_ROOTS}
+    assert engine <= set(p["code"])
     assert {"fedpl_core.methods.fedavg", "fedpl_core.methods.base"} <= set(p["code"])  # the method's classes
+    assert not {m for m in p["code"] if m.startswith(P.NOT_FINGERPRINTED)}
     # loaded from the cache: the same result, no warning
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -60,9 +62,9 @@ def test_result_records_provenance(tmp_path):
     assert again.provenance == p
 
 
-def test_method_mro_modules_are_fingerprinted():
-    mods = P.run_modules(tiny(method="fedlsm"))
-    assert "fedpl_core.methods.fedlsm" in mods and "fedpl_core.methods.base" in mods
+def test_method_mro_classes_are_fingerprinted():
+    units = P.run_units(tiny(method="fedlsm"))
+    assert {"fedpl_core.methods.fedlsm:FedLSM", "fedpl_core.methods.base:Method"} <= set(units)
     assert P.code_fingerprint(tiny(method="fedlsm")) != P.code_fingerprint(tiny(method="fedavg"))
 
 

@@ -1,5 +1,5 @@
 """RSNA ICH loader on fixture DICOM slices in the Kaggle layout, its registry entry, and
-the built-in ICH-like synthetic data (fedpl_core.data.rsna_ich, .synthetic.make_ich)."""
+the built-in ICH-like synthetic data (fedpl_core.data.loaders.rsna_ich, .synthetic.make_ich)."""
 from __future__ import annotations
 
 import sys
@@ -11,7 +11,7 @@ import pytest
 from fedpl_core.data import catalog as registry
 from fedpl_core.data import synthetic as syn
 from fedpl_core.data.base import MULTILABEL, DataError
-from fedpl_core.data.rsna_ich import BSB_WINDOWS, ICH_SUBTYPES, load_rsna_ich, parse_windows, window
+from fedpl_core.data.loaders.rsna_ich import BSB_WINDOWS, ICH_SUBTYPES, load_rsna_ich, parse_windows, window
 
 # ============================================================================ fixture
 SUBTYPES6 = ICH_SUBTYPES + ["any"]

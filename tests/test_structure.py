@@ -1,7 +1,13 @@
-"""The package's import graph has no circle (issue 26): every import counts, at module
-level or inside a function, under ``TYPE_CHECKING`` too.  A module that imports another
-module of the package depends on it; importing a package depends on its ``__init__``."""
+"""The package's import graph has no circle and no upward arrow: every import counts, at
+module level or inside a function, under ``TYPE_CHECKING`` too, and so does a module loaded
+by name (``importlib.import_module`` / ``__import__`` with a literal name, or a formatted one:
+``f"fedpl_core.data.loaders.{mod}"`` stands for every module its pattern matches, a
+formatted value reading a module-level dict literal for each of the dict's values).  A module
+that imports another module of the package depends on it; importing a package depends on
+its ``__init__``.  Every layer is a folder: the package's top level holds only
+``__init__.py`` and ``__main__.py``."""
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -15,13 +21,67 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def _literal_dicts(tree: ast.Module) -> dict[str, list[str]]:
+    """Module-level ``NAME = {...}`` dict literals: ``{NAME: [its string values]}``."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            values = [v.value for v in node.value.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+            for t in targets:
+                if isinstance(t, ast.Name) and len(values) == len(node.value.values):
+                    out[t.id] = values
+    return out
+
+
+def _patterns(arg: ast.AST, dicts: dict[str, list[str]]) -> list[str]:
+    """The module names (regular expressions) a name argument of ``import_module`` can take."""
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return [re.escape(arg.value)]
+    if isinstance(arg, ast.IfExp):
+        return _patterns(arg.body, dicts) + _patterns(arg.orelse, dicts)
+    if isinstance(arg, ast.JoinedStr):
+        out = [""]
+        for part in arg.values:
+            if isinstance(part, ast.Constant):
+                out = [o + re.escape(str(part.value)) for o in out]
+                continue
+            v = part.value
+            if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and v.value.id in dicts:
+                out = [o + re.escape(x) for o in out for x in dicts[v.value.id]]
+            else:
+                out = [o + r"[A-Za-z_]\w*" for o in out]  # one name
+        return out
+    return []
+
+
+def dynamic_imports(tree: ast.Module, package: str, modules: set[str]) -> set[str]:
+    """The modules ``importlib.import_module`` / ``__import__`` calls name (module docstring)."""
+    dicts = _literal_dicts(tree)
+    out = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.args):
+            continue
+        f = node.func
+        fname = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        if fname not in ("import_module", "__import__"):
+            continue
+        relative = len(node.args) > 1 or any(k.arg == "package" for k in node.keywords)
+        for pat in _patterns(node.args[0], dicts):
+            if relative and pat.startswith(r"\."):
+                pat = re.escape(package) + pat
+            out |= {m for m in modules if re.fullmatch(pat, m)}
+    return out
+
+
 def imports(path: Path, modules: set[str]) -> set[str]:
     """The package's modules that ``path`` imports (``from .x import y`` names module
-    ``x.y`` when that is a module, else ``x``)."""
+    ``x.y`` when that is a module, else ``x``), by statement or by name."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -38,7 +98,7 @@ def imports(path: Path, modules: set[str]) -> set[str]:
                 t = t.rpartition(".")[0]
             if t and t != name:
                 out.add(t)
-    return out
+    return out | (dynamic_imports(tree, package, modules) - {name})
 
 
 def graph() -> dict[str, set[str]]:
@@ -90,6 +150,21 @@ def test_imports_resolve_relative_and_function_level_imports(tmp_path, monkeypat
     assert "fedpl_core.methods.base" in g["fedpl_core.methods.fedavg"]  # from .base import Method
 
 
+def test_imports_follow_a_module_loaded_by_name():
+    modules = {"p", "p.a", "p.b", "p.c.d", "p.lazy"}
+    tree = ast.parse("import importlib\nLAZY = {'x': 'a', 'y': 'c.d'}\n"
+                     "def f(k, m):\n    importlib.import_module(f'.{LAZY[k]}', __name__)\n"
+                     "    importlib.import_module(f'p.{m}')\n    __import__('p.lazy')\n")
+    assert dynamic_imports(tree, "p", modules) == {"p.a", "p.c.d", "p.b", "p.lazy"}
+    assert dynamic_imports(ast.parse("import importlib\nimportlib.import_module(name)\n"), "p", modules) == set()
+    g = graph()  # the package's own: the lazy names of the root, the catalogue's loaders
+    assert {"fedpl_core.runs.runner", "fedpl_core.fl.engine_config"} <= g["fedpl_core"]
+
+
+def test_the_top_level_holds_only_the_package_files():
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py"]
+
+
 def test_the_package_has_no_import_circle():
     found = circles(graph())
     assert not found, "import circles: " + "; ".join(" <-> ".join(c) for c in found)
@@ -130,3 +205,13 @@ def test_every_module_has_a_layer_and_imports_only_downward():
     assert not up, "imports that go up a layer: " + "; ".join(up)
     # the check can fail: a planted import from the data layer up into the runner
     assert upward_imports({"fedpl_core.data.sources": {"fedpl_core.runs.runner"}})
+
+
+def test_a_circle_through_a_module_loaded_by_name_is_found(tmp_path):
+    """The circle the data layer had: the named sources loading two studies by name, the
+    studies importing the sources (``importlib`` edges count)."""
+    modules = {"p.sources", "p.study"}
+    g = {"p.sources": dynamic_imports(ast.parse("import importlib\nfor m in ('study',):\n"
+                                                "    importlib.import_module(f'p.{m}')\n"), "p", modules),
+         "p.study": {"p.sources"}}
+    assert circles(g) == [["p.sources", "p.study"]]

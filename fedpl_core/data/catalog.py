@@ -51,7 +51,7 @@ class DataSetInfo:
         import importlib
 
         mod, fn = self.loader.split(":")
-        return getattr(importlib.import_module(f"fedpl_core.data.{mod}"), fn)
+        return getattr(importlib.import_module(f"fedpl_core.data.loaders.{mod}"), fn)
 
 
 FEDLSM_FRACTIONS = (0.7, 0.1, 0.2)
@@ -97,7 +97,7 @@ def load_split(name: str, root: str | None, classes=None, seed: int = 0, *,
         raise FileNotFoundError(f"data root does not exist: {root}")
     dkw = {k: kwargs.pop(k) for k in list(kwargs) if k in DECODE_FIELDS}
     if name.startswith("medmnist:"):
-        from .medmnist import load_medmnist
+        from .loaders.medmnist import load_medmnist
 
         flag = name.split(":", 1)[1]
         # the registry's default size is 224 px for MedMNIST too (load_medmnist alone keeps the file's)

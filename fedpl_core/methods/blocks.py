@@ -55,6 +55,7 @@ levels below ``Method``).
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -64,7 +65,7 @@ import torch.nn.functional as F
 
 from ..nn.aggregation import aggregate_with_head_weights, weighted_average
 from ..fl.federation import Batch, ClientData, ClientUpdate, derive_seed
-from ..nn.losses import class_pos_weight, masked_bce, masked_ce
+from ..nn.losses import class_pos_weight, masked_bce, supervised_term
 from ..nn.models import HEAD_KEYS, is_bn_key
 from ..fl.preprocess import Preprocess
 
@@ -191,6 +192,11 @@ class SupervisedLoss:
     The weights are computed once per client from its training labels (over its known
     entries with the partial loss, over all entries when missing labels are negatives)
     and kept in ``ctx.state["pos_weight"]``.
+
+    The rule itself is a pure tensor function (:meth:`rule`,
+    :func:`~fedpl_core.nn.losses.supervised_term`): the block calls it on one client's batch,
+    the batched client path (:mod:`fedpl_core.fl.batched`) under ``vmap`` on many clients'
+    batches, each with its :meth:`client_pos_weight`.
     """
 
     weighted: bool = False
@@ -207,17 +213,30 @@ class SupervisedLoss:
         if self.weighted and ctx.info.task != "multiclass":
             self.class_pos_weight(method, ctx)
 
-    def __call__(self, method, ctx, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
-        mask = batch.mask if method.partial else None
-        if ctx.info.task == "multiclass":
-            return masked_ce(logits, batch.y, mask)
-        if not self.weighted:
-            return masked_bce(logits, batch.y, mask)
+    def rule(self, method, task: str):
+        """``(logits, targets, mask, pos_weight) -> loss``: the loss of ``method`` on a
+        ``task`` as a pure tensor function (:func:`~fedpl_core.nn.losses.supervised_term`
+        with the method's ``partial``)."""
+        return functools.partial(supervised_term, partial=bool(method.partial), multiclass=task == "multiclass")
+
+    def client_pos_weight(self, method, ctx, like: torch.Tensor | None = None) -> torch.Tensor | None:
+        """The ``pos_weight`` the rule gets on the client of ``ctx``: its class weights
+        (:meth:`class_pos_weight`, on ``like``'s device and dtype when given, kept in
+        ``ctx.scratch`` for the round) when the block is weighted on a multi-label task,
+        else None."""
+        if not self.weighted or ctx.info.task == "multiclass":
+            return None
+        if like is None:
+            return self.class_pos_weight(method, ctx)
         scratch = getattr(ctx, "scratch", {})
         pw = scratch.get("pos_weight")
-        if pw is None or pw.device != logits.device or pw.dtype != logits.dtype:
-            pw = scratch["pos_weight"] = self.class_pos_weight(method, ctx).to(device=logits.device, dtype=logits.dtype)
-        return masked_bce(logits, batch.y, mask, pos_weight=pw)
+        if pw is None or pw.device != like.device or pw.dtype != like.dtype:
+            pw = scratch["pos_weight"] = self.class_pos_weight(method, ctx).to(device=like.device, dtype=like.dtype)
+        return pw
+
+    def __call__(self, method, ctx, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
+        pw = self.client_pos_weight(method, ctx, like=logits)
+        return self.rule(method, ctx.info.task)(logits, batch.y, batch.mask, pw)
 
 
 LOSSES = ("bce", "wbce")
@@ -296,31 +315,62 @@ def rowwise_head_aggregate(server, updates, encoder_weights, key: str = "label_c
                                                            previous=server.global_state))
 
 
-#: head option -> the metadata key of the per-class counts (None: FedAvg)
-HEADS = {"plain": None, "tdma": "label_counts", "positive": "positive_counts", "awpa": "class_counts"}
-
-
-@dataclass(frozen=True)
 class HeadAggregation:
-    """The server's aggregation: ``counts=None`` is FedAvg (every shared array by the
-    method's client weights); otherwise the encoder by the client weights and head row c
-    by each client's ``counts`` metadata of c (:func:`rowwise_head_aggregate`)."""
-
-    counts: str | None = None
+    """The server's aggregation rule, a method's ``head`` block: called as ``rule(method,
+    server, updates)`` to update ``server.global_state``.  Each rule registers itself under
+    its option name (:func:`head_rule`), so that :func:`make_head` reaches a rule only through
+    the table: a run's code fingerprint holds the rule its method uses, not every rule."""
 
     def __call__(self, method, server, updates) -> None:
-        if self.counts is None:
-            server.global_state.update(weighted_average([u.state for u in updates], method.weights(updates)))
-        else:
-            rowwise_head_aggregate(server, updates, method.weights(updates), self.counts)
+        raise NotImplementedError
+
+
+#: head option -> its rule (:func:`head_rule` fills it)
+HEADS: dict[str, HeadAggregation] = {}
+
+
+def head_rule(option: str, **fields: Any):
+    """Class decorator registering ``cls(**fields)`` as the rule of head option ``option``."""
+    def deco(cls: type) -> type:
+        if option in HEADS:
+            raise ValueError(f"head option {option!r} is registered twice")
+        HEADS[option] = cls(**fields)
+        return cls
+    return deco
+
+
+@head_rule("plain")
+@dataclass(frozen=True)
+class FedAvgHead(HeadAggregation):
+    """FedAvg's aggregation: every shared array, head included, by the method's client
+    weights (``weights``: n_k or uniform)."""
+
+    def __call__(self, method, server, updates) -> None:
+        server.global_state.update(weighted_average([u.state for u in updates], method.weights(updates)))
+
+
+@head_rule("tdma", counts="label_counts")
+@head_rule("positive", counts="positive_counts")
+@head_rule("awpa", counts="class_counts")
+@dataclass(frozen=True)
+class RowwiseHead(HeadAggregation):
+    """The encoder by the method's client weights and head row c by each client's ``counts``
+    metadata of c (:func:`rowwise_head_aggregate`): ``label_counts`` is FedPSL's TDMA,
+    ``class_counts`` FedLSM's AWPA."""
+
+    counts: str
+
+    def __call__(self, method, server, updates) -> None:
+        rowwise_head_aggregate(server, updates, method.weights(updates), self.counts)
 
 
 def make_head(head: str | HeadAggregation) -> HeadAggregation:
+    """The rule of head option ``head`` (a rule object is taken as it is)."""
     if isinstance(head, HeadAggregation):
         return head
     if head not in HEADS:
         raise ValueError(f"unknown head {head!r}; use one of {sorted(HEADS)}")
-    return HeadAggregation(HEADS[head])
+    return HEADS[head]
 
 
 # ============================================================================ warm-up
@@ -533,7 +583,7 @@ def ema_update(teacher: dict[str, torch.Tensor], model: torch.nn.Module, decay: 
 
 __all__ = ["BN_POLICIES", "BatchNormPolicy", "LOCAL_ARRAYS", "local_keys", "ClientWeighting", "Clients", "sgd_step",
            "train_batches", "default_metadata", "model_update", "SupervisedLoss", "LOSSES", "make_loss", "logit_adjusted_bce", "Proximal", "moon_contrastive", "sigmoid_rampup",
-           "rowwise_head_aggregate", "HEADS", "HeadAggregation", "make_head", "HeadWarmup", "warm_up_head",
+           "rowwise_head_aggregate", "HEADS", "HeadAggregation", "FedAvgHead", "RowwiseHead", "head_rule", "make_head", "HeadWarmup", "warm_up_head",
            "calibrate_batchnorm", "CLIENTS", "pool_clients", "with_true_labels", "prepare_clients",
            "require_single_label", "clean_batches", "clean_local_train", "init_teacher", "record_pseudo_labels",
            "ema_update", "bn_modules", "class_pos_weight"]

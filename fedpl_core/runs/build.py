@@ -1,13 +1,14 @@
 """From a config to a ready simulation: the run's data, its partition, its model and
 method, the :class:`~fedpl_core.fl.simulation.Simulation`.
 
-Everything here changes a run's numbers, so this module is part of the code fingerprint
-of every result (:data:`fedpl_core.runs.provenance.FINGERPRINT_MODULES`).
+Everything here changes a run's numbers: :data:`fedpl_core.runs.provenance.ENGINE_ROOTS`
+starts every result's code fingerprint from these functions.
 """
 from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -44,6 +45,15 @@ def check_data_fit(cfg: ExperimentConfig, data: DataBundle) -> None:
                           "calibrate BatchNorm with; leave it out")
 
 
+def partition_builder(cfg: ExperimentConfig) -> Callable[..., P.Partition]:
+    """The function that builds the partition of ``cfg``: :func:`~fedpl_core.partitions.make_partition`
+    when a ``split`` rule is named, else the builder ``partition`` names (``iid``,
+    ``missing_classes``...).  A run's code fingerprint starts from it too."""
+    if cfg.split is not None:
+        return P.make_partition
+    return getattr(P, cfg.partition)
+
+
 def build_partition(cfg: ExperimentConfig, train: ImageDataset) -> P.Partition:
     """The partition of ``cfg`` (see :class:`ExperimentConfig`); ``explicit`` takes its
     client classes and pools from the data source when it provides them (``train.extra``).
@@ -64,9 +74,9 @@ def build_partition(cfg: ExperimentConfig, train: ImageDataset) -> P.Partition:
     try:
         if cfg.split is not None:
             seed = kw.pop("seed")
-            return P.make_partition(train, cfg.num_clients, split=cfg.split, split_kwargs=cfg.split_kwargs,
-                                    labels=cfg.partition, label_kwargs=kw, seed=seed)
-        fn = getattr(P, cfg.partition)
+            return partition_builder(cfg)(train, cfg.num_clients, split=cfg.split, split_kwargs=cfg.split_kwargs,
+                                          labels=cfg.partition, label_kwargs=kw, seed=seed)
+        fn = partition_builder(cfg)
         if cfg.partition == "explicit":
             if "client_classes" not in kw and "client_classes" in train.extra:
                 kw["client_classes"] = train.extra["client_classes"]

@@ -6,37 +6,45 @@ dirty flag when the package runs from a git checkout (else null), the Python, to
 numpy versions, the device, the date (UTC, ISO 8601), the host, the seconds of the run,
 the numeric platform (:func:`numeric_platform`'s key, and apart the CPU kernels torch
 picked and the torch thread count: they decide the last bits of a result), and the
-**code fingerprint** of the run (:func:`code_fingerprint`).
+**code fingerprint** of the run (:func:`code_fingerprint`) with its parts (``"code"``:
+one digest per module).
 
-The code fingerprint is a SHA-256 over the source files of the modules a run uses:
+**The code fingerprint is the code that computes the run**, read by
+:class:`~fedpl_core.runs.code_index.CodeIndex` as units (a function, a class, a module-level
+value) with docstrings, comments, formatting and signature annotations left out: the
+closure of the units the run's roots name (:func:`run_units`).  The roots:
 
-* :data:`FINGERPRINT_MODULES`, the modules every run goes through (every file of the
-  federated core :mod:`fedpl_core.fl`: simulation, sites, server, federation types,
-  evaluation, preprocess, views, checkpoint, selection; losses, aggregation, models,
-  metrics, datasets, the ``methods`` registry, its interface and building blocks
-  (:mod:`fedpl_core.methods.base`, :mod:`fedpl_core.methods.blocks`, which every method
-  composes without inheriting them), :mod:`fedpl_core.runs.build` that
-  builds a run's data, partition, model and simulation from its config, and every file
-  of the ``data`` and ``partitions`` packages);
-* the modules of the run's method class and all its bases (``type(method).__mro__``);
-* the module that registered the run's data source, when it is not one of the above;
-* (``calibrate_bn``'s BatchNorm calibration is a block: covered above.)
+* the engine: :data:`ENGINE_ROOTS` (building the run's data, partition, model, method and
+  :class:`~fedpl_core.fl.simulation.Simulation` from its config, the round loop, and the two
+  functions that turn its history into the numbers a result keeps);
+* its method: the class of the built method and its bases, and the class of every block
+  object it holds (its loss, head aggregation, clients, warm-up...: the ones it *uses*, not
+  every block there is);
+* its data: :func:`fedpl_core.data.sources.source_code`, the builder of its data source and,
+  for a data set of the catalogue, its loader; its partition: the builder
+  :func:`fedpl_core.runs.build.partition_builder` picks.
+
+Not followed (:data:`NOT_FINGERPRINTED`): code that never changes a run's numbers:
+validation of settings (a config's values are in the run id), files, locks, paths,
+messages and plugins loading (:mod:`fedpl_core.base`), the cache, grid, result-file and
+provenance code (the rest of :mod:`fedpl_core.runs`), tables, figures, the findings and the
+site (:mod:`fedpl_core.report`), the studies and the applications; a registry's list of
+names; third-party code, recorded by its versions.  So a caption, a docstring, a study's
+table or a new method in a module of its own leaves every cached run valid, and an edit of
+one block invalidates the runs of the methods that hold it, and no others
+(``tests/test_fingerprint.py`` checks the three, and traces every method's tiny run to
+check that the fingerprint holds all the package code it executes).
 
 The run id (the results file's name) still hashes the config only, so a file stays
 addressable; a cached result whose fingerprint is not the current code's (or that has
 none: written before results recorded it) is *stale*: it is recomputed with a warning,
 unless ``keep_stale=True`` (``run`` / ``run_many``), ``$FEDPL_KEEP_STALE=1`` or
-``--keep-stale`` asks to keep it.  Not fingerprinted: the config's schema
-(:mod:`fedpl_core.runs.experiment_config`, :mod:`fedpl_core.base.validation`: the config itself is in the run
-id), the cache, result-file, grid and file code (the rest of :mod:`fedpl_core.runs`,
-:mod:`fedpl_core.base.fileio`, :mod:`fedpl_core.base.locks`), tables and plotting; third-party code
-is recorded by its versions, not hashed.
+``--keep-stale`` asks to keep it.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import inspect
 import os
 import platform
@@ -45,29 +53,35 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
+
+from .code_index import CodeIndex, module_digests
 
 KEEP_STALE_ENV = "FEDPL_KEEP_STALE"
 
-#: Modules every run uses; a name ending in ``.*`` stands for every ``.py`` file of that
-#: package (recursively).  The one list of what the fingerprint covers, with the method's
-#: classes and the data source's module added per run (:func:`run_modules`).
-FINGERPRINT_MODULES: tuple[str, ...] = (
-    "fedpl_core.fl.*",
-    "fedpl_core.nn.losses",
-    "fedpl_core.nn.aggregation",
-    "fedpl_core.nn.models",
-    "fedpl_core.nn.metrics",
-    "fedpl_core.data.sources",
-    "fedpl_core.methods",
-    "fedpl_core.methods.base",
-    "fedpl_core.methods.blocks",
-    "fedpl_core.runs.build",
-    "fedpl_core.data.*",
-    "fedpl_core.partitions.*",
+#: The units every run goes through: its data, partition, model, method and simulation built
+#: from its config (and the config's derived settings), and the code that turns the
+#: simulation's history into the numbers a result keeps.
+ENGINE_ROOTS: tuple[str, ...] = (
+    "fedpl_core.runs.build:build_simulation",
+    "fedpl_core.runs.build:load_data",
+    "fedpl_core.runs.build:build_partition",
+    "fedpl_core.runs.experiment_config:ExperimentConfig",
+    "fedpl_core.fl.simulation:Simulation",
+    "fedpl_core.runs.results:final_record",
+    "fedpl_core.runs.results:finite_or_none",
+    "fedpl_core.runs.results:RunResult",
 )
 
-_NOT_HASHED = {"builtins", "abc", "typing", "torch", "numpy", "collections", "__main__"}
+#: Modules whose code never changes a run's numbers, so never part of a fingerprint (module
+#: docstring); a module name stands for its submodules too.
+NOT_FINGERPRINTED: tuple[str, ...] = (
+    "fedpl_core.base", "fedpl_core.runs.runner", "fedpl_core.runs.grid", "fedpl_core.runs.study",
+    "fedpl_core.runs.provenance", "fedpl_core.runs.code_index", "fedpl_core.report", "fedpl_core.studies",
+    "fedpl_core.apps",
+)
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
 def keep_stale_default(keep_stale: bool | None) -> bool:
@@ -77,61 +91,108 @@ def keep_stale_default(keep_stale: bool | None) -> bool:
     return os.environ.get(KEEP_STALE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-@functools.lru_cache(maxsize=None)
-def _file_hash(path: str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+@functools.lru_cache(maxsize=1)
+def code_index() -> CodeIndex:
+    """The index of this process's package code (read once: the code this process runs)."""
+    return CodeIndex({"fedpl_core": PACKAGE_DIR}, exclude=NOT_FINGERPRINTED)
 
 
-@functools.lru_cache(maxsize=None)
-def module_hash(name: str) -> str | None:
-    """SHA-256 (16 hex digits) of a module's source file, or of every ``.py`` file of a
-    package for ``"<package>.*"``; None when the module has no source file (built in, a
-    notebook's ``__main__``).  Read once per process: the code this process runs."""
-    try:
-        if name.endswith(".*"):
-            mod = importlib.import_module(name[:-2])
-            root = Path(mod.__file__).parent
-            h = hashlib.sha256()
-            for p in sorted(root.rglob("*.py")):
-                h.update(f"{p.relative_to(root).as_posix()}:{_file_hash(str(p))}\n".encode())
-            return h.hexdigest()[:16]
-        mod = importlib.import_module(name)
-        src = inspect.getsourcefile(mod)
-        return _file_hash(src) if src and os.path.isfile(src) else None
-    except (ImportError, TypeError, OSError, AttributeError):
+def _key(obj: Any) -> str | None:
+    """``module:top-level name`` of a class or function, or None for one without a source
+    file of its own (built in, third-party, or defined in a notebook's ``__main__``)."""
+    module = getattr(obj, "__module__", None)
+    name = getattr(obj, "__qualname__", "").split(".")[0]
+    if not module or not name or module.split(".")[0] in ("builtins", "torch", "numpy", "__main__", "typing"):
         return None
+    return f"{module}:{name}"
 
 
-def _method_class(cfg) -> type | None:
+def _held_classes(obj: Any, depth: int = 3, seen: set | None = None) -> set[type]:
+    """The classes of ``obj`` and of the objects it holds (attributes, containers), ``depth``
+    levels down, that are defined outside the standard library, torch and numpy."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen or depth < 0:
+        return set()
+    seen.add(id(obj))
+    out: set[type] = set()
+    if isinstance(obj, dict):
+        items = list(obj.values())
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        items = list(obj)
+    else:
+        cls = type(obj)
+        if _key(cls) is not None and cls.__module__ not in sys.builtin_module_names:
+            out |= {c for c in cls.__mro__ if _key(c) is not None}
+        items = list(vars(obj).values()) if hasattr(obj, "__dict__") and not isinstance(obj, type) else []
+    for v in items:
+        if isinstance(v, (str, bytes, int, float, bool)) or v is None:
+            continue
+        out |= _held_classes(v, depth - 1, seen)
+    return out
+
+
+def _method_roots(cfg) -> set[str]:
+    """The units of the run's method: its class and bases, and the blocks it holds (classes of
+    the package, or of the module that defines the method: a plugin's)."""
     from ..methods import METHODS, get_method
 
+    cls = METHODS.get(cfg.method)
+    home = "fedpl_core" if cls is None else cls.__module__
     try:
-        return type(get_method(cfg.method, **cfg.method_kwargs))
+        classes = _held_classes(get_method(cfg.method, **cfg.method_kwargs))
     except Exception:  # a method that no longer takes these options: its registered class
-        return METHODS.get(cfg.method)
+        classes = set() if cls is None else set(cls.__mro__)
+    return {k for c in classes if (k := _key(c)) is not None
+            and (c.__module__.split(".")[0] == "fedpl_core" or c.__module__ == home)}
 
 
-def run_modules(cfg) -> list[str]:
-    """The modules whose source makes up the fingerprint of the run ``cfg`` (sorted)."""
-    names = set(FINGERPRINT_MODULES)
-    cls = _method_class(cfg)
-    for c in (cls.__mro__ if cls is not None else ()):
-        if c.__module__.split(".")[0] not in _NOT_HASHED:
-            names.add(c.__module__)
+def _data_roots(cfg) -> set[str]:
+    from ..data.sources import source_code
+
     try:
-        from ..data.sources.base import SOURCES
+        return {k for fn in source_code(cfg.dataset) if (k := _key(fn)) is not None}
+    except Exception:  # an unknown source: the run cannot be built either
+        return set()
 
-        fn = SOURCES.get(cfg.dataset)
-        if fn is not None and fn.__module__.split(".")[0] not in _NOT_HASHED:
-            names.add(fn.__module__)
-    except ImportError:
-        pass
-    return sorted(names)
+
+def _partition_roots(cfg) -> set[str]:
+    from .build import partition_builder
+
+    try:
+        key = _key(partition_builder(cfg))
+    except AttributeError:  # an unknown partition: the run cannot be built either
+        return set()
+    return set() if key is None else {key}
+
+
+def run_roots(cfg) -> list[str]:
+    """The root units of the run ``cfg`` (module docstring)."""
+    return sorted(set(ENGINE_ROOTS) | _method_roots(cfg) | _data_roots(cfg) | _partition_roots(cfg))
+
+
+def _index_for(keys: Iterable[str]) -> CodeIndex:
+    """The index, told the source file of any root outside the package (a plugin's method)."""
+    index = code_index()
+    for key in keys:
+        module = key.split(":")[0]
+        if module.split(".")[0] != "fedpl_core" and module not in index.extra_files:
+            mod = sys.modules.get(module)
+            src = inspect.getsourcefile(mod) if mod is not None else None
+            if src and os.path.isfile(src):
+                index.extra_files[module] = Path(src)
+    return index
+
+
+def run_units(cfg) -> dict[str, str]:
+    """``{unit key: digest}`` of every unit of code the run ``cfg`` computes with."""
+    roots = run_roots(cfg)
+    return _index_for(roots).closure(roots)
 
 
 def code_hashes(cfg) -> dict[str, str]:
-    """``{module: source hash}`` of :func:`run_modules` (modules without a source file left out)."""
-    return {m: h for m in run_modules(cfg) if (h := module_hash(m)) is not None}
+    """``{module: digest}`` of :func:`run_units` (one digest a module over its units): the
+    ``"code"`` a result records."""
+    return module_digests(run_units(cfg))
 
 
 def fingerprint_of(hashes: dict[str, str]) -> str:
@@ -151,7 +212,7 @@ def package_version() -> str | None:
     except Exception:
         # the package's own number when it is not installed (read, not imported: the
         # package imports the runner, which imports this module)
-        return getattr(sys.modules.get(__package__ or ""), "__version__", None)
+        return getattr(sys.modules.get("fedpl_core"), "__version__", None)
 
 
 @functools.lru_cache(maxsize=1)
@@ -243,6 +304,6 @@ def stale_reason(prov: dict[str, Any] | None, cfg) -> str | None:
     return f"code changed since: {shown}"
 
 
-__all__ = ["FINGERPRINT_MODULES", "KEEP_STALE_ENV", "keep_stale_default", "module_hash", "run_modules",
-           "code_hashes", "code_fingerprint", "fingerprint_of", "package_version", "git_state", "numeric_platform", "provenance",
+__all__ = ["ENGINE_ROOTS", "NOT_FINGERPRINTED", "KEEP_STALE_ENV", "keep_stale_default", "code_index", "run_roots",
+           "run_units", "code_hashes", "code_fingerprint", "fingerprint_of", "package_version", "git_state", "numeric_platform", "provenance",
            "stale_reason"]

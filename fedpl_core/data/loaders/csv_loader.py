@@ -34,10 +34,10 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .base import MULTICLASS, MULTILABEL, DataError, DataWarning, ImageDataset
-from .cache import DecodeOptions, decode_options
-from .files import build_dataset, check_classes, first_rows, parse_label_values, read_table, require_file
-from .safeopen import not_regular
+from ..base import MULTICLASS, MULTILABEL, DataError, DataWarning, ImageDataset
+from ..cache import DecodeOptions, decode_options
+from ..files import build_dataset, check_classes, first_rows, parse_label_values, read_table, require_file
+from ..safeopen import not_regular
 
 #: The 14 CheXpert observations, in the column order of CheXpert's CSVs.
 CHEXPERT_CLASSES = [

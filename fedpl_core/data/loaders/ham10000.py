@@ -28,9 +28,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import MULTICLASS, DataError, ImageDataset
-from .cache import DecodeOptions, decode_options
-from .files import build_dataset, find_file, first_rows, index_files, read_table, select_classes
+from ..base import MULTICLASS, DataError, ImageDataset
+from ..cache import DecodeOptions, decode_options
+from ..files import build_dataset, find_file, first_rows, index_files, read_table, select_classes
 
 #: ISIC 2018 Task 3 class order.
 HAM_CLASSES = ["MEL", "NV", "BCC", "AKIEC", "BKL", "DF", "VASC"]
@@ -105,7 +105,7 @@ def load_ham10000(
             train, else ISIC).
         classes: keep / reorder classes (default :data:`HAM_CLASSES`); images of
             unselected classes are dropped.
-        max_images, seed: random subset of this size, as in :func:`fedpl_core.data.nih.load_nih`.
+        max_images, seed: random subset of this size, as in :func:`fedpl_core.data.loaders.nih.load_nih`.
         decode, ``**decode_kw``: :class:`~fedpl_core.data.cache.DecodeOptions` or its
             fields as keywords; channels default to 3 (RGB).
     """

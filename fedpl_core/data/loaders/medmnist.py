@@ -8,7 +8,7 @@ ChestMNIST (multi-label) and ``[N, 1]`` class indices for the other flags.
 
 Class names follow ``medmnist/info.py`` (``INFO[flag]["label"]``) except two, so that
 the MedMNIST versions line up with the full-size loaders: ChestMNIST uses the NIH
-spellings of :data:`~fedpl_core.data.nih.NIH_CLASSES` (same order; MedMNIST writes
+spellings of :data:`~fedpl_core.data.loaders.nih.NIH_CLASSES` (same order; MedMNIST writes
 ``pleural`` for ``Pleural_Thickening``) and DermaMNIST uses the HAM10000 / ISIC
 codes (``AKIEC, BCC, BKL, DF, MEL, NV, VASC``, MedMNIST's alphabetical order; reorder
 with ``classes=HAM_CLASSES``).
@@ -30,11 +30,11 @@ from typing import Sequence
 import numpy as np
 from PIL import Image
 
-from .base import MULTICLASS, MULTILABEL, DataError, DataWarning, ImageDataset, check_memory
-from .cache import DecodeOptions, decode_options, log_resize
-from .files import select_classes, subsample_index
+from ..base import MULTICLASS, MULTILABEL, DataError, DataWarning, ImageDataset, check_memory
+from ..cache import DecodeOptions, decode_options, log_resize
+from ..files import select_classes, subsample_index
 from .nih import NIH_CLASSES
-from .safeopen import not_regular, open_regular
+from ..safeopen import not_regular, open_regular
 
 SPLITS = ("train", "val", "test")
 SIZES = (28, 64, 128, 224)

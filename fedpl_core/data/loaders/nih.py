@@ -29,9 +29,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import MULTILABEL, DataError, ImageDataset
-from .cache import DecodeOptions, decode_options
-from .files import build_dataset, check_classes, first_rows, index_files, read_name_list, read_table, require_file
+from ..base import MULTILABEL, DataError, ImageDataset
+from ..cache import DecodeOptions, decode_options
+from ..files import build_dataset, check_classes, first_rows, index_files, read_name_list, read_table, require_file
 
 #: The 14 findings in the standard order (Wang et al.; MedMNIST's ChestMNIST order).
 NIH_CLASSES = [

@@ -53,11 +53,11 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from ..base.fileio import atomic_write_text, remove_stale_temps
-from .base import MULTILABEL, DataError, DataWarning, ImageDataset
-from .cache import DecodeOptions, cache_path_for, decode_options, nonfinite_error, write_cache_array
-from .files import check_classes, index_files, read_table, require_file, subsample_index
-from .safeopen import not_regular, open_regular
+from ...base.fileio import atomic_write_text, remove_stale_temps
+from ..base import MULTILABEL, DataError, DataWarning, ImageDataset
+from ..cache import DecodeOptions, cache_path_for, decode_options, nonfinite_error, write_cache_array
+from ..files import check_classes, index_files, read_table, require_file, subsample_index
+from ..safeopen import not_regular, open_regular
 
 #: The five hemorrhage subtypes, the Kaggle CSV's order (``any`` is dropped).
 ICH_SUBTYPES = ["epidural", "intraparenchymal", "intraventricular", "subarachnoid", "subdural"]

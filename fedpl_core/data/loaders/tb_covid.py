@@ -32,9 +32,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import MULTILABEL, DataError, ImageDataset
-from .cache import DecodeOptions, decode_options
-from .files import IMAGE_SUFFIXES, build_dataset, natural_key, scan_files, warn_skipped
+from ..base import MULTILABEL, DataError, ImageDataset
+from ..cache import DecodeOptions, decode_options
+from ..files import IMAGE_SUFFIXES, build_dataset, natural_key, scan_files, warn_skipped
 
 TB_DIR = "TB_Chest_Radiography_Database"
 COVID_DIR = "COVID-19_Radiography_Dataset"

@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 from ..base import DataError
-from . import fedpsl, surgical, synthetic  # noqa: F401  (each registers its sources on import)
-from .base import (FIXED_CLASSES, REAL_SIZES, SOURCE_TASKS, SOURCES, SYNTHETIC, SYNTHETIC_SIZES, DataBundle,
+from . import fedpsl, real, surgical, synthetic  # noqa: F401  (each registers its sources on import)
+from .base import (FALLBACK, FIXED_CLASSES, REAL_SIZES, SOURCE_TASKS, SOURCES, SYNTHETIC, SYNTHETIC_SIZES, DataBundle,
                    check_image_size, register_source)
-from .real import real_source
 
 
 def _plugins() -> None:
@@ -53,18 +52,38 @@ def source_task(name: str) -> str | None:
 
 
 
+def source_builder(name: str) -> Callable[..., DataBundle]:
+    """The builder of data source ``name``: the one registered under it, else the reader of
+    the real data sets (:data:`~fedpl_core.data.sources.base.FALLBACK`).  Both come from the
+    tables, so the code of one source never names another's."""
+    return SOURCES[name] if name in SOURCES else FALLBACK["source"]
+
+
+def source_code(name: str) -> list[Callable]:
+    """The functions that build data source ``name`` beyond what their code names: its
+    builder (:func:`source_builder`) and, for a data set of the catalogue, its loader (the
+    catalogue names it by a string).  A run's code fingerprint starts from them
+    (:mod:`fedpl_core.runs.provenance`)."""
+    from ..catalog import DATASETS
+
+    if name not in SOURCES and name not in SYNTHETIC:
+        _plugins()
+    fns = [source_builder(name)]
+    if name not in SOURCES and name in DATASETS:
+        fns.append(DATASETS[name].load_fn())
+    return fns
+
+
 @lru_cache(maxsize=4)
 def _load(key: str, progress: bool) -> DataBundle:
     name, root, classes, size, n_train, n_test, seed, kw = json.loads(key)
     if name not in SOURCES and name not in SYNTHETIC:
         _plugins()
     check_source(name)
-    if name in SOURCES:
-        if name in FIXED_CLASSES and classes is not None:
-            raise DataError(f"classes do not apply to data set {name!r}: its tables fix the classes; leave them out")
-        bundle = SOURCES[name](name, root, classes, size, n_train, n_test, seed, **dict(kw))
-    else:
-        bundle = real_source(name, root, classes, size, n_train, n_test, seed, **{"progress": progress, **kw})
+    if name in FIXED_CLASSES and classes is not None:
+        raise DataError(f"classes do not apply to data set {name!r}: its tables fix the classes; leave them out")
+    extra = {} if name in SOURCES else {"progress": progress}  # the real data sets' decode progress bar
+    bundle = source_builder(name)(name, root, classes, size, n_train, n_test, seed, **{**extra, **kw})
     if root is not None and bundle.test is not None:  # real data: once per bundle, i.e. per run and process
         from ..dataset_splits import warn_few_positives
 
@@ -84,7 +103,7 @@ def load_bundle(dataset: str, data_root: str | None = None, classes: list[str] |
 
 def check_source(name: str) -> None:
     """A :class:`DataError` listing the data sets there are for an unknown ``name``."""
-    from ..medmnist import MEDMNIST_INFO
+    from ..loaders.medmnist import MEDMNIST_INFO
     from ..catalog import DATASETS
 
     if name.startswith("medmnist:"):
@@ -134,5 +153,5 @@ def known_sources() -> list[str]:
 
 
 __all__ = ["DataBundle", "SOURCES", "SOURCE_TASKS", "FIXED_CLASSES", "register_source", "source_task", "load_bundle",
-           "known_sources", "check_source", "check_data_settings", "check_image_size", "SYNTHETIC", "SYNTHETIC_SIZES",
+           "known_sources", "check_source", "source_builder", "source_code", "check_data_settings", "check_image_size", "SYNTHETIC", "SYNTHETIC_SIZES",
            "REAL_SIZES"]

@@ -55,6 +55,17 @@ def register_source(name: str, fixed_classes: bool = False, task: str | None = N
     return deco
 
 
+#: The builder of every data set no source registers by name: the real data sets of
+#: :mod:`fedpl_core.data.catalog` (:func:`register_fallback_source` sets it).
+FALLBACK: dict[str, Callable[..., DataBundle]] = {}
+
+
+def register_fallback_source(fn: Callable[..., DataBundle]) -> Callable[..., DataBundle]:
+    """Decorator making ``fn`` the builder of every name no source registers."""
+    FALLBACK["source"] = fn
+    return fn
+
+
 def check_image_size(name: str, image_size: int) -> None:
     lo, hi = SYNTHETIC_SIZES if name in SYNTHETIC else REAL_SIZES
     if not lo <= image_size <= hi:
@@ -64,4 +75,4 @@ def check_image_size(name: str, image_size: int) -> None:
 
 
 __all__ = ["DataBundle", "SOURCES", "FIXED_CLASSES", "SOURCE_TASKS", "register_source", "SYNTHETIC", "SYNTHETIC_SIZES",
-           "REAL_SIZES", "check_image_size"]
+           "REAL_SIZES", "check_image_size", "FALLBACK", "register_fallback_source"]

@@ -154,7 +154,7 @@ def real_data(data_root: str, table: str = "II", pool: int = 1000, image_size: i
               test_neg: int = 300, seed: int = 0, nih_root: str | None = None, tb_root: str | None = None,
               covid_root: str | None = None) -> DataBundle:
     """NIH ChestX-ray14 (+ TB, COVID-19 for Table IV) as in Sec. VII-E/F (needs the data)."""
-    from ..nih import load_nih
+    from ..loaders.nih import load_nih
 
     client_classes(table)
     rng = np.random.default_rng(seed)
@@ -174,7 +174,7 @@ def real_data(data_root: str, table: str = "II", pool: int = 1000, image_size: i
     t.extra["blocks"] = t_blocks
     test_parts = [t]
     if table == "IV":
-        from ..tb_covid import load_covid, load_tb
+        from ..loaders.tb_covid import load_covid, load_tb
 
         for c, loader, root in (("Tuberculosis", load_tb, tb_root), ("COVID-19", load_covid, covid_root)):
             src = loader(root or data_root, image_size=image_size)

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import logging
 
-from .base import DataBundle, check_image_size
+from .base import DataBundle, check_image_size, register_fallback_source
 
 log = logging.getLogger("fedpl")
 
 
+@register_fallback_source
 def real_source(name: str, data_root, classes, image_size, n_train, n_test, data_seed, **kw) -> DataBundle:
-    from .. import catalog as registry
+    """A data set of :mod:`fedpl_core.data.catalog` (or ``medmnist:<flag>``) read from
+    ``data_root``: its training and test parts, its validation part as ``extra["val"]``."""
+    from .. import catalog
 
     check_image_size(name, image_size)
-    splits = registry.load_split(name, data_root, classes=classes, image_size=image_size, seed=data_seed, **kw)
+    splits = catalog.load_split(name, data_root, classes=classes, image_size=image_size, seed=data_seed, **kw)
     train, test = splits[0], splits[-1]
     log.info("%s: %d training / %d test images from %s; n_train / n_test do not apply (the data set's own "
              "splits are used)", name, len(train), len(test), data_root)

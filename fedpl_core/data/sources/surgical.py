@@ -87,9 +87,9 @@ def real_data(data_root: str, image_size: int, seed: int, max_images: int | None
     Returns ``{"NIH": (train, test), "CheXpert": (train, test), "external": ds,
     "public": images or None}``.
     """
-    from ..csv_loader import CHEXPERT_CLASSES as CHEXPERT_COLUMNS
-    from ..csv_loader import load_chexpert, load_csv, load_mimic_cxr
-    from ..nih import load_nih
+    from ..loaders.csv_loader import CHEXPERT_CLASSES as CHEXPERT_COLUMNS
+    from ..loaders.csv_loader import load_chexpert, load_csv, load_mimic_cxr
+    from ..loaders.nih import load_nih
     from ..dataset_splits import split_dataset
 
     root = Path(data_root)
