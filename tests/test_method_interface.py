@@ -150,3 +150,105 @@ def test_the_facts_of_a_method_are_its_class_attributes():
     assert get_method("pfl").why_not_batchable == "arrays that stay on the clients"
     assert get_method("fedavg", warmup_epochs=1).why_not_batchable == "the head warm-up"
     assert batchable_methods() == [n for n in available_methods() if get_method(n).batchable]
+
+
+# ------------------------------------------------------------ annotated hooks
+def _method_signatures() -> dict[str, tuple[list[str], str]]:
+    """``{hook: (its parameters' annotations after self, its return annotation)}`` as
+    ``Method`` declares them in base.py (source text)."""
+    import ast
+
+    tree = ast.parse((PKG / "methods" / "base.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Method")
+    out = {}
+    for fn in cls.body:
+        if isinstance(fn, ast.FunctionDef) and fn.name in base.HOOKS:
+            params = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+            out[fn.name] = ([ast.unparse(p.annotation) for p in params[1:] if p.annotation is not None],
+                            ast.unparse(fn.returns) if fn.returns is not None else "")
+    return out
+
+
+def hook_annotation_problems(source: str, module: str = "<source>",
+                             method_classes: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """``module:Class.hook: ...`` for every definition, in a class of ``source``, of a name in
+    ``base.HOOKS`` whose parameters (``self`` aside) or return lack an annotation; for the
+    classes named in ``method_classes`` (a ``Method`` subclass or a mixin of one), also for
+    annotations other than ``Method``'s own (base.py's spelling)."""
+    import ast
+
+    expected = _method_signatures()
+    problems = []
+    for cls in ast.walk(ast.parse(source)):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for fn in cls.body:
+            if not (isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name in base.HOOKS):
+                continue
+            a = fn.args
+            params = (a.posonlyargs + a.args)[1:] + a.kwonlyargs + [p for p in (a.vararg, a.kwarg) if p is not None]
+            missing = [p.arg for p in params if p.annotation is None] + (["return"] if fn.returns is None else [])
+            where = f"{module}:{cls.name}.{fn.name}"
+            if missing:
+                problems.append(f"{where}: no annotation for {', '.join(missing)}")
+            elif cls.name in method_classes:
+                got = ([ast.unparse(p.annotation) for p in params], ast.unparse(fn.returns))
+                if got != expected[fn.name]:
+                    problems.append(f"{where}: annotated {got}, Method declares {expected[fn.name]}")
+    return problems
+
+
+def test_every_hook_override_is_annotated_as_method_declares_it():
+    """Every override of a hook in ``fedpl_core/methods/`` (read as source, not imported) carries
+    ``Method``'s parameter and return annotations, so the type checker (``python -m mypy``,
+    pyproject.toml) holds the hooks' bodies to the engine's types."""
+    import ast
+
+    available_methods()
+    in_methods = {f"{c.__module__}.{c.__qualname__}" for cls in METHODS.values() for c in cls.__mro__}
+    problems, checked = [], 0
+    for path in sorted((PKG / "methods").rglob("*.py")):
+        module = ".".join(path.relative_to(PKG.parent).with_suffix("").parts)
+        source = path.read_text()
+        names = {n.name for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef)}
+        problems += hook_annotation_problems(source, module, {n for n in names if f"{module}.{n}" in in_methods})
+        checked += sum(isinstance(f, ast.FunctionDef) and f.name in base.HOOKS
+                       for c in ast.walk(ast.parse(source)) if isinstance(c, ast.ClassDef) for f in c.body)
+    assert checked >= 85, checked  # Method's 10 and the methods' overrides: the scan saw the package
+    assert not problems, "\n".join(problems)
+
+
+def test_the_annotation_check_names_a_planted_unannotated_hook():
+    planted = '''
+class Planted(Method):
+    def loss(self, ctx, logits, features, batch):
+        return logits.sum()
+
+    def receive(self, ctx: ClientContext, payload) -> None:
+        super().receive(ctx, payload)
+
+    def payload(self, server: Server, client_id: str) -> dict[str, Any]:
+        return {}
+
+    def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
+        pass
+
+    def helper(self, x):
+        return x
+
+
+class Block:
+    def init_client(self, method, ctx) -> None:
+        pass
+'''
+    assert hook_annotation_problems(planted, "planted", {"Planted"}) == [
+        "planted:Planted.loss: no annotation for ctx, logits, features, batch, return",
+        "planted:Planted.receive: no annotation for payload",
+        "planted:Planted.payload: annotated (['Server', 'str'], 'dict[str, Any]'), "
+        "Method declares (['Server', 'int'], 'dict[str, Any]')",
+        "planted:Block.init_client: no annotation for method, ctx",
+    ]
+    fixed = planted.replace("def loss(self, ctx, logits, features, batch):",
+                            "def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, "
+                            "batch: Batch) -> torch.Tensor:")
+    assert "planted:Planted.loss" not in " ".join(hook_annotation_problems(fixed, "planted", {"Planted"}))

@@ -215,3 +215,27 @@ def test_a_circle_through_a_module_loaded_by_name_is_found(tmp_path):
                                                 "    importlib.import_module(f'p.{m}')\n"), "p", modules),
          "p.study": {"p.sources"}}
     assert circles(g) == [["p.sources", "p.study"]]
+
+
+def test_the_architecture_page_names_every_room_and_module():
+    """docs/architecture.md shows the layers as folders and names each module in its room's row
+    (a method family's module and a publisher's loader are named as a kind: "one module a ...")."""
+    from fedpl_core.methods import METHODS, available_methods
+
+    available_methods()  # every method module imported
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    families = {c.__module__ for c in METHODS.values()}
+    missing = []
+    for p in sorted(PACKAGE.rglob("*.py")):
+        rel = p.relative_to(PACKAGE)
+        if len(rel.parts) == 1 or p.stem == "__init__":
+            continue
+        folder = "/".join(rel.parts[:-1]) + "/"
+        if rel.parts[0] == "studies" and len(rel.parts) == 3:  # a paper's package, named in the studies row
+            folder = rel.parts[1] + "/"
+        if f"`{folder}`" not in page:
+            missing.append(folder)
+        elif module_name(p) not in families and rel.parts[:2] != ("data", "loaders") \
+                and not (rel.parts[0] == "studies" and len(rel.parts) == 3) and f"`{p.name}`" not in page:
+            missing.append(str(rel))
+    assert not missing, f"docs/architecture.md does not name: {sorted(set(missing))}"

@@ -49,7 +49,7 @@ from typing import Any
 import torch
 from torch.func import functional_call, grad_and_value, stack_module_state, vmap
 
-from .federation import ClientUpdate
+from .federation import ClientContext, ClientUpdate
 from .site import check_metadata, make_optimizer
 
 log = logging.getLogger("fedpl")
@@ -78,7 +78,7 @@ def why_not_batched(sim: Any, clients: list[int]) -> str | None:
     return None
 
 
-def _stack_batches(contexts: list):
+def _stack_batches(contexts: list[ClientContext]) -> tuple[torch.Tensor, ...]:
     """The clients' rounds of batches (each drawn from its round's context, as the loop
     draws it), stacked ``[K, steps, B, ...]``; the clients have the same round shape
     (:func:`_round_shape`)."""
@@ -130,13 +130,14 @@ def train_round(sim: Any, clients: list[int], round_idx: int,
     return updates, losses
 
 
-def _round_shape(ctx) -> tuple[int, int]:
+def _round_shape(ctx: ClientContext) -> tuple[int, int]:
     """(local steps, batch size) of a client's round, as ``ClientContext.batch_positions``
     draws them (full batches only; one batch of all when the client has fewer samples)."""
     return ctx.num_steps(), min(ctx.cfg.batch_size, ctx.data.n)
 
 
-def _train_chunk(sim: Any, clients: list[int], contexts: list, stacked) -> tuple[list[ClientUpdate], list[float]]:
+def _train_chunk(sim: Any, clients: list[int], contexts: list[ClientContext],
+                 stacked: tuple[torch.Tensor, ...]) -> tuple[list[ClientUpdate], list[float]]:
     """One chunk of clients (with their round's contexts): every local step one ``vmap``
     over the stacked models."""
     X, Y, M = stacked
@@ -153,9 +154,12 @@ def _train_chunk(sim: Any, clients: list[int], contexts: list, stacked) -> tuple
     block = method.loss_block  # the loss the loop's supervised_loss computes, as a pure tensor function
     rule = block.rule(method, sim.info.task)
     weights = [block.client_pos_weight(method, ctx) for ctx in contexts]  # each client's class weights (wbce)
-    weights = None if weights[0] is None else torch.stack(weights).to(device=X.device, dtype=torch.float32)
+    # the list becomes one stacked tensor (or None)
+    weights = (None if weights[0] is None  # type: ignore[assignment]
+               else torch.stack(weights).to(device=X.device, dtype=torch.float32))
 
-    def loss_of(p, x, y, mask, pos_weight=None):
+    def loss_of(p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor,
+                pos_weight: torch.Tensor | None = None) -> torch.Tensor:
         logits = functional_call(model, ({**p, **frozen}, buffers), (x,))
         return rule(logits.float(), y, mask, pos_weight)
 
@@ -165,7 +169,7 @@ def _train_chunk(sim: Any, clients: list[int], contexts: list, stacked) -> tuple
     steps = X.shape[1]
     for s in range(steps):
         args = (params, X[:, s], Y[:, s], M[:, s]) + (() if weights is None else (weights,))
-        grads, loss = step_fn(*args)
+        grads, loss = step_fn(*args)  # type: ignore[arg-type]  # weights: a tensor here
         losses += loss.detach()
         for n, p in params.items():
             p.grad = grads[n]

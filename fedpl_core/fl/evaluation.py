@@ -174,7 +174,7 @@ def validation_loss(method: Any, sites: Sequence["Site"], models: Models, round_
         tot, n = 0.0, 0
         for b in ctx.iterate_all():
             with work.autocast():
-                logits, _ = work.model.forward_features(b.x)
+                logits, _ = work.model.forward_features(b.x)  # type: ignore[arg-type]  # a made batch has x
             tot += float(method.supervised_loss(ctx, logits.float(), b)) * len(b.pos)
             n += len(b.pos)
         losses.append(tot / max(n, 1))
@@ -236,7 +236,7 @@ def pseudo_label_quality(train_set: ImageDataset, clients: Sequence[ClientData],
     if not seen:
         return {}
 
-    def ratio(a, b):
+    def ratio(a: Any, b: Any) -> float:
         return float(a / b) if b else float("nan")
 
     return {"pl/coverage": ratio(counts[1], counts[0]), "pl/accuracy": ratio(counts[2], counts[1]),

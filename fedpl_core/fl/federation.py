@@ -20,11 +20,15 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 import torch
 from torch.func import functional_call
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..nn.models import FedModel
+
 
 class DivergenceError(RuntimeError):
     """Training produced a non-finite loss, or the model non-finite outputs."""
@@ -132,7 +136,7 @@ class ClientContext:
     """
 
     def __init__(self, client_id: int, round_idx: int, data: ClientData, state: dict[str, Any],
-                 model: torch.nn.Module, optimizer: torch.optim.Optimizer | None, info: FederationInfo, cfg: Any,
+                 model: FedModel, optimizer: torch.optim.Optimizer, info: FederationInfo, cfg: Any,
                  device: torch.device, images: torch.Tensor, preprocess: Callable[..., torch.Tensor],
                  arrays: dict[str, torch.Tensor], autocast: Callable[[], Any] = contextlib.nullcontext):
         self.client_id, self.round = client_id, round_idx
@@ -153,7 +157,7 @@ class ClientContext:
         """A detached copy of every parameter and buffer of the working model."""
         return copy_arrays(self._arrays)
 
-    def autocast(self):
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
         return self._autocast()
 
     def forward_with(self, state: dict[str, torch.Tensor], x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -226,7 +230,8 @@ class ClientContext:
             yield self.make_batch(torch.arange(s, min(s + bs, self.data.n)), train=False)
 
 
-def _forward_features(model: torch.nn.Module, state: dict[str, torch.Tensor], x: torch.Tensor):
+def _forward_features(model: FedModel, state: dict[str, torch.Tensor],
+                      x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``model.forward_features(x)`` with ``state``'s arrays substituted (torch.func)."""
     enc = {k.split(".", 1)[1]: v for k, v in state.items() if k.startswith("encoder.")}
     head = {k.split(".", 1)[1]: v for k, v in state.items() if k.startswith("head.")}

@@ -49,7 +49,7 @@ class BestRound:
         v = record.get(self.key) if self.key else None
         if v is None:
             return False
-        b = None if self.best is None else self.best[self.key]
+        b = None if self.best is None else self.best[self.key]  # type: ignore[index]  # key is set: v is not None
         if b is None or (v > b if self.maximise else v < b):
             self.best, self.since_best = dict(record), 0
             return True

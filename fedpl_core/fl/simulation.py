@@ -25,6 +25,7 @@ Design:
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -37,13 +38,15 @@ import torch
 from .engine_config import EngineConfig
 from ..data.base import ImageDataset
 from . import batched, checkpoint, evaluation
-from .federation import ClientContext, ClientData, DivergenceError, FederationInfo, derive_seed
+from .federation import ClientContext, ClientData, ClientUpdate, DivergenceError, FederationInfo, derive_seed
+from .preprocess import Preprocess
 from .selection import BestRound
 from .server import Server, sample_clients
 from .site import (EXPLOSION, DivergenceCheck, Site, WorkingModel, configure_cuda, make_client_data, make_optimizer,
                    place_model, resolve_device, split_validation)
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..nn.models import FedModel
     from ..partitions import Partition
 
 log = logging.getLogger("fedpl")
@@ -64,7 +67,7 @@ class Simulation:
     ``method``: a :class:`~fedpl_core.methods.base.Method` (not imported here: the federated
     core sits below the methods, which import its types)."""
 
-    def __init__(self, method: Any, model: torch.nn.Module, train: ImageDataset, partition: "Partition",
+    def __init__(self, method: Any, model: FedModel, train: ImageDataset, partition: "Partition",
                  test: ImageDataset | None = None, cfg: EngineConfig | None = None,
                  extra_eval: dict[str, ImageDataset] | None = None,
                  checkpoint_path: str | Path | None = None):
@@ -117,7 +120,7 @@ class Simulation:
         return self.work.optimizer
 
     @property
-    def preprocess(self):
+    def preprocess(self) -> Preprocess:
         return self.work.preprocess
 
     @property
@@ -130,7 +133,7 @@ class Simulation:
     def extract_state(self) -> dict[str, torch.Tensor]:
         return self.work.extract_state()
 
-    def autocast(self):
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
         return self.work.autocast()
 
     def client_context(self, k: int, round_idx: int, data: ClientData | None = None) -> ClientContext:
@@ -150,7 +153,8 @@ class Simulation:
         return None if site is None else site.reference_loss(self.server.global_state, self.round)
 
     # ------------------------------------------------------------ one round
-    def _train_batched(self, clients: list[int], r: int):
+    def _train_batched(self, clients: list[int],
+                       r: int) -> tuple[list[ClientUpdate], list[dict[str, float]]] | None:
         """``(updates, logs)`` of the round's clients trained as vmapped steps
         (``cfg.batched_clients`` at a time, :mod:`fedpl_core.fl.batched`), or None when the
         round cannot be batched: the reason is logged once, and the loop trains it."""
@@ -187,7 +191,8 @@ class Simulation:
                 logs.append(log)
         self.server.aggregate(updates)
         if self.guard.scale is not None:
-            self.guard(self.loss_reference(), f"after round {r + 1}, the global model's loss")
+            # a scale was measured, so a client has data: the reference is a number
+            self.guard(self.loss_reference(), f"after round {r + 1}, the global model's loss")  # type: ignore[arg-type]
         self.round += 1
         record: dict[str, Any] = {"round": self.round, "train_loss": float(np.mean([g["train_loss"] for g in logs])),
                                   "train_time": time.perf_counter() - t0}

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
@@ -32,7 +32,10 @@ from .preprocess import Preprocess
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..data.base import ImageDataset
+    from ..nn.models import FedModel
     from ..partitions import Partition
+
+_Model = TypeVar("_Model", bound=torch.nn.Module)
 
 #: A client's training loss over this many times the run's start (at least 1) has diverged.
 EXPLOSION = 1e4
@@ -94,7 +97,7 @@ def split_validation(c: ClientData, fraction: float, seed: int) -> ClientData:
     return ClientData(c.indices[tr], c.labels[tr], c.mask[tr], c.class_mask, c.name, val=val)
 
 
-def place_model(model: torch.nn.Module, cfg: EngineConfig, device: torch.device) -> torch.nn.Module:
+def place_model(model: _Model, cfg: EngineConfig, device: torch.device) -> _Model:
     """``model`` on ``device`` (channels-last when ``cfg.channels_last``)."""
     model = model.to(device)
     return model.to(memory_format=torch.channels_last) if cfg.channels_last else model
@@ -107,7 +110,7 @@ class WorkingModel:
     Build it after ``method.setup(model, info)`` (which may change the model's structure),
     with the model already on ``device`` (:func:`place_model`)."""
 
-    def __init__(self, model: torch.nn.Module, cfg: EngineConfig, device: torch.device):
+    def __init__(self, model: FedModel, cfg: EngineConfig, device: torch.device):
         self.model, self.cfg, self.device = model, cfg, device
         self.preprocess = Preprocess(cfg.normalize, cfg.augment, cfg.channels_last)
         self.arrays = {**dict(model.named_parameters()), **dict(model.named_buffers())}
@@ -121,7 +124,7 @@ class WorkingModel:
         """A detached copy of every array of the model."""
         return copy_arrays(self.arrays)
 
-    def autocast(self):
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
         if self.cfg.amp and self.device.type == "cuda":
             return torch.autocast("cuda", dtype=torch.bfloat16)
         return contextlib.nullcontext()
@@ -215,7 +218,7 @@ class Site:
         w.model.eval()
         b = ctx.make_batch(torch.arange(min(self.cfg.batch_size, ctx.data.n)), train=False)
         with w.autocast():
-            logits, _ = w.model.forward_features(b.x)
+            logits, _ = w.model.forward_features(b.x)  # type: ignore[arg-type]  # a made batch has x
         return float(self.method.supervised_loss(ctx, logits.float(), b))
 
 

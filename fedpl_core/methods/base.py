@@ -113,7 +113,7 @@ def _rule_holds(x: float, rule: str) -> bool:
 class _CheckedOptions(ABCMeta):
     """Builds a method only once its keyword options pass :meth:`Method.check_options`."""
 
-    def __call__(cls, *args: Any, **kwargs: Any):
+    def __call__(cls: Any, *args: Any, **kwargs: Any) -> Any:
         cls.check_options(kwargs)
         return super().__call__(*args, **kwargs)
 
@@ -246,7 +246,7 @@ class Method(metaclass=_CheckedOptions):
         self.bn_policy = bn_policy
         self.weighting = weighting
         if partial is not None:
-            self.partial = bool(partial)
+            self.partial = bool(partial)  # type: ignore[misc]  # per-instance override
         # the blocks (methods/blocks.py): supervised loss, head aggregation, clients, warm-up, BatchNorm, weights
         self.loss_block = make_loss(self.default_loss if loss is None else loss, pos_weight)
         self.pos_weight = self.loss_block.weighted
@@ -254,12 +254,12 @@ class Method(metaclass=_CheckedOptions):
         self.clients = self.default_clients if clients is None else clients
         self.clients_block = Clients(self.clients)
         if self.clients in ("pooled", "pooled_true_labels"):
-            self.federated = False
+            self.federated = False  # type: ignore[misc]  # per-instance override
         self.warmup = HeadWarmup(float(warmup_epochs), float(warmup_lr))
         self.batchnorm = BatchNormPolicy(bn_policy)
         self.weights = ClientWeighting(weighting)
         if bn_policy == "local" and self.evaluation == "global":
-            self.evaluation = "personalised"
+            self.evaluation = "personalised"  # type: ignore[misc]  # per-instance override
 
     @property
     def why_not_batchable(self) -> str | None:

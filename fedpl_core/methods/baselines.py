@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
+from ..fl.federation import Batch, ClientContext, ClientUpdate
+from ..fl.server import Server
 from .base import Method
 from .blocks import Proximal
 from .fedavg import FedAvg
@@ -48,11 +52,11 @@ class FedProx(Method):
     def mu(self) -> float:
         return self.prox.mu
 
-    def receive(self, ctx, payload) -> None:
+    def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         super().receive(ctx, payload)
         self.prox.anchor(ctx)
 
-    def loss(self, ctx, logits, features, batch):
+    def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         return self.supervised_loss(ctx, logits, batch) + self.prox(ctx)
 
 
@@ -130,7 +134,7 @@ class Local(FedAvg):
 
     local_arrays = "all"
 
-    def aggregate(self, server, updates) -> None:
+    def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
         """Nothing is shared."""
 
 

@@ -64,13 +64,13 @@ import torch
 import torch.nn.functional as F
 
 from ..nn.aggregation import aggregate_with_head_weights, weighted_average
-from ..fl.federation import Batch, ClientData, ClientUpdate, derive_seed
+from ..fl.federation import Batch, ClientContext, ClientData, ClientUpdate, derive_seed
 from ..nn.losses import class_pos_weight, masked_bce, supervised_term
 from ..nn.models import HEAD_KEYS, is_bn_key
 from ..fl.preprocess import Preprocess
 
 
-def bn_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
+def bn_modules(model: torch.nn.Module) -> list[torch.nn.modules.batchnorm._BatchNorm]:
     return [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
 
 
@@ -209,7 +209,7 @@ class SupervisedLoss:
             ctx.state["pos_weight"] = pw
         return pw
 
-    def init_client(self, method, ctx) -> None:
+    def init_client(self, method: Any, ctx: ClientContext) -> None:  # method: a Method (base.py imports blocks)
         if self.weighted and ctx.info.task != "multiclass":
             self.class_pos_weight(method, ctx)
 
@@ -263,7 +263,7 @@ def logit_adjusted_bce(logits: torch.Tensor, targets: torch.Tensor, known: torch
     if denom is None:
         return masked_bce(z, targets, known)
     bce = F.binary_cross_entropy_with_logits(z, targets, reduction="none")
-    return (bce * known.to(bce.dtype)).sum() / max(float(denom), 1.0)
+    return (bce * known.to(bce.dtype)).sum() / max(float(denom), 1.0)  # type: ignore[union-attr]  # given with denom
 
 
 @dataclass(frozen=True)

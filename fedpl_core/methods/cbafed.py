@@ -35,7 +35,8 @@ from typing import Any
 import torch
 
 from ..nn.aggregation import weighted_average
-from ..fl.federation import copy_arrays
+from ..fl.federation import Batch, ClientContext, ClientUpdate, copy_arrays
+from ..fl.server import Server
 from ..nn.losses import masked_bce
 from .registry import register
 from .blocks import record_pseudo_labels
@@ -80,13 +81,13 @@ class CBAFed(FedAvg):
         return cbafed_thresholds(counts, self.t_base, self.upper, self.lower)
 
     # ---------------------------------------------------------------- server
-    def init_server(self, server) -> None:
+    def init_server(self, server: Server) -> None:
         server.state["tau"] = self.thresholds(torch.zeros(server.info.num_classes))
 
-    def payload(self, server, client_id):
+    def payload(self, server: Server, client_id: int) -> dict[str, Any]:
         return {"state": server.global_state, "tau": server.state["tau"]}
 
-    def aggregate(self, server, updates) -> None:
+    def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
         r = int(server.state.get("round", 0))
         server.state["round"] = r + 1
         w = [float(u.metadata["labelled_entries"]) for u in updates]
@@ -102,12 +103,13 @@ class CBAFed(FedAvg):
         server.state["tau"] = self.thresholds(counts)
 
     # ---------------------------------------------------------------- client
-    def receive(self, ctx, payload) -> None:
+    def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         super().receive(ctx, payload)
         ctx.scratch["tau"] = payload["tau"].to(ctx.device)
         # pseudo-label every unannotated entry the received model is confident about
         tau = ctx.scratch["tau"]
-        probs = torch.cat([torch.sigmoid(ctx.forward_with({}, b.x)[0]) for b in ctx.iterate_all()])
+        probs = torch.cat([torch.sigmoid(ctx.forward_with({}, b.x)[0])  # type: ignore[arg-type]  # a made batch has x
+                           for b in ctx.iterate_all()])
         miss = ~ctx.data.mask.to(ctx.device)
         pos, neg = probs > tau, probs < 1 - tau
         mask = miss & (pos | neg)
@@ -115,12 +117,12 @@ class CBAFed(FedAvg):
         record_pseudo_labels(ctx, torch.arange(ctx.data.n), mask, pos.float())
         ctx.log(pl_share=float(mask.sum()) / max(int(miss.sum()), 1))
 
-    def loss(self, ctx, logits, features, batch):
+    def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         m = ctx.scratch["pl_mask"][batch.pos.to(ctx.device)]
         y = torch.where(batch.mask, batch.y, ctx.scratch["pl_target"][batch.pos.to(ctx.device)])
         return masked_bce(logits, y, batch.mask | m)
 
-    def make_update(self, ctx):
+    def make_update(self, ctx: ClientContext) -> ClientUpdate:
         upd = super().make_update(ctx)
         meta = upd.metadata
         m, t = ctx.scratch["pl_mask"].cpu(), ctx.scratch["pl_target"].cpu()

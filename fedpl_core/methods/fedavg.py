@@ -9,6 +9,9 @@ ablation (see :mod:`fedpl_core.methods.blocks`).
 """
 from __future__ import annotations
 
+import torch
+
+from ..fl.federation import Batch, ClientContext
 from .base import Method, supervised_only
 from .registry import register
 
@@ -23,7 +26,7 @@ class FedAvg(Method):
     paper = "baseline"
 
     @supervised_only  # its client round is the one the engine's batched path reproduces (Method.batchable)
-    def loss(self, ctx, logits, features, batch):
+    def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         """BCE (CE for a single-label task) over every entry, or over the annotated
         entries only when ``partial`` (weighted with ``loss="wbce"``)."""
         return self.supervised_loss(ctx, logits, batch)

@@ -34,7 +34,8 @@ from typing import Any
 
 import torch
 
-from ..fl.federation import Batch
+from ..fl.federation import Batch, ClientContext, ClientUpdate
+from ..fl.server import Server
 from ..nn.losses import masked_bce
 from ..fl.views import weak_view
 from .registry import register
@@ -80,11 +81,11 @@ class FedIRM(FedAvg):
 
 
     # ---------------------------------------------------------------- server
-    def payload(self, server, client_id):
+    def payload(self, server: Server, client_id: int) -> dict[str, Any]:
         return {"state": server.global_state, "relation": server.state.get("relation"),
                 "relation_known": server.state.get("relation_known")}
 
-    def aggregate(self, server, updates) -> None:
+    def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
         super().aggregate(server, updates)
         rel = torch.stack([torch.as_tensor(u.metadata["relation"], dtype=torch.float64) for u in updates])
         cnt = torch.stack([torch.as_tensor(u.metadata["relation_counts"], dtype=torch.float64) for u in updates])
@@ -97,7 +98,7 @@ class FedIRM(FedAvg):
         server.state["relation_known"] = known | (total > 0)
 
     # ---------------------------------------------------------------- client
-    def receive(self, ctx, payload) -> None:
+    def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         super().receive(ctx, payload)
         init_teacher(ctx)
         rel, known = payload.get("relation"), payload.get("relation_known")
@@ -108,7 +109,7 @@ class FedIRM(FedAvg):
         ctx.scratch["sum_counts"] = torch.zeros(c, device=ctx.device)
         ctx.scratch["weight"] = self.consistency * sigmoid_rampup(ctx.round, 0, self.rampup)
 
-    def local_train(self, ctx) -> float:
+    def local_train(self, ctx: ClientContext) -> float:
         return clean_local_train(ctx, lambda batch: self.train_step(ctx, batch))
 
     def train_step(self, ctx, batch) -> torch.Tensor:
@@ -122,7 +123,7 @@ class FedIRM(FedAvg):
         record_pseudo_labels(ctx, batch.pos, ~batch.mask & conf, (p > 0.5).float())
         return loss
 
-    def loss(self, ctx, logits, features, batch):
+    def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         sup = masked_bce(logits, batch.y, batch.mask)
         labelled_pos = batch.y * batch.mask
         ctx.scratch["sum_logits"] += labelled_pos.t() @ logits.detach()
@@ -141,7 +142,7 @@ class FedIRM(FedAvg):
                 irm = symmetric_bernoulli_kl(local[rows], glob[rows]).sum(1).mean()
         return sup + ctx.scratch["weight"] * (mse + irm)
 
-    def make_update(self, ctx):
+    def make_update(self, ctx: ClientContext) -> ClientUpdate:
         upd = super().make_update(ctx)
         cnt = ctx.scratch["sum_counts"]
         rel = torch.sigmoid(ctx.scratch["sum_logits"] / cnt.clamp_min(1.0)[:, None] / self.temperature)

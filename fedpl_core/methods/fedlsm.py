@@ -136,6 +136,7 @@ import torch
 import torch.nn.functional as F
 
 from ..fl import views
+from ..fl.federation import Batch, ClientContext, ClientUpdate
 from ..nn.losses import class_pos_weight
 from .registry import register
 from .base import Method
@@ -432,7 +433,7 @@ class FedLSM(Method):
             raise ValueError(f"ema_decay must be in [0, 1], got {ema_decay}")
 
     # ---------------------------------------------------------------- server (AWPA: the head block)
-    def make_update(self, ctx):
+    def make_update(self, ctx: ClientContext) -> ClientUpdate:
         upd = super().make_update(ctx)
         upd.metadata["class_counts"] = self.class_counts(ctx)
         return upd
@@ -471,7 +472,7 @@ class FedLSM(Method):
                 m.training = t
         return uncertainty(logits, ctx.data.class_mask, ctx.info.task, self.code_entropy)
 
-    def receive(self, ctx, payload) -> None:
+    def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         super().receive(ctx, payload)
         self.prepare(ctx)
 
@@ -518,17 +519,17 @@ class FedLSM(Method):
         ema_update(ctx.scratch["teacher"], dict(ctx.model.named_parameters()), dict(ctx.model.named_buffers()),
                    self.ema_decay)
 
-    def init_client(self, ctx) -> None:
+    def init_client(self, ctx: ClientContext) -> None:
         """The class weights of the client's training labels (kept for the run)."""
         d = ctx.data
         if self._multilabel(ctx) and "pos_weight" not in ctx.state:
             ctx.state["pos_weight"] = class_pos_weight(d.labels, d.mask) if self.pos_weight \
                 else torch.ones(d.labels.shape[1])
 
-    def loss(self, ctx, logits, features, batch):
+    def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         return self.supervised_loss(ctx, logits, batch)
 
-    def supervised_loss(self, ctx, logits, batch):
+    def supervised_loss(self, ctx: ClientContext, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
         """The known-label loss (warm-up round): L_I only."""
         if self._multilabel(ctx):
             pw = ctx.state["pos_weight"].to(logits.device)
@@ -536,7 +537,7 @@ class FedLSM(Method):
         labelled = (batch.y * batch.mask).sum(1) > 0
         return singlelabel_loss(logits, batch.y, labelled, torch.zeros_like(labelled), self.scalar_reduction)
 
-    def local_train(self, ctx) -> float:
+    def local_train(self, ctx: ClientContext) -> float:
         if self._warmup(ctx):
             total, steps = 0.0, 0
             for batch in ctx.batches():
@@ -553,7 +554,7 @@ class FedLSM(Method):
         total, steps = 0.0, ctx.num_steps()
         for _ in range(steps):
             pm = next(main)
-            pl, ph = (next(lows), next(highs)) if mixb else (pm[:0], pm[:0])
+            pl, ph = (next(lows), next(highs)) if mixb else (pm[:0], pm[:0])  # type: ignore[arg-type]  # set when mixb
             total += float(self.fedlsm_step(ctx, pm, pl, ph))
         ctx.log(pl_share=stats[0] / stats[1] if stats[1] else 0.0)
         return total / max(steps, 1)

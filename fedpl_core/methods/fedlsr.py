@@ -34,6 +34,7 @@ from typing import Any
 
 import torch
 
+from ..fl.federation import Batch, ClientContext
 from ..nn.losses import masked_bce
 from ..fl.views import sample_lambda, weak_view
 from .registry import register
@@ -73,19 +74,20 @@ class FedLSR(FedAvg):
         super().__init__(**kw)
         self.gamma, self.t_w = float(gamma), float(t_w)
         self.distill_t, self.sharpen_t, self.mix_alpha = float(distill_t), float(sharpen_t), float(mix_alpha)
-        self.partial, self.bce_on_probabilities = bool(partial), bool(bce_on_probabilities)
+        # partial: a class attribute the instance overrides
+        self.partial, self.bce_on_probabilities = bool(partial), bool(bce_on_probabilities)  # type: ignore[misc]
 
 
     def beta(self, ctx) -> float:
         t_w = self.t_w if self.t_w >= 1 else self.t_w * ctx.cfg.rounds
         return self.gamma if t_w <= 0 else self.gamma * min(1.0, ctx.round / t_w)
 
-    def receive(self, ctx, payload) -> None:
+    def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         super().receive(ctx, payload)
         ctx.scratch["beta"] = self.beta(ctx)
         ctx.log(beta=ctx.scratch["beta"])
 
-    def local_train(self, ctx) -> float:
+    def local_train(self, ctx: ClientContext) -> float:
         return clean_local_train(ctx, lambda batch: self.train_step(ctx, batch))
 
     def train_step(self, ctx, batch) -> torch.Tensor:
@@ -109,7 +111,7 @@ class FedLSR(FedAvg):
             s = torch.sigmoid(s)  # the FedMLP code's bug: BCE-with-logits applied to p_s
         return masked_bce(s, y, mask) + beta * js
 
-    def loss(self, ctx, logits, features, batch):
+    def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         z1, z2 = logits.chunk(2)
         return self.lsr_loss(z1, z2, batch.y, batch.mask if self.partial else None, ctx.scratch["lam"],
                              ctx.scratch["beta"])

@@ -61,7 +61,8 @@ import torch
 from torch.func import functional_call
 
 from ..nn.aggregation import weighted_average
-from ..fl.federation import ClientUpdate
+from ..fl.federation import Batch, ClientContext, ClientUpdate, FederationInfo
+from ..fl.server import Server
 from ..nn.losses import masked_bce
 from ..fl.views import strong_view, weak_view
 from .registry import register
@@ -122,17 +123,17 @@ class FedMatch(Method):
         self.lambda_s, self.lambda_i, self.lambda_a = float(lambda_s), float(lambda_i), float(lambda_a)
         self.lambda_l1, self.lambda_l2 = float(lambda_l1), float(lambda_l2)
 
-    def loss(self, ctx, logits, features, batch):
+    def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         """The supervised term L_s: the weighted partial BCE."""
         return self.supervised_loss(ctx, logits, batch)
 
-    def setup(self, model, info) -> None:
+    def setup(self, model: torch.nn.Module, info: FederationInfo) -> None:
         super().setup(model, info)
         self._decomposed = [n for n, p in model.named_parameters() if p.requires_grad and p.dim() >= 2]
         self._probe_model = copy.deepcopy(model).eval()
 
     # ---------------------------------------------------------------- server
-    def init_server(self, server) -> None:
+    def init_server(self, server: Server) -> None:
         super().init_server(server)
         server.state.update(psi=None, client_psi={}, embeddings={}, helpers={}, fm_round=0)
 
@@ -142,7 +143,7 @@ class FedMatch(Method):
             server.state["psi"] = {k: f * server.global_state[k] for k in self._decomposed}
         return server.state["psi"]
 
-    def payload(self, server, client_id):
+    def payload(self, server: Server, client_id: int) -> dict[str, Any]:
         psi = self._global_psi(server)
         helpers = [server.state["client_psi"][j] for j in server.state["helpers"].get(client_id, [])]
         return {"state": server.global_state, "psi": psi, "helpers": helpers}
@@ -154,7 +155,7 @@ class FedMatch(Method):
         with torch.no_grad():
             return torch.sigmoid(functional_call(self._probe_model, state, (x.to(dev),))).flatten().cpu()
 
-    def aggregate(self, server, updates) -> None:
+    def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
         w = self.weights(updates)
         model = [ClientUpdate(u.client_id, {k: v for k, v in u.state.items() if not k.startswith(PSI)},
                               u.num_samples, u.metadata) for u in updates]
@@ -169,7 +170,7 @@ class FedMatch(Method):
         server.state["fm_round"] += 1
 
     # ---------------------------------------------------------------- client
-    def receive(self, ctx, payload) -> None:
+    def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         super().receive(ctx, payload)
         theta = payload["state"]
         psi = {k: v.detach().clone().to(ctx.device) for k, v in payload["psi"].items()}
@@ -180,7 +181,7 @@ class FedMatch(Method):
         n, c = ctx.data.n, ctx.info.num_classes
         ctx.state["pseudo_labels"] = {"mask": torch.zeros(n, c, dtype=torch.bool), "target": torch.zeros(n, c)}
 
-    def local_train(self, ctx) -> float:
+    def local_train(self, ctx: ClientContext) -> float:
         model, params = ctx.model, dict(ctx.model.named_parameters())
         psi = {k: v.requires_grad_(True) for k, v in ctx.scratch["psi"].items()}
         opt_psi = torch.optim.Adam(list(psi.values()), lr=ctx.cfg.lr)
@@ -190,15 +191,15 @@ class FedMatch(Method):
         for pos in ctx.batch_positions():
             # 1. sigma step: supervised loss, psi fixed
             batch = ctx.make_batch(pos, train=True)
-            ctx.scratch["input_shape"] = list(batch.x.shape[1:])
+            ctx.scratch["input_shape"] = list(batch.x.shape[1:])  # type: ignore[union-attr]  # a made batch has x
             ctx.optimizer.zero_grad(set_to_none=True)
-            logits, feats = model.forward_features(batch.x)
+            logits, feats = model.forward_features(batch.x)  # type: ignore[arg-type]  # a made batch has x
             loss_s = self.lambda_s * self.loss(ctx, logits.float(), feats, batch)
             loss_s.backward()
             ctx.optimizer.step()
             # 2. psi step: consistency + agreement pseudo-labels + L1 / L2, sigma fixed
             plain = ctx.make_batch(pos, train=False)
-            xw, xs = weak_view(plain.x, ctx.generator), strong_view(plain.x, ctx.generator)
+            xw, xs = weak_view(plain.x, ctx.generator), strong_view(plain.x, ctx.generator)  # type: ignore[arg-type]
             sigma = {k: params[k].detach() - psi[k].detach() for k in psi}
             theta = {k: sigma[k] + psi[k] for k in psi}
             p = torch.sigmoid(functional_call(model, theta, (xw,)).float())
@@ -231,7 +232,7 @@ class FedMatch(Method):
         ctx.log(confident_share=n_conf / max(n_unl, 1), helpers=float(len(helpers)))
         return total / max(steps, 1)
 
-    def make_update(self, ctx):
+    def make_update(self, ctx: ClientContext) -> ClientUpdate:
         u = super().make_update(ctx)
         u.metadata["input_shape"] = list(ctx.scratch.get("input_shape", []))
         u.state.update({f"{PSI}{k}": v.detach().clone() for k, v in ctx.scratch["psi"].items()})

@@ -88,7 +88,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..fl.federation import Batch
+from ..fl.federation import Batch, ClientContext, ClientUpdate
+from ..fl.server import Server
 from ..nn.losses import masked_bce
 from .registry import register
 from .base import Method
@@ -271,18 +272,20 @@ class FedMLP(FedAvg):
         self.wpc_norm, self.cr_schedule = opts["wpc_norm"], opts["cr_schedule"]
         self.degree_clients, self.degree_weighting = opts["degree_clients"], degree_weighting
         self.prototype_weighting, self.cr_norm = opts["prototype_weighting"], opts["cr_norm"]
-        self.degree_empty = None if opts["degree_empty"] is None else float(opts["degree_empty"])
+        # opts mixes the options' types (object to the checker)
+        self.degree_empty = (None if opts["degree_empty"] is None
+                             else float(opts["degree_empty"]))  # type: ignore[arg-type]
 
     # ---------------------------------------------------------------- server
-    def init_server(self, server) -> None:
+    def init_server(self, server: Server) -> None:
         server.state["round"] = 0
 
-    def payload(self, server, client_id):
+    def payload(self, server: Server, client_id: int) -> dict[str, Any]:
         extra = {k: server.state[k] for k in ("prototypes", "prototype_valid", "degree", "pos_rate")
                  if k in server.state}
-        return {"state": server.global_state, **extra}
+        return {"state": server.global_state, **extra}  # type: ignore[dict-item]
 
-    def aggregate(self, server, updates) -> None:
+    def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
         super().aggregate(server, updates)  # FedAvg
         server.state["round"] += 1
         md = [u.metadata for u in updates]
@@ -295,7 +298,8 @@ class FedMLP(FedAvg):
         cm = torch.stack([torch.as_tensor(u.metadata["class_mask"]).bool() for u in ups])
         sizes = [float(u.num_samples) for u in ups]
         P, valid = global_prototypes([u.metadata["prototypes"] for u in ups],
-                                     [u.metadata["prototype_counts"] for u in ups], cm, sizes, self.prototype_weighting)
+                                     [u.metadata["prototype_counts"] for u in ups], cm, sizes,
+                                     self.prototype_weighting)  # type: ignore[arg-type]  # a str option
         server.state["prototypes"], server.state["prototype_valid"] = P, valid
         members = cm if self.degree_clients == "active" else ~cm
         deg = torch.stack([torch.as_tensor(u.metadata["learning_degree"], dtype=torch.float32) for u in ups])
@@ -305,7 +309,7 @@ class FedMLP(FedAvg):
     def stage2(self, ctx) -> bool:
         return ctx.round >= self.warmup_rounds
 
-    def receive(self, ctx, payload) -> None:
+    def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         super().receive(ctx, payload)
         ctx.scratch["teacher"] = payload["state"]
         ctx.scratch["payload"] = payload
@@ -357,7 +361,7 @@ class FedMLP(FedAvg):
             ctx.log(tags_added=added, tags_positive=pos_added, tag_share=added / (ctx.data.n * len(missing)),
                     learning_degree=float(torch.as_tensor(deg)[missing].mean()))
 
-    def local_train(self, ctx) -> float:
+    def local_train(self, ctx: ClientContext) -> float:
         """One pass over the round's batches, augmented by the engine (FedAvg's batches)."""
         total, steps = 0.0, 0
         for batch in ctx.batches(train=True):
@@ -375,13 +379,15 @@ class FedMLP(FedAvg):
         for x in views:
             with ctx.autocast():
                 logits, features = ctx.model.forward_features(x)
-            loss = loss + self.loss(ctx, logits.float(), features, Batch(x, batch.y, batch.mask, batch.pos, batch.index))
+            # loss: the float 0.0, then a tensor
+            loss = loss + self.loss(ctx, logits.float(), features,  # type: ignore[assignment]
+                                    Batch(x, batch.y, batch.mask, batch.pos, batch.index))
         loss = loss / len(views)
-        loss.backward()
+        loss.backward()  # type: ignore[attr-defined]
         ctx.optimizer.step()
-        return loss.detach()
+        return loss.detach()  # type: ignore[attr-defined]
 
-    def loss(self, ctx, logits, features, batch):
+    def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         """WPC (Eq. 4) over active + tagged entries, + CR (Sec. 2.4) on untagged missing ones."""
         stage2 = self.stage2(ctx)
         B, C = logits.shape
@@ -397,7 +403,7 @@ class FedMLP(FedAvg):
             if self.wpc_norm == "classes":
                 denom = B * C
             elif stage2:
-                denom = float(known.sum())
+                denom = float(known.sum())  # type: ignore[assignment]
             else:
                 denom = ctx.cfg.batch_size * int(ctx.data.class_mask.sum())
             total = wpc_loss(logits, y, known, shift, denom)
@@ -409,13 +415,14 @@ class FedMLP(FedAvg):
             else:
                 sel = missing if not stage2 else None
             if sel is not None and bool(sel.any()):
-                teacher, _ = ctx.forward_with(ctx.scratch["teacher"], batch.x)
-                denom = cr_denominator(self.cr_norm, B, C, ctx.cfg.batch_size, int(missing[0].sum()))
+                teacher, _ = ctx.forward_with(ctx.scratch["teacher"], batch.x)  # type: ignore[arg-type]  # has x
+                denom = cr_denominator(self.cr_norm, B, C, ctx.cfg.batch_size,  # type: ignore[arg-type, assignment]
+                                       int(missing[0].sum()))
                 total = total + self.cr_weight * consistency_loss(
                     torch.sigmoid(logits), torch.sigmoid(teacher.float().detach()), sel, denom)
         return total
 
-    def make_update(self, ctx):
+    def make_update(self, ctx: ClientContext) -> ClientUpdate:
         """With, from the warm-up's last round on, the local prototypes (Eq. 5) and learning
         degrees (Eq. 10) of the trained model."""
         meta = {}

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..fl.federation import Batch
+from ..fl.federation import Batch, ClientContext
 from .registry import register
 from .blocks import logit_adjusted_bce, sgd_step, sigmoid_rampup, train_batches
 from .fedavg import FedAvg
@@ -72,14 +72,15 @@ class FedNoRo(FedAvg):
                  tau: float = 1.0, partial: bool = True, **kw: Any):
         super().__init__(**kw)
         self.a, self.begin, self.end = float(a), int(begin), end
-        self.temperature, self.tau, self.partial = float(temperature), float(tau), bool(partial)
+        # partial: a class attribute the instance overrides
+        self.temperature, self.tau, self.partial = float(temperature), float(tau), bool(partial)  # type: ignore[misc]
 
 
     def kd_weight(self, ctx) -> float:
         end = ctx.cfg.rounds - 1 if self.end is None else self.end
         return self.a * sigmoid_rampup(ctx.round, self.begin, end)
 
-    def receive(self, ctx, payload) -> None:
+    def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         super().receive(ctx, payload)
         ctx.scratch["global"] = ctx.extract_state()
         d = ctx.data
@@ -87,14 +88,14 @@ class FedNoRo(FedAvg):
         ctx.scratch["w"] = self.kd_weight(ctx)
         ctx.log(kd_weight=ctx.scratch["w"])
 
-    def local_train(self, ctx) -> float:
+    def local_train(self, ctx: ClientContext) -> float:
         return train_batches(ctx, lambda batch: self.train_step(ctx, batch))
 
     def train_step(self, ctx, batch: Batch) -> torch.Tensor:
         ctx.scratch["teacher"], _ = ctx.forward_with(ctx.scratch["global"], batch.x)
         return sgd_step(self, ctx, batch)
 
-    def loss(self, ctx, logits, features, batch):
+    def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         z = logits + ctx.scratch["shift"]
         w = ctx.scratch["w"]
         sup = logit_adjusted_bce(logits, batch.y, batch.mask if self.partial else None, ctx.scratch["shift"])

@@ -120,6 +120,8 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call
 
+from ..fl.federation import Batch, ClientContext
+from ..nn.models import FedModel
 from .registry import register
 from .base import Method
 from .baselines import FedProx
@@ -151,7 +153,7 @@ def _check_model(model: torch.nn.Module) -> None:
 LossFn = Callable[[torch.Tensor, torch.Tensor, Any], torch.Tensor]
 
 
-def tadl_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn: LossFn, b_train, b_val,
+def tadl_step(model: FedModel, optimizer: torch.optim.Optimizer, loss_fn: LossFn, b_train, b_val,
               alpha: float = 1e-3, first_order: bool = False,
               autocast: Callable[[], Any] = contextlib.nullcontext) -> tuple[torch.Tensor, torch.Tensor]:
     """One TADL step (FedPSL Alg. 1, lines 4-9) on ``model`` = ``encoder`` + linear ``head``.
@@ -249,12 +251,12 @@ class FedPSL(Method):
         key = HEAD_WEIGHTS[self.head_weights]
         return torch.stack([torch.as_tensor(u.metadata[key], dtype=torch.float64).flatten() for u in updates])
 
-    def loss(self, ctx, logits, features, batch):
+    def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         """The weighted partial BCE (the ``wbce`` loss block)."""
         return self.supervised_loss(ctx, logits, batch)
 
     # ---------------------------------------------------------------- client (TADL)
-    def local_train(self, ctx) -> float:
+    def local_train(self, ctx: ClientContext) -> float:
         return train_batches(ctx, lambda batch: self.train_step(ctx, batch))
 
     def train_step(self, ctx, batch) -> torch.Tensor:

@@ -36,6 +36,7 @@ from typing import Any, Sequence
 
 import torch
 
+from ..fl.federation import Batch, ClientContext, FederationInfo
 from ..nn.losses import masked_ce
 from .registry import register
 from .blocks import require_single_label
@@ -87,13 +88,13 @@ class FedPU(FedAvg):
         if (self.prior < 0).any() or (self.prior > 1).any():
             raise ValueError(f"prior must be in [0, 1], got {prior}")
 
-    def setup(self, model, info) -> None:
+    def setup(self, model: torch.nn.Module, info: FederationInfo) -> None:
         require_single_label(self, info)
         if self.prior.numel() not in (1, info.num_classes):
             raise ValueError(f"prior needs 1 or {info.num_classes} values, got {self.prior.numel()}")
         super().setup(model, info)
 
-    def supervised_loss(self, ctx, logits, batch):
+    def supervised_loss(self, ctx: ClientContext, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
         """CE + w_pu * PU risk: it needs no per-round state, so it also scores validation."""
         ce = masked_ce(logits, batch.y, batch.mask)
         labelled = ((batch.y > 0) & batch.mask.to(torch.bool)).any(1)

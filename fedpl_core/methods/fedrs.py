@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from ..fl.federation import Batch, ClientContext, FederationInfo
 from ..nn.losses import masked_ce
 from .registry import register
 from .blocks import require_single_label
@@ -60,10 +61,10 @@ class FedRS(FedAvg):
             raise ValueError(f"alpha must be in [0, 1], got {alpha}")
         self.alpha = float(alpha)
 
-    def setup(self, model, info) -> None:
+    def setup(self, model: torch.nn.Module, info: FederationInfo) -> None:
         require_single_label(self, info)
         super().setup(model, info)
 
-    def loss(self, ctx, logits, features, batch):
+    def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         z = restricted_logits(logits, ctx.data.class_mask, self.alpha) if ctx.model.training else logits
         return masked_ce(z, batch.y, batch.mask)

@@ -63,6 +63,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ..fl.federation import Batch, ClientContext
 from ..fl.views import strong_view, weak_view
 from .registry import register
 from .base import Method
@@ -152,7 +153,7 @@ class FixMatch(Method):
         self.tau, self.lambda_u, self.teacher = float(tau), float(lambda_u), teacher
         self.num_ops, self.magnitude, self.restrict_known = int(num_ops), float(magnitude), bool(restrict_known)
 
-    def receive(self, ctx, payload) -> None:
+    def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         super().receive(ctx, payload)
         if self.teacher == "global":
             ctx.scratch["global_state"] = ctx.extract_state()
@@ -161,11 +162,11 @@ class FixMatch(Method):
             ctx.state["pseudo_labels"] = {"mask": torch.zeros(n, c, dtype=torch.bool),
                                           "target": torch.zeros(n, c)}
 
-    def loss(self, ctx, logits, features, batch):
+    def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         """The supervised term (``train_step`` adds ``lambda_u L_u``)."""
         return self.supervised_loss(ctx, logits, batch)
 
-    def local_train(self, ctx) -> float:
+    def local_train(self, ctx: ClientContext) -> float:
         total, steps = 0.0, 0
         for batch in ctx.batches(train=False):  # the views are the augmentation
             total += float(self.train_step(ctx, batch))
@@ -179,7 +180,9 @@ class FixMatch(Method):
     def train_step(self, ctx, batch) -> torch.Tensor:
         xw = weak_view(batch.x, ctx.generator)
         xs = strong_view(batch.x, ctx.generator, self.num_ops, self.magnitude)
-        pl_mask, pl_target = (None, None) if self.teacher == "current" else self.pseudo_labels(ctx, batch, None, xw)
+        # the global teacher does not read logits_w
+        pl_mask, pl_target = ((None, None) if self.teacher == "current"
+                              else self.pseudo_labels(ctx, batch, None, xw))  # type: ignore[arg-type]
         ctx.optimizer.zero_grad(set_to_none=True)
         with ctx.autocast():
             logits, feats = ctx.model.forward_features(torch.cat([xw, xs]))
@@ -188,7 +191,7 @@ class FixMatch(Method):
         if pl_mask is None:
             pl_mask, pl_target = self.pseudo_labels(ctx, batch, lw, xw)
         sup = self.loss(ctx, lw, feats[:b], batch)
-        unsup = unlabelled_loss(ls, pl_mask, pl_target, batch.y, batch.mask, ctx.info.task)
+        unsup = unlabelled_loss(ls, pl_mask, pl_target, batch.y, batch.mask, ctx.info.task)  # type: ignore[arg-type]
         loss = sup + self.lambda_u * unsup
         loss.backward()
         ctx.optimizer.step()

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from ..fl.federation import ClientContext
 from ..nn.losses import masked_bce
 from ..fl.views import mixup, sample_lambda
 from .registry import register
@@ -70,7 +71,7 @@ class MixUpPME(FedAvg):
         super().__init__(partial=partial, **kw)
         self.alpha, self.warmup_rounds = float(alpha), int(warmup_rounds)
 
-    def local_train(self, ctx) -> float:
+    def local_train(self, ctx: ClientContext) -> float:
         return train_batches(ctx, lambda batch: self.train_step(ctx, batch))
 
     def train_step(self, ctx, batch) -> torch.Tensor:

@@ -48,6 +48,7 @@ from typing import Any
 
 import torch
 
+from ..fl.federation import Batch, ClientContext, ClientUpdate
 from .registry import register
 from .base import Method
 from .baselines import FedProx
@@ -81,15 +82,15 @@ class MOON(Method):
             raise ValueError(f"temperature must be > 0, got {temperature}")
         self.mu, self.temperature = float(mu), float(temperature)
 
-    def receive(self, ctx, payload) -> None:
+    def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         super().receive(ctx, payload)
         ctx.scratch["moon_global"] = ctx.extract_state()
 
-    def loss(self, ctx, logits, features, batch):
+    def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         """The supervised term (weighted partial BCE); ``train_step`` adds mu * L_con."""
         return self.supervised_loss(ctx, logits, batch)
 
-    def local_train(self, ctx) -> float:
+    def local_train(self, ctx: ClientContext) -> float:
         return train_batches(ctx, lambda batch: self.train_step(ctx, batch))
 
     def train_step(self, ctx, batch) -> torch.Tensor:
@@ -107,7 +108,7 @@ class MOON(Method):
         ctx.optimizer.step()
         return loss.detach()
 
-    def make_update(self, ctx):
+    def make_update(self, ctx: ClientContext) -> ClientUpdate:
         ctx.state["moon_prev"] = ctx.extract_state()
         return super().make_update(ctx)
 

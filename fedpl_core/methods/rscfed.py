@@ -48,7 +48,8 @@ import numpy as np
 import torch
 
 from ..nn.aggregation import weighted_average
-from ..fl.federation import Batch, derive_seed
+from ..fl.federation import Batch, ClientContext, ClientUpdate, derive_seed
+from ..fl.server import Server
 from ..nn.losses import masked_bce
 from ..fl.views import weak_view
 from .registry import register
@@ -101,7 +102,7 @@ class RSCFed(FedAvg):
 
 
     # ---------------------------------------------------------------- server
-    def aggregate(self, server, updates) -> None:
+    def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
         r = int(server.state.get("round", 0))
         server.state["round"] = r + 1
         subsets = sample_subsets(len(updates), self.num_subsets, self.subset_size, derive_seed(self.seed, r, 4099))
@@ -114,11 +115,11 @@ class RSCFed(FedAvg):
         server.global_state.update(weighted_average(subs))
 
     # ---------------------------------------------------------------- client
-    def receive(self, ctx, payload) -> None:
+    def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         super().receive(ctx, payload)
         init_teacher(ctx)
 
-    def local_train(self, ctx) -> float:
+    def local_train(self, ctx: ClientContext) -> float:
         return clean_local_train(ctx, lambda batch: self.train_step(ctx, batch))
 
     def train_step(self, ctx, batch) -> torch.Tensor:
@@ -132,7 +133,7 @@ class RSCFed(FedAvg):
         record_pseudo_labels(ctx, batch.pos, ~batch.mask, target)
         return loss
 
-    def loss(self, ctx, logits, features, batch):
+    def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         sup = masked_bce(logits, batch.y, batch.mask)
         target = ctx.scratch.get("target")
         if target is None or self.lambda_u == 0:

@@ -20,7 +20,8 @@ import torch.nn.functional as F
 
 from ..nn.aggregation import weighted_average
 from ..fl.checkpoint import atomic_torch_save
-from ..fl.federation import ClientUpdate
+from ..fl.federation import ClientContext, ClientUpdate, FederationInfo
+from ..fl.server import Server
 from ..fl.views import strong_view
 from .blocks import model_update
 
@@ -112,21 +113,21 @@ class SimSiamPretraining:
                 "fix_pred_lr": self.fix_pred_lr, "share_predictor": self.share_predictor, "version": 1}
 
     # ---------------------------------------------------------------- once per run
-    def setup(self, model, info) -> None:
-        super().setup(model, info)
-        self._feature_dim = int(model.feature_dim)
+    def setup(self, model: torch.nn.Module, info: FederationInfo) -> None:
+        super().setup(model, info)  # type: ignore[misc]  # mixin: Method follows in the MRO
+        self._feature_dim = int(model.feature_dim)  # type: ignore[arg-type]  # FedModel.feature_dim
 
-    def init_client(self, ctx) -> None:
+    def init_client(self, ctx: ClientContext) -> None:
         """Also the client's part of the data digest in the cache key (every client is
         initialised before the first round): its size, indices, labels and known-label
         mask, and its first images as the engine preprocesses them."""
-        super().init_client(ctx)
+        super().init_client(ctx)  # type: ignore[misc]  # mixin
         d = ctx.data
         h = hashlib.sha256()
         for t in (d.indices.to(torch.int64), d.labels.float(), d.mask.bool()):
             h.update(np.ascontiguousarray(t.cpu().numpy()).tobytes())
         if d.n:
-            x = ctx.make_batch(torch.arange(min(4, d.n)), train=False).x.float().cpu()
+            x = ctx.make_batch(torch.arange(min(4, d.n)), train=False).x.float().cpu()  # type: ignore[union-attr]
             h.update(str(list(x.shape)).encode())
             h.update(np.ascontiguousarray(x.numpy()).tobytes())
         self._client_digest[ctx.client_id] = (d.n, h.hexdigest())
@@ -137,29 +138,29 @@ class SimSiamPretraining:
         return {"sizes": [self._client_digest[k][0] for k in ks], "clients": [self._client_digest[k][1] for k in ks]}
 
     # ---------------------------------------------------------------- server
-    def init_server(self, server) -> None:
-        super().init_server(server)
+    def init_server(self, server: Server) -> None:
+        super().init_server(server)  # type: ignore[misc]  # mixin
         digest = state_digest(server.global_state)
         g = torch.Generator().manual_seed(int(digest[:8], 16))
         server.state.update(ssp_round=0, ssp_init=digest,
                             ssp_projector=init_projector(self._feature_dim, self.proj_dim, g),
                             ssp_predictor=init_predictor(self.proj_dim, self.pred_dim, g))
 
-    def payload(self, server, client_id):
+    def payload(self, server: Server, client_id: int) -> dict[str, Any]:
         if server.state["ssp_round"] >= self.pretrain_rounds:
-            return super().payload(server, client_id)
+            return super().payload(server, client_id)  # type: ignore[misc]  # mixin
         return {"state": server.global_state, "ssp_projector": server.state["ssp_projector"],
                 "ssp_predictor": server.state["ssp_predictor"], "ssp_init": server.state["ssp_init"]}
 
-    def aggregate(self, server, updates) -> None:
+    def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
         r = server.state["ssp_round"]
         if r >= self.pretrain_rounds:
-            return super().aggregate(server, updates)
+            return super().aggregate(server, updates)  # type: ignore[misc]  # mixin
         server.state["ssp_round"] = r + 1
         if all(u.metadata.get("ssp_cached") for u in updates):
             server.global_state.update({k: v.clone() for k, v in updates[0].state.items() if not k.startswith(SSP)})
             return
-        w = self.weights(updates)
+        w = self.weights(updates)  # type: ignore[attr-defined]  # mixin: Method.weights
         model = [ClientUpdate(u.client_id, {k: v for k, v in u.state.items() if not k.startswith(SSP)},
                               u.num_samples, u.metadata) for u in updates]
         server.global_state.update(weighted_average([u.state for u in model], w))
@@ -185,9 +186,9 @@ class SimSiamPretraining:
         return cache_key({"ssp": self.ssp_settings(), "engine": eng, "shapes": shapes, "init": init_digest,
                           "data": self.data_digest(), "torch": torch.__version__})
 
-    def receive(self, ctx, payload) -> None:
+    def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         if not self._pretraining(ctx):
-            return super().receive(ctx, payload)
+            return super().receive(ctx, payload)  # type: ignore[misc]  # mixin
         ctx.load_state(payload["state"])
         key = self.ssp_key(ctx, payload["ssp_init"])
         ctx.scratch["ssp_key"] = key
@@ -201,9 +202,9 @@ class SimSiamPretraining:
         pred = payload["ssp_predictor"] if self.share_predictor else ctx.state.get("ssp_predictor", payload["ssp_predictor"])
         ctx.scratch["ssp_predictor"] = {k: v.detach().clone().to(dev) for k, v in pred.items()}
 
-    def local_train(self, ctx) -> float:
+    def local_train(self, ctx: ClientContext) -> float:
         if not self._pretraining(ctx):
-            return super().local_train(ctx)
+            return super().local_train(ctx)  # type: ignore[misc]  # mixin
         if ctx.scratch.get("ssp_cached"):
             ctx.log(ssp_cache_hit=1.0)
             return 0.0
@@ -221,7 +222,7 @@ class SimSiamPretraining:
             if len(pos) < 2:
                 continue  # BatchNorm needs two samples
             x = ctx.make_batch(pos, train=False).x
-            x1, x2 = strong_view(x, ctx.generator), strong_view(x, ctx.generator)
+            x1, x2 = strong_view(x, ctx.generator), strong_view(x, ctx.generator)  # type: ignore[arg-type]  # has x
             opt.zero_grad(set_to_none=True)
             with ctx.autocast():
                 f = ctx.model.encoder(torch.cat([x1, x2])).float()
@@ -236,12 +237,12 @@ class SimSiamPretraining:
         ctx.log(ssp_loss=total / max(steps, 1), ssp_cache_hit=0.0)
         return total / max(steps, 1)
 
-    def make_update(self, ctx):
+    def make_update(self, ctx: ClientContext) -> ClientUpdate:
         """Fine-tuning: the method's update.  Pre-training: the model's arrays
         (:func:`model_update`), the projector's (and the shared predictor's) under ``ssp/``,
         and the cache key and hit in the metadata."""
         if not self._pretraining(ctx):
-            return super().make_update(ctx)
+            return super().make_update(ctx)  # type: ignore[misc]  # mixin
         upd = model_update(self, ctx)
         upd.metadata.update(ssp_key=ctx.scratch["ssp_key"], ssp_cached=bool(ctx.scratch.get("ssp_cached", False)))
         if not ctx.scratch.get("ssp_cached"):

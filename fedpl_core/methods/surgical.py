@@ -121,7 +121,8 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from ..nn.aggregation import rowwise_average, weighted_average
-from ..fl.federation import ClientUpdate, derive_seed
+from ..fl.federation import Batch, ClientContext, ClientUpdate, derive_seed
+from ..fl.server import Server
 from ..nn.losses import masked_bce
 from ..nn.models import HEAD_KEYS
 from .registry import register
@@ -293,7 +294,7 @@ class SurgicalAggregation(FedAvg):
         gidx = {n: i for i, n in enumerate(ctx.info.class_names)}
         return torch.tensor([gidx[n] for n in names], dtype=torch.long, device=ctx.device)
 
-    def receive(self, ctx, payload: dict[str, Any]) -> None:
+    def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         ctx.load_state(payload["state"])
         names = self.client_classes(ctx)
         rows = self._rows(ctx, names)
@@ -316,7 +317,7 @@ class SurgicalAggregation(FedAvg):
         if local:
             ctx.load_state(local)
 
-    def supervised_loss(self, ctx, logits, batch):
+    def supervised_loss(self, ctx: ClientContext, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
         """Partial loss over the client's classes; when every entry of the batch is known
         it is the plain BCE (FedAvg's very computation)."""
         if ctx.info.task != "multilabel":
@@ -324,7 +325,7 @@ class SurgicalAggregation(FedAvg):
         mask = None if bool(batch.mask.all()) else batch.mask
         return masked_bce(logits, batch.y, mask)
 
-    def make_update(self, ctx) -> ClientUpdate:
+    def make_update(self, ctx: ClientContext) -> ClientUpdate:
         """The encoder and the rows of the head of the client's own classes; its metadata:
         those classes' names alone."""
         upd = super().make_update(ctx)
@@ -336,12 +337,12 @@ class SurgicalAggregation(FedAvg):
         return upd
 
     # ------------------------------------------------------------ server side
-    def init_server(self, server) -> None:
+    def init_server(self, server: Server) -> None:
         server.state["client_classes"] = {}
         server.state["init_head"] = (server.global_state[W_KEY].detach().clone(),
                                      server.global_state[B_KEY].detach().clone())
 
-    def payload(self, server, client_id: int) -> dict[str, Any]:
+    def payload(self, server: Server, client_id: int) -> dict[str, Any]:
         enc = {k: v for k, v in server.global_state.items() if k not in HEAD_KEYS}
         names = server.state["client_classes"].get(client_id)
         if names is None:
@@ -350,7 +351,7 @@ class SurgicalAggregation(FedAvg):
                                   server.info.class_names, names)
         return {"state": enc, "head": (W, b), "head_classes": list(names)}
 
-    def aggregate(self, server, updates: list[ClientUpdate]) -> None:
+    def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
         if not updates:
             return
         for u in updates:
