@@ -1,6 +1,6 @@
 # fedpl: `make reproduce` (set up + run every notebook on the built-in data, cpu profile)
-#        `make reproduce-gpu` (the same, gpu profile: one H100, about 45 min on paper; figures/gpu/)
-#        `make test`      (set up + run the test suite)
+#        `make reproduce-gpu` (the same, gpu profile: one GPU -> figures/gpu/; its cost: docs/gpu.md)
+#        `make test`      (set up + lint, type check and run the test suite)
 #        `make docs`      (the documentation site, offline -> outputs/docs/html/index.html)
 # On an offline GPU machine with its own PyTorch (docs/gpu.md): `make OFFLINE=1 gpu-checks` and
 # `make OFFLINE=1 reproduce-gpu` install from wheelhouse/ (made by `make wheelhouse` where there is
@@ -72,8 +72,14 @@ offline-rehearsal:
 reproduce-full: $(STAMP)
 	$(PY) -m fedpl_core reproduce --profile full
 
+# lint and format check (ruff), the type checker on the engine and the hooks (mypy), then the suite:
+# tests/ and every notebook in the smoke profile, on two workers (a notebook's cells stay on one),
+# printing the slowest tests
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/engine_overhead.py --model cnn --rounds 1 --repeats 3 --channels-last

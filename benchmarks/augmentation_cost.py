@@ -7,8 +7,9 @@ one labelled class per client; same data, partition, schedule and seeds) under e
 training augmentation, at the notebook's 16 rounds and at ``--scale`` times as many:
 
 * ``none``, ``flip``;
-* ``shift`` / ``flip_shift`` as they were before the engine's shift padded by reflection (translation by up to 1/8 of the
-  size, **zero** padding: a black band of up to 4 px along the border of a 32-px image);
+* ``shift`` / ``flip_shift`` as they were before the engine's shift padded by reflection
+  (translation by up to 1/8 of the size, **zero** padding: a black band of up to 4 px along
+  the border of a 32-px image);
 * ``flip_shift`` now (the same translation, **reflect** padding, FixMatch's weak view);
 * ``flip_affine``, FedMLP's released transform (rotation +-10 degrees, translation +-2 %).
 
@@ -20,6 +21,7 @@ since the run id does not know the padding::
     python benchmarks/augmentation_cost.py              # 16 and 64 rounds, 3 seeds
     python benchmarks/augmentation_cost.py --scale 1    # 16 rounds only
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,10 +32,10 @@ import pandas as pd
 import torch
 
 import fedpl_core.fl.preprocess as PP
-from fedpl_core.runs.study import run_many
-from fedpl_core.studies.parameters import prepare
-from fedpl_core.studies import fedmlp
 from fedpl_core.report.tables import paired_difference
+from fedpl_core.runs.study import run_many
+from fedpl_core.studies import fedmlp
+from fedpl_core.studies.parameters import prepare
 
 _NEW = PP.augment_batch
 
@@ -84,15 +86,28 @@ def main() -> None:
             PP.augment_batch = fn  # the patch reaches this process only: the old variants run here, serially
             t = time.time()
             try:
-                df = run_many(cfg, [("FedAvg", {"method": "fedavg"})], st.seeds, progress=False,
-                              workers=1 if old else a.workers, backend="serial" if old else None,
-                              results_dir=f"{a.results_dir}/{'zero' if old else 'now'}")
+                df = run_many(
+                    cfg,
+                    [("FedAvg", {"method": "fedavg"})],
+                    st.seeds,
+                    progress=False,
+                    workers=1 if old else a.workers,
+                    backend="serial" if old else None,
+                    results_dir=f"{a.results_dir}/{'zero' if old else 'now'}",
+                )
             finally:
                 PP.augment_batch = _NEW
             d = df[df["which"] == "final"].assign(label=label)
             runs[(rounds, label)] = d
-            rows.append({"rounds": rounds, "augmentation": label, "AUROC": d["auroc_mean"].mean() * 100,
-                         "sd": d["auroc_mean"].std(ddof=1) * 100, "s": round(time.time() - t)})
+            rows.append(
+                {
+                    "rounds": rounds,
+                    "augmentation": label,
+                    "AUROC": d["auroc_mean"].mean() * 100,
+                    "sd": d["auroc_mean"].std(ddof=1) * 100,
+                    "s": round(time.time() - t),
+                }
+            )
     out = pd.DataFrame(rows)
     for (rounds, label), d in runs.items():
         if label != "none":

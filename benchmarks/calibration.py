@@ -9,6 +9,7 @@ With a small CNN at 32x32 and 8 clients of a few thousand images each:
     python benchmarks/calibration.py                   # 8 x 2000 images, 10 rounds
     python benchmarks/calibration.py --per-client 500 --rounds 5 --methods oracle fedavg
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,25 +30,37 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="auto")
     a = ap.parse_args()
-    base = ExperimentConfig(classes=S.FEDMLP_CXR8, image_size=a.image_size, n_train=a.per_client * a.clients,
-                            n_test=4000, num_clients=a.clients, partition="missing_classes",
-                            partition_kwargs={"missing": len(S.FEDMLP_CXR8) - 1}, seed=a.seed,
-                            engine=EngineConfig(rounds=a.rounds, device=a.device, progress=False))
+    base = ExperimentConfig(
+        classes=S.FEDMLP_CXR8,
+        image_size=a.image_size,
+        n_train=a.per_client * a.clients,
+        n_test=4000,
+        num_clients=a.clients,
+        partition="missing_classes",
+        partition_kwargs={"missing": len(S.FEDMLP_CXR8) - 1},
+        seed=a.seed,
+        engine=EngineConfig(rounds=a.rounds, device=a.device, progress=False),
+    )
     res = {}
     for m in a.methods:
         r = run(base.replace(method=m))
         res[m] = r
         pc = [v for v in r.final["auroc_per_class"] if v is not None]
-        print(f"{m:12s} mean AUROC {r.final['auroc_mean']:.3f}  per-class min {min(pc):.3f} max {max(pc):.3f} "
-              f"spread {max(pc) - min(pc):.3f}  ({r.timings['total_s']:.0f} s)", flush=True)
+        print(
+            f"{m:12s} mean AUROC {r.final['auroc_mean']:.3f}  per-class min {min(pc):.3f} max {max(pc):.3f} "
+            f"spread {max(pc) - min(pc):.3f}  ({r.timings['total_s']:.0f} s)",
+            flush=True,
+        )
         print("    " + "  ".join(f"{c}={v:.3f}" for c, v in zip(r.class_names, r.final["auroc_per_class"])))
     if "oracle" in res and "fedavg" in res:
         o, f = res["oracle"].final, res["fedavg"].final
         pc = [v for v in o["auroc_per_class"] if v is not None]
-        print(f"\noracle mean in [0.75, 0.97]: {0.75 <= o['auroc_mean'] <= 0.97}; "
-              f"spread >= 0.10: {max(pc) - min(pc) >= 0.10}; "
-              f"fedavg gap = {100 * (o['auroc_mean'] - f['auroc_mean']):.1f} points (>= 5: "
-              f"{o['auroc_mean'] - f['auroc_mean'] >= 0.05})")
+        print(
+            f"\noracle mean in [0.75, 0.97]: {0.75 <= o['auroc_mean'] <= 0.97}; "
+            f"spread >= 0.10: {max(pc) - min(pc) >= 0.10}; "
+            f"fedavg gap = {100 * (o['auroc_mean'] - f['auroc_mean']):.1f} points (>= 5: "
+            f"{o['auroc_mean'] - f['auroc_mean'] >= 0.05})"
+        )
 
 
 if __name__ == "__main__":

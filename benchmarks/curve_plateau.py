@@ -7,6 +7,7 @@ rounds).  Runs with fewer than 4 evaluations (single-round sweeps) are left out.
     python benchmarks/curve_plateau.py                 # results/ of make reproduce
     python benchmarks/curve_plateau.py --results other_results_dir
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,17 @@ def curves(folder: Path) -> pd.DataFrame:
     rows = []
     for f in sorted(folder.glob("*.json")):
         d = json.loads(f.read_text())
-        rows += [{"setting": folder.name, "label": d["config"]["method"], "seed": f.stem, "round": r["round"],
-                  "auroc_mean": r["auroc_mean"]} for r in d.get("history", []) if r.get("auroc_mean") is not None]
+        rows += [
+            {
+                "setting": folder.name,
+                "label": d["config"]["method"],
+                "seed": f.stem,
+                "round": r["round"],
+                "auroc_mean": r["auroc_mean"],
+            }
+            for r in d.get("history", [])
+            if r.get("auroc_mean") is not None
+        ]
     return pd.DataFrame(rows, columns=["setting", "label", "seed", "round", "auroc_mean"])
 
 
@@ -41,8 +51,10 @@ def main() -> None:
             continue
         rise = dict(zip(g["label"], g["gain"]))
         top = max(rise, key=rise.get)
-        print(f"{folder.name}: median {np.median(list(rise.values())):+.1f} points from round "
-              f"{int(g['start'].min())} to {int(g['end'].max())} (max {rise[top]:+.1f}, {top}; {len(rise)} methods)")
+        print(
+            f"{folder.name}: median {np.median(list(rise.values())):+.1f} points from round "
+            f"{int(g['start'].min())} to {int(g['end'].max())} (max {rise[top]:+.1f}, {top}; {len(rise)} methods)"
+        )
         print("    " + ", ".join(f"{m} {x:+.1f}" for m, x in sorted(rise.items())))
 
 

@@ -19,6 +19,7 @@ Run: ``python benchmarks/decode_cache_reload.py [--n 10015] [--size 224] [--repe
 [--dir DIR]`` (DIR on the disk to measure, not tmpfs; default a temporary folder,
 removed afterwards unless ``--keep``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from fedpl_core.data import cache, catalog as registry
+from fedpl_core.data import cache
+from fedpl_core.data import catalog as registry
 from fedpl_core.data.loaders.ham10000 import load_ham10000
 
 DX = ["akiec", "bcc", "bkl", "df", "mel", "nv", "vasc"]
@@ -60,8 +62,10 @@ def write_fixture(root: Path, n: int, seed: int = 0) -> list[str]:
         d = root / ("HAM10000_images_part_1" if k < 5000 else "HAM10000_images_part_2")
         d.mkdir(exist_ok=True)
         (d / f"{i}.jpg").write_bytes(jpg)
-    return [str(root / ("HAM10000_images_part_1" if k < 5000 else "HAM10000_images_part_2") / f"{i}.jpg")
-            for k, i in enumerate(ids)]
+    return [
+        str(root / ("HAM10000_images_part_1" if k < 5000 else "HAM10000_images_part_2") / f"{i}.jpg")
+        for k, i in enumerate(ids)
+    ]
 
 
 def write_cache_entry(paths: list[str], root: Path, cache_dir: Path, size: int) -> Path:
@@ -94,8 +98,7 @@ def resident_fraction(path: Path) -> float:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
         libc.mmap.restype = ctypes.c_void_p
-        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                              ctypes.c_long]
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
         libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
         libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
     except (OSError, AttributeError):
@@ -130,8 +133,10 @@ def main() -> None:
         t = time.perf_counter()
         paths = write_fixture(root, a.n)
         target = write_cache_entry(paths, root, cache_dir, a.size)
-        print(f"fixture: {a.n} images, cache file {target.stat().st_size / 1e9:.2f} GB "
-              f"({time.perf_counter() - t:.1f} s to build) in {base}")
+        print(
+            f"fixture: {a.n} images, cache file {target.stat().st_size / 1e9:.2f} GB "
+            f"({time.perf_counter() - t:.1f} s to build) in {base}"
+        )
         mtime = target.stat().st_mtime_ns
         opts = dict(image_size=a.size, cache_dir=cache_dir, progress=False)
 
@@ -144,7 +149,7 @@ def main() -> None:
         def mapped_touch():
             x = load_ham10000(root, mmap=True, **opts).images
             for i in range(0, len(x), 512):
-                x[i:i + 512].max()  # reads every page
+                x[i : i + 512].max()  # reads every page
             return x
 
         def split(mmap: bool):
@@ -153,12 +158,14 @@ def main() -> None:
         def raw_np_load():
             return np.load(target)
 
-        cases = [("np.load of the .npy alone (no mmap)", raw_np_load),
-                 ("load_ham10000 mmap=False", plain),
-                 ("load_ham10000 mmap=True", mapped),
-                 ("load_ham10000 mmap=True + touch every image", mapped_touch),
-                 ("registry.load_split('ham10000') mmap=False", split(False)),
-                 ("registry.load_split('ham10000') mmap=True", split(True))]
+        cases = [
+            ("np.load of the .npy alone (no mmap)", raw_np_load),
+            ("load_ham10000 mmap=False", plain),
+            ("load_ham10000 mmap=True", mapped),
+            ("load_ham10000 mmap=True + touch every image", mapped_touch),
+            ("registry.load_split('ham10000') mmap=False", split(False)),
+            ("registry.load_split('ham10000') mmap=True", split(True)),
+        ]
         print(f"{'case':48s} {'resident before':>15s} {'median s':>9s} {'min s':>7s}  array type")
         for label, fn in cases:
             times, res, kind = [], [], ""
@@ -171,8 +178,9 @@ def main() -> None:
                 kind = type(x).__name__
                 del x
             print(f"{label:48s} {max(res):15.1%} {statistics.median(times):9.3f} {min(times):7.3f}  {kind}")
-        assert target.stat().st_mtime_ns == mtime and len(list(cache_dir.glob("*.npy"))) == 1, \
+        assert target.stat().st_mtime_ns == mtime and len(list(cache_dir.glob("*.npy"))) == 1, (
             "the loader did not hit the fixture's cache entry"
+        )
     finally:
         if a.keep:
             print(f"kept {base}")

@@ -55,6 +55,7 @@ GPU plan (written without a GPU run; see benchmarks/README.md for the figures)
   convolutions are already compute bound there), so it is a GPU-only lever: on a GPU a
   small CNN with B=64 uses a fraction of the device and K clients at once fill it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,11 +67,11 @@ import torch
 
 from fedpl_core.data.base import ImageDataset
 from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.fl.federation import derive_seed
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.fl.site import resolve_device
-from fedpl_core.fl.federation import derive_seed
-from fedpl_core.nn.losses import masked_bce
 from fedpl_core.methods import get_method
+from fedpl_core.nn.losses import masked_bce
 from fedpl_core.nn.metrics import evaluate as compute_metrics
 from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import iid
@@ -79,13 +80,28 @@ from fedpl_core.partitions import iid
 def data(n: int, c: int, size: int, seed: int = 0) -> ImageDataset:
     """Random uint8 images with 20 % positive labels (timing only)."""
     rng = np.random.default_rng(seed)
-    return ImageDataset(rng.integers(0, 255, (n, 1, size, size), dtype=np.uint8),
-                        (rng.random((n, c)) < 0.2).astype(np.float32), [f"c{i}" for i in range(c)])
+    return ImageDataset(
+        rng.integers(0, 255, (n, 1, size, size), dtype=np.uint8),
+        (rng.random((n, c)) < 0.2).astype(np.float32),
+        [f"c{i}" for i in range(c)],
+    )
 
 
-def plain_fedavg(model, train: ImageDataset, client_indices, test: ImageDataset | None, rounds: int, bs: int,
-                 device, lr: float = 1e-3, seed: int = 0, eval_every: int = 10**9, eval_bs: int = 512,
-                 channels_last: bool = False, amp: bool = False):
+def plain_fedavg(
+    model,
+    train: ImageDataset,
+    client_indices,
+    test: ImageDataset | None,
+    rounds: int,
+    bs: int,
+    device,
+    lr: float = 1e-3,
+    seed: int = 0,
+    eval_every: int = 10**9,
+    eval_bs: int = 512,
+    channels_last: bool = False,
+    amp: bool = False,
+):
     """FedAvg written by hand; returns the final global state and the last metrics."""
     fmt = torch.channels_last if channels_last else torch.contiguous_format
     model = model.to(device, memory_format=fmt)
@@ -107,7 +123,7 @@ def plain_fedavg(model, train: ImageDataset, client_indices, test: ImageDataset 
             b = min(bs, n)
             perm = torch.randperm(n, generator=g).to(images.device)
             for s in range(0, n - b + 1, b):
-                rows = idx[perm[s:s + b]]
+                rows = idx[perm[s : s + b]]
                 x = ((images[rows].float() / 255.0 - 0.5) / 0.25).contiguous(memory_format=fmt)
                 y = labels[rows]
                 opt.zero_grad(set_to_none=True)
@@ -134,18 +150,31 @@ def plain_fedavg(model, train: ImageDataset, client_indices, test: ImageDataset 
             probs = []
             with torch.no_grad(), autocast:
                 for s in range(0, len(timgs), eval_bs):
-                    x = ((timgs[s:s + eval_bs].to(device).float() / 255.0 - 0.5) / 0.25).contiguous(memory_format=fmt)
+                    x = ((timgs[s : s + eval_bs].to(device).float() / 255.0 - 0.5) / 0.25).contiguous(memory_format=fmt)
                     probs.append(torch.sigmoid(model(x).float()))
-            metrics = compute_metrics(test.labels, torch.cat(probs).cpu().numpy(), task=test.task,
-                                      class_names=test.class_names, mask=test.label_mask)
+            metrics = compute_metrics(
+                test.labels,
+                torch.cat(probs).cpu().numpy(),
+                task=test.task,
+                class_names=test.class_names,
+                mask=test.label_mask,
+            )
     if device.type == "cuda":
         torch.cuda.synchronize()
     return global_sd, metrics
 
 
 def engine_fedavg(model, train, part, test, a, channels_last: bool):
-    cfg = EngineConfig(rounds=a.rounds, batch_size=a.batch_size, device=a.device, progress=False,
-                       eval_every=a.eval_every, channels_last=channels_last, amp=a.amp, selection=None)
+    cfg = EngineConfig(
+        rounds=a.rounds,
+        batch_size=a.batch_size,
+        device=a.device,
+        progress=False,
+        eval_every=a.eval_every,
+        channels_last=channels_last,
+        amp=a.amp,
+        selection=None,
+    )
     sim = Simulation(get_method("fedavg"), model, train, part, test, cfg)
     sim.run()
     if sim.device.type == "cuda":
@@ -166,8 +195,9 @@ def main() -> None:
     ap.add_argument("--eval-every", type=int, default=10**9, help="evaluate every that many rounds and after the last")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--amp", action="store_true", help="bf16 autocast on both sides (CUDA only)")
-    ap.add_argument("--channels-last", action="store_true",
-                    help="run both sides in both layouts (NCHW and channels_last)")
+    ap.add_argument(
+        "--channels-last", action="store_true", help="run both sides in both layouts (NCHW and channels_last)"
+    )
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's default)")
     ap.add_argument("--repeats", type=int, default=2)
     a = ap.parse_args()
@@ -192,8 +222,18 @@ def main() -> None:
         for cl in layouts:
             m = fresh()
             t0 = time.perf_counter()
-            sd_p, met = plain_fedavg(m, train, client_indices, test, a.rounds, a.batch_size, device,
-                                     eval_every=a.eval_every, channels_last=cl, amp=a.amp)
+            sd_p, met = plain_fedavg(
+                m,
+                train,
+                client_indices,
+                test,
+                a.rounds,
+                a.batch_size,
+                device,
+                eval_every=a.eval_every,
+                channels_last=cl,
+                amp=a.amp,
+            )
             tp = time.perf_counter() - t0
             m = fresh()
             t0 = time.perf_counter()
@@ -206,22 +246,28 @@ def main() -> None:
             check[cl] = (dw, None if met is None else met["auroc_mean"], auc_e)
     steps = a.rounds * a.clients * max(1, a.per_client // a.batch_size)
     env = os.environ.get("OMP_NUM_THREADS", "unset")
-    print(f"model={a.model} device={device} K={a.clients} per_client={a.per_client} rounds={a.rounds} "
-          f"steps={steps} batch={a.batch_size} size={a.image_size} classes={a.classes} test={a.test} "
-          f"threads={torch.get_num_threads()} (OMP_NUM_THREADS={env}) amp={a.amp} "
-          f"median of {a.repeats} after 1 warm-up; load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"model={a.model} device={device} K={a.clients} per_client={a.per_client} rounds={a.rounds} "
+        f"steps={steps} batch={a.batch_size} size={a.image_size} classes={a.classes} test={a.test} "
+        f"threads={torch.get_num_threads()} (OMP_NUM_THREADS={env}) amp={a.amp} "
+        f"median of {a.repeats} after 1 warm-up; load average {os.getloadavg()[0]:.2f}"
+    )
     med = {k: float(np.median(v)) for k, v in times.items()}
     print(f"{'layout':<14}{'plain s':>9}{'engine s':>10}{'plain/engine':>14}{'max|dw|':>10}{'auroc p/e':>16}")
     for cl in layouts:
         dw, ap_, ae = check[cl]
         auc = "-" if ap_ is None else f"{ap_:.4f}/{ae:.4f}"
-        print(f"{'channels_last' if cl else 'NCHW':<14}{med['plain', cl]:>9.2f}{med['engine', cl]:>10.2f}"
-              f"{med['plain', cl] / med['engine', cl]:>14.3f}{dw:>10.1e}{auc:>16}")
+        print(
+            f"{'channels_last' if cl else 'NCHW':<14}{med['plain', cl]:>9.2f}{med['engine', cl]:>10.2f}"
+            f"{med['plain', cl] / med['engine', cl]:>14.3f}{dw:>10.1e}{auc:>16}"
+        )
     if a.channels_last:
-        print(f"lever channels_last: plain {med['plain', False] / med['plain', True]:.3f}x, "
-              f"engine {med['engine', False] / med['engine', True]:.3f}x; "
-              f"plain NCHW / engine channels_last = {med['plain', False] / med['engine', True]:.3f} "
-              "(not an overhead ratio: the plain loop can use channels_last too)")
+        print(
+            f"lever channels_last: plain {med['plain', False] / med['plain', True]:.3f}x, "
+            f"engine {med['engine', False] / med['engine', True]:.3f}x; "
+            f"plain NCHW / engine channels_last = {med['plain', False] / med['engine', True]:.3f} "
+            "(not an overhead ratio: the plain loop can use channels_last too)"
+        )
 
 
 if __name__ == "__main__":

@@ -26,23 +26,23 @@ so at 28 px the thresholded metrics cannot order the methods::
 The known-class runs patch the loss in this process (run serially) and are cached in a folder of
 their own, since the run id does not know the patch.  Writes ``figures/bench_fedlsm_ham_tdma.md``.
 """
+
 from __future__ import annotations
 
 import argparse
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import torch
 
 import fedpl_core.nn.losses as L
-import numpy as np
-
+from fedpl_core.report.tables import paired_difference, save_table
 from fedpl_core.runs.build import load_data
 from fedpl_core.runs.study import run_many
-from fedpl_core.studies.parameters import prepare
 from fedpl_core.studies import fedlsm
-from fedpl_core.report.tables import paired_difference, save_table
+from fedpl_core.studies.parameters import prepare
 
 TASK = "Task 2"
 _CE = L.masked_ce  # what Method.supervised_loss (the loss block, through L.supervised_term) calls: single-label
@@ -78,8 +78,15 @@ def main() -> None:
     full = run_many(cfg, methods, st.seeds, f"{a.results_dir}/fedlsm_ham10000", progress=False, workers=a.workers)
     L.masked_ce = known_class_ce
     try:
-        known = run_many(cfg, methods, st.seeds, f"{a.results_dir}/fedlsm_ham_tdma_known", progress=False,
-                         workers=1, backend="serial")
+        known = run_many(
+            cfg,
+            methods,
+            st.seeds,
+            f"{a.results_dir}/fedlsm_ham_tdma_known",
+            progress=False,
+            workers=1,
+            backend="serial",
+        )
     finally:
         L.masked_ce = _CE
     rows = []
@@ -88,21 +95,39 @@ def main() -> None:
         for metric, name in (("auroc_mean", "AUC"), ("accuracy", "Accuracy"), ("f1", "F1")):
             mean = fin.groupby("label")[metric].mean() * 100
             d = paired_difference(df, "FedAvg*", avg, metric)
-            rows.append({"client loss": loss, "metric": name, avg: round(mean[avg], 1),
-                         "FedAvg*": round(mean["FedAvg*"], 1), "TDMA gain (points)": round(d["diff"], 2),
-                         "p": None if d["p"] is None else round(d["p"], 3), "pairs": d["n"]})
+            rows.append(
+                {
+                    "client loss": loss,
+                    "metric": name,
+                    avg: round(mean[avg], 1),
+                    "FedAvg*": round(mean["FedAvg*"], 1),
+                    "TDMA gain (points)": round(d["diff"], 2),
+                    "p": None if d["p"] is None else round(d["p"], 3),
+                    "pairs": d["n"],
+                }
+            )
     # the trivial classifier: always the test split's most frequent class
     test = load_data(cfg).test
     share = np.bincount(test.labels.argmax(1), minlength=test.num_classes) / len(test)
     top = int(share.argmax())
     trivial = {"Accuracy": 100 * share[top], "F1": 100 * 2 * share[top] / (1 + share[top]) / test.num_classes}
     for name, v in trivial.items():
-        rows.append({"client loss": f"always {test.class_names[top]} (no training)", "metric": name,
-                     avg: round(v, 1), "FedAvg*": round(v, 1), "TDMA gain (points)": None, "p": None,
-                     "pairs": ""})
+        rows.append(
+            {
+                "client loss": f"always {test.class_names[top]} (no training)",
+                "metric": name,
+                avg: round(v, 1),
+                "FedAvg*": round(v, 1),
+                "TDMA gain (points)": None,
+                "p": None,
+                "pairs": "",
+            }
+        )
     tab = pd.DataFrame(rows).set_index(["client loss", "metric"])
-    print(f"HAM10000, {st.rounds} rounds x {a.local_iters} iterations, seeds {st.seeds}, {time.time() - t:.0f} s; "
-          "last round, x 100:")
+    print(
+        f"HAM10000, {st.rounds} rounds x {a.local_iters} iterations, seeds {st.seeds}, {time.time() - t:.0f} s; "
+        "last round, x 100:"
+    )
     print(tab.to_string())
     save_table(tab, "bench_fedlsm_ham_tdma", folder=Path(a.figures))
 

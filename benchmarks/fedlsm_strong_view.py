@@ -14,6 +14,7 @@ FedLSM, paired on the seed::
 The strong-view runs replace the engine's augmentation in this process (run serially, so
 the patch applies) and are cached in a folder of their own, since the run id does not know it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,11 +24,11 @@ import pandas as pd
 import torch
 
 import fedpl_core.fl.preprocess as PP
-from fedpl_core.runs.study import run_many
 from fedpl_core.methods.fedlsm import paper_strong_view
-from fedpl_core.studies.parameters import prepare
-from fedpl_core.studies import fedlsm
 from fedpl_core.report.tables import describe_difference, paired_difference
+from fedpl_core.runs.study import run_many
+from fedpl_core.studies import fedlsm
+from fedpl_core.studies.parameters import prepare
 
 _ENGINE = PP.augment_batch
 
@@ -52,16 +53,26 @@ def main() -> None:
     df = run_many(base, ref, st.seeds, f"{a.results_dir}/engine", progress=False, workers=a.workers)
     PP.augment_batch = strong
     try:
-        ds = run_many(base, [("FedAvg* on FedLSM's strong view", {"method": "fedavg_star"})], st.seeds,
-                      f"{a.results_dir}/strong", progress=False, workers=1, backend="serial")
+        ds = run_many(
+            base,
+            [("FedAvg* on FedLSM's strong view", {"method": "fedavg_star"})],
+            st.seeds,
+            f"{a.results_dir}/strong",
+            progress=False,
+            workers=1,
+            backend="serial",
+        )
     finally:
         PP.augment_batch = _ENGINE
     both = pd.concat([df, ds])
     fin = both[both["which"] == "final"]
     print(f"{a.task}, {len(st.seeds)} seeds, {time.time() - t:.0f} s; mean AUROC x 100, last round:")
     print((fin.groupby("label", sort=False)["auroc_mean"].agg(["mean", "std"]) * 100).round(1).to_string())
-    for x, y in (("FedAvg* on FedLSM's strong view", "FedAvg*"), ("FedLSM", "FedAvg*"),
-                 ("FedLSM", "FedAvg* on FedLSM's strong view")):
+    for x, y in (
+        ("FedAvg* on FedLSM's strong view", "FedAvg*"),
+        ("FedLSM", "FedAvg*"),
+        ("FedLSM", "FedAvg* on FedLSM's strong view"),
+    ):
         print(describe_difference(paired_difference(both, x, y)))
 
 

@@ -29,6 +29,7 @@ itself falls from 73.8 to 71.6 between 48 and 120 as the drift grows; with the p
 +1.8 / +0.3 / +0.1 (none significant).  The paper's +5.0 is the unknown = negative reading with
 long local training.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,11 +42,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from fedpl_core.runs.study import run_many
-from fedpl_core.studies.parameters import prepare
-from fedpl_core.studies import fedlsm
 from fedpl_core.report.plotting import figure_legend, integer_ticks, plot_reference, savefig
 from fedpl_core.report.tables import paired_difference, save_table
+from fedpl_core.runs.study import run_many
+from fedpl_core.studies import fedlsm
+from fedpl_core.studies.parameters import prepare
 
 #: FedLSM's Table 1: TDMA's gain (FedAvg 0.710 -> FedAvg* 0.760) with 200 local iterations a round.
 PAPER_GAIN, PAPER_ITERS = 5.0, 200
@@ -63,9 +64,17 @@ def gains(df: pd.DataFrame, metric: str = "auroc_mean") -> pd.DataFrame:
                 continue
             a, b = [lab for lab, *_, r in fedlsm.TDMA_GRID if r == reading]
             g = paired_difference(d, b, a, metric)
-            rows.append({"local iterations": setting, "reading of FedAvg": reading, "FedAvg": round(mean[a], 1),
-                         "FedAvg*": round(mean[b], 1), "TDMA gain (points)": round(g["diff"], 2),
-                         "p": None if g["p"] is None else round(g["p"], 3), "pairs": g["n"]})
+            rows.append(
+                {
+                    "local iterations": setting,
+                    "reading of FedAvg": reading,
+                    "FedAvg": round(mean[a], 1),
+                    "FedAvg*": round(mean[b], 1),
+                    "TDMA gain (points)": round(g["diff"], 2),
+                    "p": None if g["p"] is None else round(g["p"], 3),
+                    "pairs": g["n"],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -92,8 +101,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iters", type=int, nargs="+", default=[12, 48, 120])
     ap.add_argument("--seeds", type=int, nargs="+", default=None, help="default: the cpu profile's")
-    ap.add_argument("--extra-iters", type=int, nargs="*", default=[120],
-                    help="settings run for the unknown = negative reading only (where the drift acts)")
+    ap.add_argument(
+        "--extra-iters",
+        type=int,
+        nargs="*",
+        default=[120],
+        help="settings run for the unknown = negative reading only (where the drift acts)",
+    )
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--results-dir", default="results/benchmarks/fedlsm_tdma_drift")
     ap.add_argument("--figures", default="figures")
@@ -109,12 +123,26 @@ def main() -> None:
     seeds = a.seeds if a.seeds is not None else st.seeds
     settings = {str(n): {"local_iters": n} for n in a.iters}
     t = time.time()
-    df = run_many(st.config("Task 1"), fedlsm.tdma_methods(), seeds, a.results_dir, settings=settings,
-                  progress=False, workers=a.workers)
+    df = run_many(
+        st.config("Task 1"),
+        fedlsm.tdma_methods(),
+        seeds,
+        a.results_dir,
+        settings=settings,
+        progress=False,
+        workers=a.workers,
+    )
     if a.extra_iters:
         unknown = [m for m, (*_, r) in zip(fedlsm.tdma_methods(), fedlsm.TDMA_GRID) if r == "unknown = negative"]
-        extra = run_many(st.config("Task 1"), unknown, seeds, a.results_dir, progress=False, workers=a.workers,
-                         settings={str(n): {"local_iters": n} for n in a.extra_iters})
+        extra = run_many(
+            st.config("Task 1"),
+            unknown,
+            seeds,
+            a.results_dir,
+            progress=False,
+            workers=a.workers,
+            settings={str(n): {"local_iters": n} for n in a.extra_iters},
+        )
         df = pd.concat([df, extra], ignore_index=True)
     tab = gains(df)
     print(f"Task 1, {len(seeds)} seeds, 10 rounds, {time.time() - t:.0f} s; mean AUROC x 100, last round:")

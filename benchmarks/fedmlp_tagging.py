@@ -21,6 +21,7 @@ positive tags and their coverage of the missing entries (``pl/*`` of the history
 It writes ``figures/bench_fedmlp_tagging_curves.csv`` (the per-round means over the seeds that
 the figure shows, with ``.md`` / ``.tex``) and ``figures/bench_fedmlp_tagging.png``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,12 +35,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from fedpl_core.runs.study import run_many  # noqa: E402
-from fedpl_core.report.plotting import draw_lines, figure_legend, method_palette, savefig  # noqa: E402
 from fedpl_core.nn.metrics import metric_name  # noqa: E402
-from fedpl_core.studies.parameters import prepare  # noqa: E402
-from fedpl_core.studies import fedmlp  # noqa: E402
+from fedpl_core.report.plotting import draw_lines, figure_legend, method_palette, savefig  # noqa: E402
 from fedpl_core.report.tables import curve_frame, paired_difference, save_table  # noqa: E402
+from fedpl_core.runs.study import run_many  # noqa: E402
+from fedpl_core.studies import fedmlp  # noqa: E402
+from fedpl_core.studies.parameters import prepare  # noqa: E402
 
 #: What the figure shows per round: the mean AUROC of every method, and for FedMLP's two runs
 #: with tags the tags' scores against the hidden labels and the learning degree.
@@ -50,18 +51,24 @@ STEM = "bench_fedmlp_tagging"
 def methods(rounds: int) -> list[tuple[str, dict]]:
     paper = dict(warmup_rounds=max(1, rounds // 10), t0=0.005, t1=0.01)
     cpu = dict(warmup_rounds=max(1, rounds // 4), t0=0.025, t1=0.05)
-    return [("FedAvg", {"method": "fedavg"}),
-            ("FedMLP w/o MLD", {"method": "fedmlp", "method_kwargs": {**paper, "mld": False}}),
-            ("FedMLP, paper proportions", {"method": "fedmlp", "method_kwargs": paper}),
-            ("FedMLP, cpu profile proportions", {"method": "fedmlp", "method_kwargs": cpu})]
+    return [
+        ("FedAvg", {"method": "fedavg"}),
+        ("FedMLP w/o MLD", {"method": "fedmlp", "method_kwargs": {**paper, "mld": False}}),
+        ("FedMLP, paper proportions", {"method": "fedmlp", "method_kwargs": paper}),
+        ("FedMLP, cpu profile proportions", {"method": "fedmlp", "method_kwargs": cpu}),
+    ]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--image-size", type=int, default=28)
-    ap.add_argument("--n-train", type=int, default=3200,
-                    help="training images (K = 8 clients; the paper's T0 = 0.5 % tags nothing below ~400 a client)")
+    ap.add_argument(
+        "--n-train",
+        type=int,
+        default=3200,
+        help="training images (K = 8 clients; the paper's T0 = 0.5 % tags nothing below ~400 a client)",
+    )
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--results-dir", default="results/benchmarks/fedmlp_tagging")
@@ -76,8 +83,9 @@ def main() -> None:
     base = st.config("CXR").replace(image_size=a.image_size, n_train=a.n_train, partition_kwargs={"missing": 7})
     base = base.replace(engine=replace(base.engine, rounds=a.rounds, eval_every=max(1, a.rounds // 25)))
     t = time.time()
-    df = run_many(base, methods(a.rounds), a.seeds, results_dir=a.results_dir, workers=a.workers,
-                  progress=False, histories=True)
+    df = run_many(
+        base, methods(a.rounds), a.seeds, results_dir=a.results_dir, workers=a.workers, progress=False, histories=True
+    )
     print(f"{df.groupby(['label', 'seed']).ngroups} runs in {time.time() - t:.0f} s")
     fin = df[df["which"] == "final"]
     out = fin.groupby("label", sort=False)["auroc_mean"].agg(["mean", "std"]).mul(100).round(1).astype(object)
@@ -85,8 +93,9 @@ def main() -> None:
         for lab in out.index:
             if lab != ref:
                 d = paired_difference(fin, lab, ref)
-                out.loc[lab, f"vs {ref}"] = (f"{d['diff']:+.1f} (p {d['p']:.3f})" if d["p"] is not None
-                                             else f"{d['diff']:+.1f}")
+                out.loc[lab, f"vs {ref}"] = (
+                    f"{d['diff']:+.1f} (p {d['p']:.3f})" if d["p"] is not None else f"{d['diff']:+.1f}"
+                )
     pd.set_option("display.width", 200)
     print(out.fillna("").to_string())
     curves = None
@@ -101,8 +110,10 @@ def main() -> None:
     means = curves.groupby(["label", "round"], sort=False)[KEYS].mean()
     means.loc[~means.index.get_level_values("label").str.startswith("FedMLP, "), KEYS[1:]] = float("nan")
     save_table(means.round(4), f"{STEM}_curves", folder=a.figures)
-    title = (f"FedMLP Table 3 setting (CXR, one class per client), {a.image_size} px, {a.n_train} images, "
-             f"{len(a.seeds)} seeds")
+    title = (
+        f"FedMLP Table 3 setting (CXR, one class per client), {a.image_size} px, {a.n_train} images, "
+        f"{len(a.seeds)} seeds"
+    )
     print(f"figure: {savefig(plot_tagging(means.reset_index(), title), STEM, a.figures, dpi=120)}")
 
 

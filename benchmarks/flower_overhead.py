@@ -21,6 +21,7 @@ worker.  With equal thread counts the three give the same global weights (max|dw
 with different counts float rounding differs and Adam amplifies it over the rounds
 (1 vs 2 threads: 3e-4 after round 1, 0.09 after round 4, on the engine alone).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,16 +34,33 @@ os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
 import torch  # noqa: E402
 
 from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
-from fedpl_core.runs.experiment_config import ExperimentConfig
 from fedpl_core.runs.build import build_simulation  # noqa: E402
+from fedpl_core.runs.experiment_config import ExperimentConfig
 
 
 def experiment(a) -> ExperimentConfig:
-    return ExperimentConfig(name="flower-overhead", dataset="synthetic-cxr", n_train=a.n_train, n_test=200,
-                            image_size=32, num_clients=a.clients, partition="missing_classes", model="cnn",
-                            method="fedavg", seed=0,
-                            engine=EngineConfig(rounds=a.rounds, local_epochs=1.0, batch_size=32, lr=1e-3,
-                                                device="cpu", selection=None, progress=False, eval_every=10**6))
+    return ExperimentConfig(
+        name="flower-overhead",
+        dataset="synthetic-cxr",
+        n_train=a.n_train,
+        n_test=200,
+        image_size=32,
+        num_clients=a.clients,
+        partition="missing_classes",
+        model="cnn",
+        method="fedavg",
+        seed=0,
+        engine=EngineConfig(
+            rounds=a.rounds,
+            local_epochs=1.0,
+            batch_size=32,
+            lr=1e-3,
+            device="cpu",
+            selection=None,
+            progress=False,
+            eval_every=10**6,
+        ),
+    )
 
 
 def run_engine(cfg: ExperimentConfig):
@@ -93,9 +111,15 @@ def run_flower(cfg: ExperimentConfig, client_cpus: float, client_gpus: float = 0
         strategy.start(grid, strategy.global_arrays(), num_rounds=cfg.engine.rounds)
 
     t0 = time.perf_counter()
-    run_simulation(server_app, client_app, num_supernodes=cfg.num_clients,
-                   backend_config={"client_resources": {"num_cpus": client_cpus, "num_gpus": client_gpus},
-                                   "init_args": {"logging_level": "ERROR", "log_to_driver": False}})
+    run_simulation(
+        server_app,
+        client_app,
+        num_supernodes=cfg.num_clients,
+        backend_config={
+            "client_resources": {"num_cpus": client_cpus, "num_gpus": client_gpus},
+            "init_args": {"logging_level": "ERROR", "log_to_driver": False},
+        },
+    )
     wall = time.perf_counter() - t0
     if len(strategy.history) != cfg.engine.rounds:
         raise SystemExit(f"the Flower run did {len(strategy.history)} of {cfg.engine.rounds} rounds")
@@ -116,8 +140,10 @@ def main() -> None:
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     cfg = experiment(a)
-    print(f"FedAvg, small CNN, synthetic-cxr {a.n_train} images, {a.clients} clients, {a.rounds} rounds; "
-          f"{os.cpu_count()} cores, torch threads {torch.get_num_threads()}, flwr client cpus {a.client_cpus:g}")
+    print(
+        f"FedAvg, small CNN, synthetic-cxr {a.n_train} images, {a.clients} clients, {a.rounds} rounds; "
+        f"{os.cpu_count()} cores, torch threads {torch.get_num_threads()}, flwr client cpus {a.client_cpus:g}"
+    )
     e_times, e_wall, e_state = run_engine(cfg)
     l_times, l_wall, l_state = run_local(cfg)
     f_times, f_wall, f_state = run_flower(cfg, a.client_cpus)
@@ -125,13 +151,18 @@ def main() -> None:
     def steady(ts):
         return statistics.median(ts[1:]) if len(ts) > 1 else ts[0]
 
-    rows = [("engine (in-process)", e_times, e_wall), ("Flower strategy + ClientApp, LocalGrid", l_times, l_wall),
-            ("Flower simulation runtime (Ray)", f_times, f_wall)]
+    rows = [
+        ("engine (in-process)", e_times, e_wall),
+        ("Flower strategy + ClientApp, LocalGrid", l_times, l_wall),
+        ("Flower simulation runtime (Ray)", f_times, f_wall),
+    ]
     print(f"{'':42s} {'round 1 s':>10s} {'rounds 2+ s':>12s} {'wall s':>8s} {'x engine':>9s}")
     for name, ts, wall in rows:
         print(f"{name:42s} {ts[0]:10.2f} {steady(ts):12.2f} {wall:8.1f} {steady(ts) / steady(e_times):9.2f}")
-    print(f"Flower / engine per round (rounds 2+): {steady(f_times) / steady(e_times):.2f}x; "
-          f"LocalGrid / engine: {steady(l_times) / steady(e_times):.2f}x")
+    print(
+        f"Flower / engine per round (rounds 2+): {steady(f_times) / steady(e_times):.2f}x; "
+        f"LocalGrid / engine: {steady(l_times) / steady(e_times):.2f}x"
+    )
     print(f"max|dw| vs engine: LocalGrid {max_dw(l_state, e_state):.2e}, Flower {max_dw(f_state, e_state):.2e}")
 
 

@@ -31,6 +31,7 @@ batched >= 4x loop at K = 32 for the small CNN and the engine >= 10x Flower at K
     python benchmarks/gpu_throughput.py                                   # CPU-sized defaults
     python benchmarks/gpu_throughput.py --clients 8 32 128 --models cnn resnet18 --device cuda
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,20 +41,37 @@ import time
 import pandas as pd
 import torch
 
-from fedpl_core.fl.engine_config import EngineConfig
-from fedpl_core.runs.experiment_config import ExperimentConfig
-from fedpl_core.runs.build import build_simulation
 from fedpl_core.fl import batched as B
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.server import sample_clients
 from fedpl_core.report.tables import save_table
+from fedpl_core.runs.build import build_simulation
+from fedpl_core.runs.experiment_config import ExperimentConfig
 
 
 def config(model: str, k: int, a) -> ExperimentConfig:
     kwargs = {"width": 16, "norm": "gn"} if model == "cnn" else {"norm": "gn"}
-    return ExperimentConfig(dataset="synthetic-cxr", image_size=a.size, n_train=k * a.per_client, n_test=16,
-                            partition="iid", num_clients=k, model=model, model_kwargs=kwargs, method="fedavg_pl",
-                            engine=EngineConfig(rounds=10_000, batch_size=a.batch, local_iters=a.steps, lr=1e-3,
-                                                device=a.device, progress=False, selection=None, eval_every=10_000))
+    return ExperimentConfig(
+        dataset="synthetic-cxr",
+        image_size=a.size,
+        n_train=k * a.per_client,
+        n_test=16,
+        partition="iid",
+        num_clients=k,
+        model=model,
+        model_kwargs=kwargs,
+        method="fedavg_pl",
+        engine=EngineConfig(
+            rounds=10_000,
+            batch_size=a.batch,
+            local_iters=a.steps,
+            lr=1e-3,
+            device=a.device,
+            progress=False,
+            selection=None,
+            eval_every=10_000,
+        ),
+    )
 
 
 def peak_memory(device: str) -> float:
@@ -92,6 +110,7 @@ def batched_side(cfg, chunk=None):
         clients = sample_clients(len(sim.sites), 1.0, cfg.engine.seed, r)
         updates, _ = B.train_round(sim, clients, r, chunk=chunk)
         sim.server.aggregate(updates)
+
     one.sim = sim
     return one
 
@@ -114,10 +133,14 @@ def plain_side(cfg):
             model.load_state_dict(state)
             opt = torch.optim.Adam(model.parameters(), lr=cfg.engine.lr)
             n = len(idx)
-            perm = torch.cat([torch.randperm(n, generator=gen)[:n - n % bs or n]
-                              for _ in range(-(-steps * bs // max(n - n % bs, 1)))]).to(dev)  # full batches
+            perm = torch.cat(
+                [
+                    torch.randperm(n, generator=gen)[: n - n % bs or n]
+                    for _ in range(-(-steps * bs // max(n - n % bs, 1)))
+                ]
+            ).to(dev)  # full batches
             for s in range(steps):
-                pos = perm[s * bs:(s + 1) * bs]
+                pos = perm[s * bs : (s + 1) * bs]
                 x = images[idx[pos]].float().div_(255).sub_(0.5).div_(0.25)
                 y, m = labels[pos], mask[pos]
                 opt.zero_grad(set_to_none=True)
@@ -126,6 +149,7 @@ def plain_side(cfg):
                 opt.step()
             outs.append({k: v.detach().clone() for k, v in model.state_dict().items()})
         state = {k: torch.stack([o[k].float() for o in outs]).mean(0).to(outs[0][k].dtype) for k in outs[0]}
+
     return one
 
 

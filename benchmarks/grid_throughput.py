@@ -30,6 +30,7 @@ The fixed costs (starting the workers: forking is immediate, spawning imports to
 for the next grid) or once per Ray, so the ratio grows with the length of the runs towards
 ``--workers``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,21 +42,32 @@ import warnings
 import torch
 
 from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.runs import grid
 from fedpl_core.runs.experiment_config import ExperimentConfig
 from fedpl_core.runs.study import run_many
-from fedpl_core.runs import grid
 
 
 def base(a) -> ExperimentConfig:
-    return ExperimentConfig(dataset="synthetic-cxr", classes=["Cardiomegaly", "Effusion", "Pneumothorax", "Mass"],
-                            image_size=32, n_train=a.n_train, n_test=400, num_clients=4, model_kwargs={"width": 8},
-                            engine=EngineConfig(rounds=a.rounds, batch_size=32, progress=False, device=a.device))
+    return ExperimentConfig(
+        dataset="synthetic-cxr",
+        classes=["Cardiomegaly", "Effusion", "Pneumothorax", "Mass"],
+        image_size=32,
+        n_train=a.n_train,
+        n_test=400,
+        num_clients=4,
+        model_kwargs={"width": 8},
+        engine=EngineConfig(rounds=a.rounds, batch_size=32, progress=False, device=a.device),
+    )
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--backends", nargs="+", default=["serial", "process", "ray"],
-                   choices=["serial", "process", "spawn", "threads", "ray"])
+    p.add_argument(
+        "--backends",
+        nargs="+",
+        default=["serial", "process", "ray"],
+        choices=["serial", "process", "spawn", "threads", "ray"],
+    )
     p.add_argument("--device", default="cpu", help="the runs' engine device (cpu, cuda, auto)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--runs", type=int, default=8, help="methods x seeds: fedavg and fedprox, runs // 2 seeds each")
@@ -66,12 +78,14 @@ def main() -> None:
     threads = max(1, (os.cpu_count() or 1) // a.workers)
     torch.set_num_threads(threads)  # serial: the threads of one worker
     cfg, methods, seeds = base(a), ["fedavg", "fedprox"], list(range(a.runs // 2))
-    print(f"{a.runs} runs ({', '.join(methods)} x seeds {seeds}), {a.rounds} rounds, {a.n_train} training images; "
-          f"{os.cpu_count()} cores, {a.workers} workers, {threads} torch thread(s) per run, device {a.device}; "
-          f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"{a.runs} runs ({', '.join(methods)} x seeds {seeds}), {a.rounds} rounds, {a.n_train} training images; "
+        f"{os.cpu_count()} cores, {a.workers} workers, {threads} torch thread(s) per run, device {a.device}; "
+        f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     times, numbers = {}, {}
     for backend in a.backends:
-        for name in ([backend] if backend != "ray" else ["ray", "ray (warm)"]):
+        for name in [backend] if backend != "ray" else ["ray", "ray (warm)"]:
             note = ""
             t0 = time.perf_counter()
             if name == "ray":  # the first grid of a process starts the local Ray: it counts in the wall time
@@ -87,9 +101,15 @@ def main() -> None:
                 grid.start_method = lambda: "spawn"
             try:
                 with tempfile.TemporaryDirectory() as rd:
-                    df = run_many(cfg, methods, seeds, rd, progress=False,
-                                  backend="process" if name == "spawn" else backend,
-                                  workers=1 if backend == "serial" else a.workers)
+                    df = run_many(
+                        cfg,
+                        methods,
+                        seeds,
+                        rd,
+                        progress=False,
+                        backend="process" if name == "spawn" else backend,
+                        workers=1 if backend == "serial" else a.workers,
+                    )
                     times[name] = time.perf_counter() - t0
             finally:
                 grid.start_method = started
@@ -102,9 +122,11 @@ def main() -> None:
             if b != "serial":
                 same = numbers[b] == numbers["serial"]
                 over = times[b] - times["serial"] / a.workers
-                print(f"{b:10s} / serial throughput: {times['serial'] / times[b]:.2f}x  (target >= 1.6x; "
-                      f"{over:+.1f} s over serial / {a.workers}: worker start-up and the last run alone; numbers "
-                      f"{'identical' if same else 'DIFFER'})")
+                print(
+                    f"{b:10s} / serial throughput: {times['serial'] / times[b]:.2f}x  (target >= 1.6x; "
+                    f"{over:+.1f} s over serial / {a.workers}: worker start-up and the last run alone; numbers "
+                    f"{'identical' if same else 'DIFFER'})"
+                )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -19,6 +19,7 @@ so both columns come from one run per (method, seed)::
     python benchmarks/long_runs.py               # 01 Table II: 64 rounds; 02 Tasks 1 and 2: 40 rounds
     python benchmarks/long_runs.py --scale 2 --only "02 Task 2"
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,10 +27,10 @@ import time
 
 import pandas as pd
 
-from fedpl_core.runs.study import run_many
-from fedpl_core.studies.parameters import prepare
-from fedpl_core.studies import fedlsm, fedpsl
 from fedpl_core.report.tables import curve_frame, late_gain, paired_difference
+from fedpl_core.runs.study import run_many
+from fedpl_core.studies import fedlsm, fedpsl
+from fedpl_core.studies.parameters import prepare
 
 
 def cases() -> dict[str, tuple]:
@@ -61,28 +62,50 @@ def main() -> None:
         long = rounds * a.scale
         settings = {k: {**v, "rounds": long} for k, v in (settings or {"long": {}}).items()}
         t = time.perf_counter()
-        df = run_many(base, methods, [0, 1, 2], a.results_dir, settings=settings, progress=False, histories=True,
-                      workers=a.workers)
+        df = run_many(
+            base,
+            methods,
+            [0, 1, 2],
+            a.results_dir,
+            settings=settings,
+            progress=False,
+            histories=True,
+            workers=a.workers,
+        )
         curves = curve_frame(df)
-        print(f"\n{name}: {long} rounds ({time.perf_counter() - t:.0f} s with {a.workers} workers); "
-              "mean AUROC over 3 seeds by round")
+        print(
+            f"\n{name}: {long} rounds ({time.perf_counter() - t:.0f} s with {a.workers} workers); "
+            "mean AUROC over 3 seeds by round"
+        )
         print(curves.groupby(["round", "label"], sort=False)["auroc_mean"].mean().unstack().round(3).to_string())
         pl = curve_frame(df, "pl/coverage").merge(curve_frame(df, "pl/pos_precision"), how="left")
         if len(pl) and (pl["pl/coverage"] > 0).any():  # a method that pseudo-labels: when and how well
             by = pl.groupby(["label", "round"])[["pl/coverage", "pl/pos_precision"]].mean().round(3)
             on = by[by["pl/coverage"] > 0]
-            print(f"pseudo-labels (share of the unknown entries; precision of the positive ones), mean over seeds, "
-                  f"rounds where any is set:\n{on.iloc[::max(1, len(on) // 8)].to_string()}")
+            print(
+                f"pseudo-labels (share of the unknown entries; precision of the positive ones), mean over seeds, "
+                f"rounds where any is set:\n{on.iloc[:: max(1, len(on) // 8)].to_string()}"
+            )
         for end in (rounds, long):
             part = curves[curves["round"] <= end]
             gain = late_gain(part).set_index("label")
             last = part[part["round"] == end].groupby("label")["auroc_mean"].mean()
             d = paired_difference(part[part["round"] == end], ma, mb, which=None)
-            summary.append({"case": name, "round": end, "A": ma, "B": mb, "AUROC A": round(last[ma], 3),
-                            "AUROC B": round(last[mb], 3), "late gain A": round(gain.loc[ma, "gain"], 1),
-                            "late gain B": round(gain.loc[mb, "gain"], 1),
-                            "from round": int(gain["start"].min()), "A - B": round(d["diff"], 1),
-                            "p": None if d["p"] is None else round(d["p"], 3)})
+            summary.append(
+                {
+                    "case": name,
+                    "round": end,
+                    "A": ma,
+                    "B": mb,
+                    "AUROC A": round(last[ma], 3),
+                    "AUROC B": round(last[mb], 3),
+                    "late gain A": round(gain.loc[ma, "gain"], 1),
+                    "late gain B": round(gain.loc[mb, "gain"], 1),
+                    "from round": int(gain["start"].min()),
+                    "A - B": round(d["diff"], 1),
+                    "p": None if d["p"] is None else round(d["p"], 3),
+                }
+            )
     print("\n" + pd.DataFrame(summary).to_string(index=False))
 
 

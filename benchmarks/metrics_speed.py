@@ -12,6 +12,7 @@ same values, checked in ``tests/test_metrics.py`` and here), and keeps scikit-le
     python benchmarks/metrics_speed.py                    # 300 images, 14 classes
     python benchmarks/metrics_speed.py --n 2000 --classes 8
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,9 @@ def sklearn_metrics(y: np.ndarray, s: np.ndarray) -> list[tuple[float, float, fl
     """Per class: scikit-learn's AUROC, AP and F1 (what ``multilabel_metrics`` replaces)."""
     out = []
     for c in range(y.shape[1]):
-        _, _, f, _ = precision_recall_fscore_support(y[:, c], (s[:, c] > 0.5).astype(int), average="binary",
-                                                     zero_division=0)
+        _, _, f, _ = precision_recall_fscore_support(
+            y[:, c], (s[:, c] > 0.5).astype(int), average="binary", zero_division=0
+        )
         out.append((roc_auc_score(y[:, c], s[:, c]), average_precision_score(y[:, c], s[:, c]), f))
     return out
 
@@ -53,8 +55,14 @@ def main() -> None:
     s = np.clip(rng.random((a.n, a.classes)) * 0.7 + 0.3 * y, 0, 1)
     ours = multilabel_metrics(y, s)
     ref = sklearn_metrics(y, s)
-    err = max(max(abs(ours["auroc_per_class"][c] - r[0]), abs(ours["ap_per_class"][c] - r[1]),
-                  abs(ours["f1_per_class"][c] - r[2])) for c, r in enumerate(ref))
+    err = max(
+        max(
+            abs(ours["auroc_per_class"][c] - r[0]),
+            abs(ours["ap_per_class"][c] - r[1]),
+            abs(ours["f1_per_class"][c] - r[2]),
+        )
+        for c, r in enumerate(ref)
+    )
     t_ours = best_ms(lambda: multilabel_metrics(y, s), a.repeat)
     t_ref = best_ms(lambda: sklearn_metrics(y, s), a.repeat)
     print(f"{a.n} images x {a.classes} classes, best of {a.repeat}:")

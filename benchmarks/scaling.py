@@ -14,21 +14,22 @@ FedBN.  Writes ``figures/engine_scaling.csv``.
     python benchmarks/scaling.py                      # K = 8, 32, 128; C = 4, 14, 40
     python benchmarks/scaling.py --methods fedavg fedbn pfl --threads 1
 """
+
 from __future__ import annotations
 
 import argparse
-import warnings
 import csv
 import os
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from fedpl_core.base.fileio import atomic_write
 from fedpl_core.data.base import ImageDataset
 from fedpl_core.fl.engine_config import EngineConfig
-from fedpl_core.base.fileio import atomic_write
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import get_method
 from fedpl_core.nn.models import build_model
@@ -37,8 +38,11 @@ from fedpl_core.partitions import iid
 
 def data(n: int, c: int, size: int, seed: int = 0) -> ImageDataset:
     rng = np.random.default_rng(seed)
-    return ImageDataset(rng.integers(0, 255, (n, 1, size, size), dtype=np.uint8),
-                        (rng.random((n, c)) < 0.2).astype(np.float32), [f"c{i}" for i in range(c)])
+    return ImageDataset(
+        rng.integers(0, 255, (n, 1, size, size), dtype=np.uint8),
+        (rng.random((n, c)) < 0.2).astype(np.float32),
+        [f"c{i}" for i in range(c)],
+    )
 
 
 def time_per_round(method: str, k: int, c: int, a) -> dict:
@@ -47,19 +51,32 @@ def time_per_round(method: str, k: int, c: int, a) -> dict:
     part = iid(train, k, seed=0)
     torch.manual_seed(0)
     model = build_model("cnn", c, 1, a.image_size, width=a.width)
-    cfg = EngineConfig(rounds=a.rounds, batch_size=a.batch_size, progress=False, selection=None,
-                       channels_last=a.channels_last)
+    cfg = EngineConfig(
+        rounds=a.rounds, batch_size=a.batch_size, progress=False, selection=None, channels_last=a.channels_last
+    )
     t0 = time.perf_counter()
     sim = Simulation(get_method(method), model, train, part, test, cfg)
     setup = time.perf_counter() - t0
     h = sim.run()
     tr = float(np.median([r["train_time"] for r in h[1:]]))
     ev = float(np.median([r.get("eval_time", 0.0) for r in h[1:]]))
-    return {"method": method, "K": k, "C": c, "n_total": a.total, "n_test": a.test, "batch": a.batch_size,
-            "image_size": a.image_size, "width": a.width, "threads": torch.get_num_threads(),
-            "channels_last": a.channels_last, "setup_s": round(setup, 4), "train_s": round(tr, 4),
-            "eval_s": round(ev, 4), "round_s": round(tr + ev, 4),
-            "train_ms_per_client": round(1000 * tr / k, 3)}
+    return {
+        "method": method,
+        "K": k,
+        "C": c,
+        "n_total": a.total,
+        "n_test": a.test,
+        "batch": a.batch_size,
+        "image_size": a.image_size,
+        "width": a.width,
+        "threads": torch.get_num_threads(),
+        "channels_last": a.channels_last,
+        "setup_s": round(setup, 4),
+        "train_s": round(tr, 4),
+        "eval_s": round(ev, 4),
+        "round_s": round(tr + ev, 4),
+        "train_ms_per_client": round(1000 * tr / k, 3),
+    }
 
 
 def main() -> None:
@@ -84,16 +101,21 @@ def main() -> None:
     warnings.filterwarnings("ignore", message=".*has 0 positives")  # tiny random clients at K = 128
     runs = [(m, k, a.fixed_classes) for m in a.methods for k in a.clients]
     runs += [(m, a.fixed_clients, c) for m in a.methods for c in a.classes if (m, a.fixed_clients, c) not in runs]
-    print(f"total={a.total} test={a.test} batch={a.batch_size} size={a.image_size} width={a.width} "
-          f"threads={torch.get_num_threads()} (OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}) "
-          f"rounds={a.rounds} (median of rounds 2..)")
+    print(
+        f"total={a.total} test={a.test} batch={a.batch_size} size={a.image_size} width={a.width} "
+        f"threads={torch.get_num_threads()} (OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}) "
+        f"rounds={a.rounds} (median of rounds 2..)"
+    )
     print(f"{'method':<8}{'K':>5}{'C':>4}{'setup s':>9}{'train s':>9}{'eval s':>8}{'round s':>9}{'ms/client':>11}")
     rows = []
     for m, k, c in runs:
         r = time_per_round(m, k, c, a)
         rows.append(r)
-        print(f"{m:<8}{k:>5}{c:>4}{r['setup_s']:>9.3f}{r['train_s']:>9.3f}{r['eval_s']:>8.3f}{r['round_s']:>9.3f}"
-              f"{r['train_ms_per_client']:>11.2f}", flush=True)
+        print(
+            f"{m:<8}{k:>5}{c:>4}{r['setup_s']:>9.3f}{r['train_s']:>9.3f}{r['eval_s']:>8.3f}{r['round_s']:>9.3f}"
+            f"{r['train_ms_per_client']:>11.2f}",
+            flush=True,
+        )
     out = Path(a.out)
     with atomic_write(out, "w") as f:  # a link planted at --out is replaced, not written through
         w = csv.DictWriter(f, fieldnames=list(rows[0]))

@@ -8,6 +8,7 @@ registry of ``fedpl_core.data.synthetic`` so that some findings are easy and som
     python benchmarks/synthetic_learnability.py --n-train 8000 --n-test 4000 --epochs 5 --balanced-test 300
     python benchmarks/synthetic_learnability.py --task skin
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,15 @@ def small_cnn(in_ch: int, n_out: int, width: int = 32) -> nn.Module:
     def block(i, o, pool):
         layers = [nn.Conv2d(i, o, 3, padding=1, bias=False), nn.BatchNorm2d(o), nn.ReLU(inplace=True)]
         return layers + ([nn.MaxPool2d(2)] if pool else [])
-    return nn.Sequential(*block(in_ch, width, True), *block(width, 2 * width, True), *block(2 * width, 2 * width, False),
-                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2 * width, n_out))
+
+    return nn.Sequential(
+        *block(in_ch, width, True),
+        *block(width, 2 * width, True),
+        *block(2 * width, 2 * width, False),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(2 * width, n_out),
+    )
 
 
 def to_tensor(images: np.ndarray) -> torch.Tensor:
@@ -46,9 +54,15 @@ def main() -> None:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--width", type=int, default=32)
     p.add_argument("--strength", type=float, default=1.0)
-    p.add_argument("--no-pos-weight", dest="pos_weight", action="store_false",
-                   help="plain BCE instead of BCE weighted by N_neg/N_pos per class (FedPSL's loss)")
-    p.add_argument("--balanced-test", type=int, default=0, help="also evaluate on FedPSL's balanced test (k pos + k neg per class)")
+    p.add_argument(
+        "--no-pos-weight",
+        dest="pos_weight",
+        action="store_false",
+        help="plain BCE instead of BCE weighted by N_neg/N_pos per class (FedPSL's loss)",
+    )
+    p.add_argument(
+        "--balanced-test", type=int, default=0, help="also evaluate on FedPSL's balanced test (k pos + k neg per class)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     a = p.parse_args()
@@ -76,7 +90,7 @@ def main() -> None:
         model.train()
         perm, tot = torch.randperm(len(x)), 0.0
         for i in range(0, len(x), a.batch_size):
-            b = perm[i:i + a.batch_size]
+            b = perm[i : i + a.batch_size]
             out = model(x[b])
             loss = loss_fn(out, y[b].argmax(1)) if train.task == syn.MULTICLASS else loss_fn(out, y[b])
             opt.zero_grad()
@@ -88,13 +102,14 @@ def main() -> None:
     def predict(ds):
         model.eval()
         with torch.no_grad():
-            out = torch.cat([model(to_tensor(ds.images[i:i + 512])) for i in range(0, len(ds), 512)])
+            out = torch.cat([model(to_tensor(ds.images[i : i + 512])) for i in range(0, len(ds), 512)])
         return (out.softmax(1) if ds.task == syn.MULTICLASS else out.sigmoid()).numpy()
 
     sets = [("test", test, predict(test))]
     if a.balanced_test and a.task == "cxr":
-        bt = syn.make_balanced_test(classes, a.balanced_test, a.balanced_test, a.image_size, seed=a.seed + 2000,
-                                    strength=a.strength)
+        bt = syn.make_balanced_test(
+            classes, a.balanced_test, a.balanced_test, a.image_size, seed=a.seed + 2000, strength=a.strength
+        )
         sets.append(("balanced", bt, predict(bt)))
     print(f"\n{'class':<28}{'train pos':>10}" + "".join(f"{n + ' pos':>14}{'AUROC':>8}" for n, _, _ in sets))
     aucs = {n: [] for n, _, _ in sets}
@@ -109,8 +124,10 @@ def main() -> None:
         print(row)
     for n, v in aucs.items():
         v = np.array(v)
-        print(f"{n}: mean AUROC {np.nanmean(v):.3f}, min {np.nanmin(v):.3f}, max {np.nanmax(v):.3f}, "
-              f"spread {np.nanmax(v) - np.nanmin(v):.3f}")
+        print(
+            f"{n}: mean AUROC {np.nanmean(v):.3f}, min {np.nanmin(v):.3f}, max {np.nanmax(v):.3f}, "
+            f"spread {np.nanmax(v) - np.nanmin(v):.3f}"
+        )
     if train.task == syn.MULTICLASS:
         acc = (sets[0][2].argmax(1) == test.labels.argmax(1)).mean()
         print(f"accuracy {acc:.3f}")

@@ -1,7 +1,8 @@
 """Speed of the synthetic data generators (images per second), not a test.
 
-    python benchmarks/synthetic_speed.py --n 20000 --image-size 32 --threads 2
+python benchmarks/synthetic_speed.py --n 20000 --image-size 32 --threads 2
 """
+
 from __future__ import annotations
 
 import argparse

@@ -14,6 +14,7 @@ over seeds.  Uses the one runner and its cache::
     python benchmarks/tadl_overfit.py                       # 3 seeds, 2 workers: about 7 min on 2 cores
     python benchmarks/tadl_overfit.py --rounds 4 --local-epochs 5 --seeds 0 1   # shorter
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,9 +23,9 @@ import time
 import torch
 
 from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.report.tables import describe_difference, paired_difference
 from fedpl_core.runs.study import run_many
 from fedpl_core.studies import fedpsl as study
-from fedpl_core.report.tables import describe_difference, paired_difference
 
 
 def main() -> None:
@@ -41,17 +42,45 @@ def main() -> None:
     torch.set_num_threads(1)
     cpu = study.settings("cpu")
     size, lr = a.image_size or cpu.image_size, a.lr or cpu.engine.lr
-    eng = EngineConfig(rounds=a.rounds, local_epochs=a.local_epochs, optimizer="adam", lr=lr, normalize="instance",
-                       augment="flip_shift", batch_size=32, eval_every=1, eval_batch_size=500, selection="auroc_mean",
-                       progress=False)
-    base = study.config("II", pool=a.n, image_size=size, test_pos=cpu.test_pos, test_neg=cpu.test_neg, n=a.n,
-                        model=cpu.model, model_kwargs=cpu.model_kwargs, engine=eng)
+    eng = EngineConfig(
+        rounds=a.rounds,
+        local_epochs=a.local_epochs,
+        optimizer="adam",
+        lr=lr,
+        normalize="instance",
+        augment="flip_shift",
+        batch_size=32,
+        eval_every=1,
+        eval_batch_size=500,
+        selection="auroc_mean",
+        progress=False,
+    )
+    base = study.config(
+        "II",
+        pool=a.n,
+        image_size=size,
+        test_pos=cpu.test_pos,
+        test_neg=cpu.test_neg,
+        n=a.n,
+        model=cpu.model,
+        model_kwargs=cpu.model_kwargs,
+        engine=eng,
+    )
     methods = study.paper_methods(["FedAVG", "FedPSL w/ TADL", "FedPSL"], first_order=True, verbose=False)
     t0 = time.perf_counter()
-    df = run_many(base, methods, a.seeds, a.results_dir, settings={"table": {"partition_kwargs": study.sizes_kwargs(a.n)}},
-                  workers=a.workers, progress=False)
-    print(f"{len(a.seeds)} seeds, n = {a.n}, {size} px, lr {lr:g}, {a.rounds} rounds x {a.local_epochs:g} epochs: "
-          f"{time.perf_counter() - t0:.0f} s")
+    df = run_many(
+        base,
+        methods,
+        a.seeds,
+        a.results_dir,
+        settings={"table": {"partition_kwargs": study.sizes_kwargs(a.n)}},
+        workers=a.workers,
+        progress=False,
+    )
+    print(
+        f"{len(a.seeds)} seeds, n = {a.n}, {size} px, lr {lr:g}, {a.rounds} rounds x {a.local_epochs:g} epochs: "
+        f"{time.perf_counter() - t0:.0f} s"
+    )
     for which in ("final", "best"):
         d = df[df["which"] == which]
         means = d.groupby("label", sort=False)["auroc_mean"].agg(["mean", "std"]).round(3)
@@ -59,8 +88,14 @@ def main() -> None:
         for lab in ("FedPSL w/ TADL", "FedPSL"):
             print("  " + describe_difference(paired_difference(df, lab, "FedAVG", which=which)))
     best = df[(df["which"] == "best") & (df["label"] == "FedAVG")]["round"]
-    print(f"\nFedAVG's best round per seed: {best.tolist()} of {a.rounds} "
-          f"({'it over-fits: the best round comes before the last' if (best < a.rounds).all() else 'no clear over-fitting'})")
+    print(
+        f"\nFedAVG's best round per seed: {best.tolist()} of {a.rounds} "
+        + (
+            "(it over-fits: the best round comes before the last)"
+            if (best < a.rounds).all()
+            else "(no clear over-fitting)"
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ Built offline: MathJax is served from the site itself (sphinx-mathjax-offline), 
 (furo) loads no remote font or script, and search is Sphinx's own index.  The executed
 notebooks are staged and sanitised by :mod:`fedpl_core.report.docs` before Sphinx reads them.
 """
+
 project = "fedpl"
 author = "the fedpl developers"
 copyright = "2026, the fedpl developers"
@@ -12,11 +13,11 @@ extensions = [
     "myst_nb",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx.ext.napoleon",           # the Google-style "Args:" / "Returns:" sections of the docstrings
+    "sphinx.ext.napoleon",  # the Google-style "Args:" / "Returns:" sections of the docstrings
     "sphinx-mathjax-offline",
     "fedpl_core.report.sphinx_safety",
 ]
-nb_execution_mode = "off"          # the notebooks come executed (reports/); nothing runs while building
+nb_execution_mode = "off"  # the notebooks come executed (reports/); nothing runs while building
 nb_merge_streams = True
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
@@ -24,7 +25,7 @@ source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtex
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "README.md"]
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
-autodoc_typehints_description_target = "documented"   # no type-only lists for undocumented arguments
+autodoc_typehints_description_target = "documented"  # no type-only lists for undocumented arguments
 suppress_warnings = ["mystnb.unknown_mime_type"]
 
 html_theme = "furo"

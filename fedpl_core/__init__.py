@@ -23,6 +23,7 @@ which file to open for which change):
   profiles;
 * :mod:`fedpl_core.apps` - the command line, the Flower app, the checks of a GPU machine.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -32,9 +33,16 @@ __version__ = "0.1.0"
 #: The package's top-level names and the module each comes from.  They are imported on first
 #: use (PEP 562), so that ``import fedpl_core`` and the command line's ``--help`` and
 #: ``methods`` start without torch and scipy.
-_LAZY = {"EngineConfig": "fl.engine_config", "Simulation": "fl.simulation",
-         "ExperimentConfig": "runs.experiment_config", "Study": "runs.study", "run": "runs.runner",
-         "run_many": "runs.study", "get_method": "methods", "available_methods": "methods"}
+_LAZY = {
+    "EngineConfig": "fl.engine_config",
+    "Simulation": "fl.simulation",
+    "ExperimentConfig": "runs.experiment_config",
+    "Study": "runs.study",
+    "run": "runs.runner",
+    "run_many": "runs.study",
+    "get_method": "methods",
+    "available_methods": "methods",
+}
 __all__ = list(_LAZY)
 
 

@@ -17,6 +17,7 @@
 * After a notebook's last cell one more item, ``<notebook>::wrote figures and tables``,
   checks that the notebook wrote a PNG and a CSV with its number as prefix.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,11 @@ def _kernel_env() -> dict[str, str]:
     global _SESSION_DIR
     if _SESSION_DIR is None:
         _SESSION_DIR = Path(tempfile.mkdtemp(prefix="fedpl-nbval-"))
-    return {"FEDPL_PROFILE": "smoke", "FEDPL_FIGURES": str(_SESSION_DIR / "figures"),
-            "FEDPL_RESULTS": str(_SESSION_DIR / "results")}
+    return {
+        "FEDPL_PROFILE": "smoke",
+        "FEDPL_FIGURES": str(_SESSION_DIR / "figures"),
+        "FEDPL_RESULTS": str(_SESSION_DIR / "results"),
+    }
 
 
 def figures_folder() -> Path:
@@ -82,8 +86,10 @@ class WroteOutputs(pytest.Item):
         written = {p.suffix for p in self.figures.glob(prefix + "*")}
         missing = {".png", ".csv"} - written
         if missing:
-            raise AssertionError(f"{self.notebook.name} wrote no {' and no '.join(sorted(missing))} file "
-                                 f"named {prefix}* into {self.figures}")
+            raise AssertionError(
+                f"{self.notebook.name} wrote no {' and no '.join(sorted(missing))} file "
+                f"named {prefix}* into {self.figures}"
+            )
 
     def reportinfo(self):
         return self.path, None, f"{self.notebook.name}: wrote figures and tables"
@@ -131,8 +137,9 @@ def pytest_collection_modifyitems(session, config, items):
         item.add_marker(pytest.mark.notebook)  # pytest -m "not notebook": the fast suite alone
         if last.get(item.parent) == i:
             nb = Path(str(item.parent.path))
-            check = WroteOutputs.from_parent(item.parent, name="wrote figures and tables", notebook=nb,
-                                             figures=figures_folder())
+            check = WroteOutputs.from_parent(
+                item.parent, name="wrote figures and tables", notebook=nb, figures=figures_folder()
+            )
             check.add_marker(pytest.mark.notebook)
             out.append(check)
     items[:] = out

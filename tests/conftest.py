@@ -3,7 +3,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-
 from toy import one_class_partition, toy_dataset  # noqa: F401 (tests/ is on sys.path)
 
 torch.set_num_threads(1)  # tiny models: thread start-up and contention cost more than they gain

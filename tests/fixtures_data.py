@@ -5,6 +5,7 @@ rows reuse real examples where they are known (first CheXpert / NIH rows).  Ever
 image is filled with one distinct value (gray) or colour, so a test can tell which
 file ended up in which row of the array whatever the resize.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -44,10 +45,14 @@ def write_text(path: Path, text: str, gz: bool = False) -> Path:
 
 
 # ---------------------------------------------------------------------------- NIH
-NIH_HEADER_2017 = ("Image Index,Finding Labels,Follow-up #,Patient ID,Patient Age,Patient Gender,"
-                   "View Position,OriginalImage[Width,Height],OriginalImagePixelSpacing[x,y],")
-NIH_HEADER_2020 = ("Image Index,Finding Labels,Follow-up #,Patient ID,Patient Age,Patient Sex,"
-                   "View Position,OriginalImage[Width,Height],OriginalImagePixelSpacing[x,y]")
+NIH_HEADER_2017 = (
+    "Image Index,Finding Labels,Follow-up #,Patient ID,Patient Age,Patient Gender,"
+    "View Position,OriginalImage[Width,Height],OriginalImagePixelSpacing[x,y],"
+)
+NIH_HEADER_2020 = (
+    "Image Index,Finding Labels,Follow-up #,Patient ID,Patient Age,Patient Sex,"
+    "View Position,OriginalImage[Width,Height],OriginalImagePixelSpacing[x,y]"
+)
 # image, findings, follow-up, patient, age, sex, view, (image w, h) in the fixture
 NIH_ROWS = [
     ("00000001_000.png", "Cardiomegaly", 0, 1, 58, "M", "PA", (40, 40)),
@@ -66,8 +71,14 @@ def nih_value(i: int) -> int:
     return 20 + 25 * i
 
 
-def write_nih(root: Path, version: str = "2017", gz: bool = False, split_files: bool = True,
-              rows=NIH_ROWS, skip_images: tuple[str, ...] = ()) -> Path:
+def write_nih(
+    root: Path,
+    version: str = "2017",
+    gz: bool = False,
+    split_files: bool = True,
+    rows=NIH_ROWS,
+    skip_images: tuple[str, ...] = (),
+) -> Path:
     """``Data_Entry_2017.csv`` (or ``_v2020``), images spread over ``images_001/images``
     and ``images_002/images``, ``train_val_list.txt`` / ``test_list.txt``."""
     lines = [NIH_HEADER_2017 if version == "2017" else NIH_HEADER_2020]
@@ -88,8 +99,9 @@ def write_nih(root: Path, version: str = "2017", gz: bool = False, split_files: 
 
 
 # ------------------------------------------------------------------------- MedMNIST
-def write_medmnist(root: Path, flag: str, size: int = 28, n=(6, 2, 3), seed: int = 0,
-                   drop_key: str | None = None) -> dict[str, np.ndarray]:
+def write_medmnist(
+    root: Path, flag: str, size: int = 28, n=(6, 2, 3), seed: int = 0, drop_key: str | None = None
+) -> dict[str, np.ndarray]:
     """``{flag}.npz`` / ``{flag}_{size}.npz`` with the six published arrays."""
     rng = np.random.default_rng(seed)
     rgb = flag in ("dermamnist", "pathmnist", "bloodmnist", "retinamnist")
@@ -142,8 +154,15 @@ def ham_rows(n_lesions: int, seed: int = 0) -> list[tuple[str, ...]]:
     return rows
 
 
-def write_ham10000(root: Path, metadata: bool = True, isic: bool = False, groupings: bool = False,
-                   rows=HAM_ROWS, dataset_column: bool = False, size: tuple[int, int] | None = None) -> Path:
+def write_ham10000(
+    root: Path,
+    metadata: bool = True,
+    isic: bool = False,
+    groupings: bool = False,
+    rows=HAM_ROWS,
+    dataset_column: bool = False,
+    size: tuple[int, int] | None = None,
+) -> Path:
     """HAM10000 (metadata + ``HAM10000_images_part_{1,2}``) and/or ISIC 2018 Task 3
     (``ISIC2018_Task3_Training_GroundTruth.csv`` + ``ISIC2018_Task3_Training_Input/``).
     Image ``i`` is ``(30 + i) x 24`` px (wider than tall, as HAM10000's 600x450) unless
@@ -164,8 +183,10 @@ def write_ham10000(root: Path, metadata: bool = True, isic: bool = False, groupi
             write_jpg(inp / f"{r[1]}.jpg", size or (30 + i, 24), ham_rgb(i % 10))
         write_text(inp / "ATTRIBUTION.txt", "fixture\n")
         write_text(inp / "LICENSE.txt", "fixture\n")
-        write_text(root / "ISIC2018_Task3_Training_GroundTruth" / "ISIC2018_Task3_Training_GroundTruth.csv",
-                   "\n".join(lines) + "\n")
+        write_text(
+            root / "ISIC2018_Task3_Training_GroundTruth" / "ISIC2018_Task3_Training_GroundTruth.csv",
+            "\n".join(lines) + "\n",
+        )
         if groupings:
             g = ["image,lesion_id,diagnosis_confirm_type"] + [f"{r[1]},{r[0]},{r[3]}" for r in rows]
             write_text(root / "ISIC2018_Task3_Training_LesionGroupings.csv", "\n".join(g) + "\n")
@@ -173,9 +194,11 @@ def write_ham10000(root: Path, metadata: bool = True, isic: bool = False, groupi
 
 
 # ------------------------------------------------------------------------ CheXpert
-CHEXPERT_HEADER = ("Path,Sex,Age,Frontal/Lateral,AP/PA,No Finding,Enlarged Cardiomediastinum,"
-                   "Cardiomegaly,Lung Opacity,Lung Lesion,Edema,Consolidation,Pneumonia,Atelectasis,"
-                   "Pneumothorax,Pleural Effusion,Pleural Other,Fracture,Support Devices")
+CHEXPERT_HEADER = (
+    "Path,Sex,Age,Frontal/Lateral,AP/PA,No Finding,Enlarged Cardiomediastinum,"
+    "Cardiomegaly,Lung Opacity,Lung Lesion,Edema,Consolidation,Pneumonia,Atelectasis,"
+    "Pneumothorax,Pleural Effusion,Pleural Other,Fracture,Support Devices"
+)
 CHEXPERT_TRAIN_ROWS = [
     # the first two rows of the published train.csv
     "CheXpert-v1.0-small/train/patient00001/study1/view1_frontal.jpg,Female,68,Frontal,AP,1.0,,,,,,,,,0.0,,,,1.0",
@@ -192,8 +215,9 @@ CHEXPERT_VALID_ROWS = [
 ]
 
 
-def write_chexpert(root: Path, folder: str = "CheXpert-v1.0-small", train_rows=CHEXPERT_TRAIN_ROWS,
-                   header: str = CHEXPERT_HEADER) -> Path:
+def write_chexpert(
+    root: Path, folder: str = "CheXpert-v1.0-small", train_rows=CHEXPERT_TRAIN_ROWS, header: str = CHEXPERT_HEADER
+) -> Path:
     """``{root}/{folder}/train.csv``, ``valid.csv`` and the JPGs their ``Path`` names
     (relative to ``root``).  Returns the data-set folder."""
     for csv_name, rows in (("train.csv", train_rows), ("valid.csv", CHEXPERT_VALID_ROWS)):
@@ -205,18 +229,22 @@ def write_chexpert(root: Path, folder: str = "CheXpert-v1.0-small", train_rows=C
 
 
 # --------------------------------------------------------------------- MIMIC-CXR-JPG
-MIMIC_LABEL_HEADER = ("subject_id,study_id,Atelectasis,Cardiomegaly,Consolidation,Edema,"
-                      "Enlarged Cardiomediastinum,Fracture,Lung Lesion,Lung Opacity,No Finding,"
-                      "Pleural Effusion,Pleural Other,Pneumonia,Pneumothorax,Support Devices")
+MIMIC_LABEL_HEADER = (
+    "subject_id,study_id,Atelectasis,Cardiomegaly,Consolidation,Edema,"
+    "Enlarged Cardiomediastinum,Fracture,Lung Lesion,Lung Opacity,No Finding,"
+    "Pleural Effusion,Pleural Other,Pneumonia,Pneumothorax,Support Devices"
+)
 MIMIC_LABEL_ROWS = [
     "10000032,50414267,,,,,,,,,1.0,,,,,",
     "10000032,53189527,,,,,,,,,1.0,,,,,",
     "10000764,57375967,,,1.0,,,,,,,,,-1.0,,",
     "10000898,50771383,,,,,,,,,1.0,,,,,",
 ]
-MIMIC_META_HEADER = ("dicom_id,subject_id,study_id,PerformedProcedureStepDescription,ViewPosition,"
-                     "Rows,Columns,StudyDate,StudyTime,ProcedureCodeSequence_CodeMeaning,"
-                     "ViewCodeSequence_CodeMeaning,PatientOrientationCodeSequence_CodeMeaning")
+MIMIC_META_HEADER = (
+    "dicom_id,subject_id,study_id,PerformedProcedureStepDescription,ViewPosition,"
+    "Rows,Columns,StudyDate,StudyTime,ProcedureCodeSequence_CodeMeaning,"
+    "ViewCodeSequence_CodeMeaning,PatientOrientationCodeSequence_CodeMeaning"
+)
 MIMIC_META_ROWS = [  # dicom_id, subject, study, view
     ("02aa804e-bde0afdd-112c0b34-7bc16630-4e384014", "10000032", "50414267", "PA"),
     ("174413ec-4ec4c1f7-34ea26b7-c5f994f8-79ef1962", "10000032", "50414267", "LATERAL"),
@@ -225,12 +253,14 @@ MIMIC_META_ROWS = [  # dicom_id, subject, study, view
     ("b79e55c3-735ce5ac-64412506-cdc9ea79-f1af521f", "10000764", "57375967", "LL"),
     ("dcfeeac7-4af9c3ac-f8d6d6e5-0e9c9c0a-0c8b2d46", "10000935", "51178377", "PA"),  # study without labels
 ]
-MIMIC_SPLIT_ROWS = {"02aa804e-bde0afdd-112c0b34-7bc16630-4e384014": "train",
-                    "174413ec-4ec4c1f7-34ea26b7-c5f994f8-79ef1962": "train",
-                    "2a2277a9-b0ded155-c0de8eb9-c124d10e-82c5caab": "train",
-                    "096052b7-d256dc40-453a102b-fa7d01c6-1b22c6b4": "test",
-                    "b79e55c3-735ce5ac-64412506-cdc9ea79-f1af521f": "test",
-                    "dcfeeac7-4af9c3ac-f8d6d6e5-0e9c9c0a-0c8b2d46": "validate"}
+MIMIC_SPLIT_ROWS = {
+    "02aa804e-bde0afdd-112c0b34-7bc16630-4e384014": "train",
+    "174413ec-4ec4c1f7-34ea26b7-c5f994f8-79ef1962": "train",
+    "2a2277a9-b0ded155-c0de8eb9-c124d10e-82c5caab": "train",
+    "096052b7-d256dc40-453a102b-fa7d01c6-1b22c6b4": "test",
+    "b79e55c3-735ce5ac-64412506-cdc9ea79-f1af521f": "test",
+    "dcfeeac7-4af9c3ac-f8d6d6e5-0e9c9c0a-0c8b2d46": "validate",
+}
 
 
 def mimic_value(i: int) -> int:
@@ -244,12 +274,15 @@ def write_mimic(root: Path, gz: bool = True) -> Path:
     write_text(rel / "mimic-cxr-2.0.0-chexpert.csv", "\n".join([MIMIC_LABEL_HEADER, *MIMIC_LABEL_ROWS]) + "\n", gz)
     meta = [MIMIC_META_HEADER]
     for i, (d, s, st, v) in enumerate(MIMIC_META_ROWS):
-        meta.append(f"{d},{s},{st},CHEST (PA AND LAT),{v},3056,2544,21800506,213014.531,"
-                    f"CHEST (PA AND LAT),postero-anterior,Erect")
+        meta.append(
+            f"{d},{s},{st},CHEST (PA AND LAT),{v},3056,2544,21800506,213014.531,"
+            f"CHEST (PA AND LAT),postero-anterior,Erect"
+        )
         write_jpg(rel / "files" / f"p{s[:2]}" / f"p{s}" / f"s{st}" / f"{d}.jpg", (30, 36), (mimic_value(i),) * 3)
     write_text(rel / "mimic-cxr-2.0.0-metadata.csv", "\n".join(meta) + "\n", gz)
     split = ["dicom_id,study_id,subject_id,split"] + [
-        f"{d},{st},{s},{MIMIC_SPLIT_ROWS[d]}" for d, s, st, _ in MIMIC_META_ROWS]
+        f"{d},{st},{s},{MIMIC_SPLIT_ROWS[d]}" for d, s, st, _ in MIMIC_META_ROWS
+    ]
     write_text(rel / "mimic-cxr-2.0.0-split.csv", "\n".join(split) + "\n", gz)
     return rel
 

@@ -35,8 +35,16 @@ def test_rowwise_average_per_class_weights_and_fallback():
 
 
 def test_head_weights_leave_encoder_size_weighted():
-    s1 = {"enc": torch.tensor([0.0]), "head.weight": torch.tensor([[1.0], [1.0]]), "head.bias": torch.tensor([1.0, 1.0])}
-    s2 = {"enc": torch.tensor([4.0]), "head.weight": torch.tensor([[5.0], [5.0]]), "head.bias": torch.tensor([5.0, 5.0])}
+    s1 = {
+        "enc": torch.tensor([0.0]),
+        "head.weight": torch.tensor([[1.0], [1.0]]),
+        "head.bias": torch.tensor([1.0, 1.0]),
+    }
+    s2 = {
+        "enc": torch.tensor([4.0]),
+        "head.weight": torch.tensor([[5.0], [5.0]]),
+        "head.bias": torch.tensor([5.0, 5.0]),
+    }
     out = aggregate_with_head_weights([s1, s2], [1, 1], torch.tensor([[1.0, 0.0], [1.0, 1.0]]))
     assert out["enc"].item() == 2.0
     assert out["head.weight"].flatten().tolist() == [3.0, 5.0]

@@ -1,5 +1,6 @@
 """The shared FixMatch and FedLSM's baselines (MOON, FedAvg* / FedProx* / MOON*, FedRS,
 FedPU): hand-computed values on tiny tensors, invariants, tiny end-to-end runs."""
+
 import math
 
 import numpy as np
@@ -7,7 +8,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fedpl_core.nn.aggregation import weighted_average
 from fedpl_core.data.synthetic import make_skin
 from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
@@ -16,9 +16,9 @@ from fedpl_core.methods.blocks import moon_contrastive
 from fedpl_core.methods.fedpu import fedpu_risk
 from fedpl_core.methods.fedrs import restricted_logits
 from fedpl_core.methods.fixmatch import fixmatch_pseudo_labels, unlabelled_loss
+from fedpl_core.nn.aggregation import weighted_average
 from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import ClientSpec, Partition
-
 
 
 # ------------------------------------------------------------------ FixMatch by hand
@@ -26,8 +26,8 @@ def test_fixmatch_single_label_mask_and_hard_labels():
     """Client identifies class 0.  Row 0 is labelled (no pseudo-label); row 1: softmax max
     e^4/(e^4+2) = 0.965 >= 0.95 -> class 1; row 2: 0.787 < 0.95 -> none; row 3: confident
     but names the client's own class -> rejected (accepted without the restriction)."""
-    logits = torch.tensor([[5., 0., 0.], [0., 4., 0.], [0., 2., 0.], [5., 0., 0.]])
-    y = torch.tensor([[1., 0., 0.], [0., 0., 0.], [0., 0., 0.], [0., 0., 0.]])
+    logits = torch.tensor([[5.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 2.0, 0.0], [5.0, 0.0, 0.0]])
+    y = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
     cls = torch.tensor([True, False, False])
     mask = cls.expand(4, 3).clone()  # the engine's mask: the client's classes on every row
     m, t = fixmatch_pseudo_labels(logits, y, mask, "multiclass", 0.95)
@@ -59,11 +59,11 @@ def test_fixmatch_multi_label_mask_and_hard_labels():
 
 def test_fixmatch_single_label_unlabelled_loss():
     """CE of the accepted rows on the strong view / number of rows without a label."""
-    y = torch.tensor([[1., 0.], [0., 0.], [0., 0.]])
+    y = torch.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
     mask = torch.tensor([[True, False]] * 3)
     pl_mask = torch.tensor([[False, False], [False, True], [False, False]])
-    pl_t = torch.tensor([[0., 0.], [0., 1.], [0., 0.]])
-    ls = torch.tensor([[9., 9.], [1., 2.], [5., -5.]])
+    pl_t = torch.tensor([[0.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
+    ls = torch.tensor([[9.0, 9.0], [1.0, 2.0], [5.0, -5.0]])
     want = math.log(1 + math.exp(-1.0)) / 2  # -log softmax_1([1, 2]) over 2 unlabelled rows
     assert unlabelled_loss(ls, pl_mask, pl_t, y, mask, "multiclass").item() == pytest.approx(want, rel=1e-6)
 
@@ -72,9 +72,9 @@ def test_fixmatch_single_label_unlabelled_loss():
 def test_moon_contrastive_two_samples():
     """T = 0.5.  Sample 1: cos(z, z_glob) = 1, cos(z, z_prev) = 0 -> log(1 + e^-2);
     sample 2: 1/sqrt(2) and 1 -> log(1 + e^(2 - sqrt 2))."""
-    z = torch.tensor([[1., 0.], [0., 1.]])
-    zg = torch.tensor([[1., 0.], [1., 1.]])
-    zp = torch.tensor([[0., 1.], [0., 3.]])
+    z = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    zg = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+    zp = torch.tensor([[0.0, 1.0], [0.0, 3.0]])
     want = 0.5 * (math.log1p(math.exp(-2.0)) + math.log1p(math.exp(2.0 - math.sqrt(2.0))))
     assert moon_contrastive(z, zg, zp, 0.5).item() == pytest.approx(want, rel=1e-6)
     # same positive and negative: log 2 whatever z
@@ -82,21 +82,21 @@ def test_moon_contrastive_two_samples():
 
 
 def test_fedrs_scales_missing_class_logits():
-    z = torch.tensor([[1., 2., 3.], [-4., 6., 0.5]])
+    z = torch.tensor([[1.0, 2.0, 3.0], [-4.0, 6.0, 0.5]])
     got = restricted_logits(z, torch.tensor([True, False, True]), 0.5)
-    assert got.tolist() == [[1., 1., 3.], [-4., 3., 0.5]]
+    assert got.tolist() == [[1.0, 1.0, 3.0], [-4.0, 3.0, 0.5]]
     assert torch.equal(restricted_logits(z, torch.tensor([True, False, True]), 1.0), z)
 
 
 def test_fedpu_risk_by_hand():
     """C = 3, client classes {0}.  Row 0 labelled 0 (logits [2, 0, 0]); rows 1, 2 unlabelled
     ([0, 1, 0] and [1, 0, 0]).  l_-(p) = -log(1 - p_0)."""
-    logits = torch.tensor([[2., 0., 0.], [0., 1., 0.], [1., 0., 0.]])
-    y = torch.tensor([[1., 0., 0.], [0., 0., 0.], [0., 0., 0.]])
+    logits = torch.tensor([[2.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    y = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
     lab = torch.tensor([True, False, False])
     cls = torch.tensor([True, False, False])
     e = math.e
-    p1, p2, p0 = 1 / (2 + e), e / (2 + e), e ** 2 / (e ** 2 + 2)
+    p1, p2, p0 = 1 / (2 + e), e / (2 + e), e**2 / (e**2 + 2)
     e_u = 0.5 * (-math.log(1 - p1) - math.log(1 - p2))
     assert fedpu_risk(logits, y, lab, cls, 0.0, eps=0.0).item() == pytest.approx(e_u, rel=1e-6)
     want = e_u - 0.3 * (-math.log(1 - p0))
@@ -116,8 +116,14 @@ def federation():
     ds = toy_dataset(240, 3, 16, 0)
     train, test = ds.subset(np.arange(180)), ds.subset(np.arange(180, 240))
     masks = [[1, 1, 0], [0, 1, 0], [0, 1, 1]]  # class 0 only by A, class 2 only by C
-    part = Partition([ClientSpec(np.arange(0, 30), masks[0]), ClientSpec(np.arange(30, 90), masks[1]),
-                      ClientSpec(np.arange(90, 180), masks[2])], train.class_names)
+    part = Partition(
+        [
+            ClientSpec(np.arange(0, 30), masks[0]),
+            ClientSpec(np.arange(30, 90), masks[1]),
+            ClientSpec(np.arange(90, 180), masks[2]),
+        ],
+        train.class_names,
+    )
     return train, test, part
 
 
@@ -148,8 +154,14 @@ def _run(fed, name, rounds=1, channels=1, size=16, **kw):
     train, test, part = fed
     torch.manual_seed(0)
     m = _spy(name, **kw)
-    sim = Simulation(m, build_model("cnn", train.num_classes, channels, size, width=4), train, part, test,
-                     EngineConfig(rounds=rounds, batch_size=16, progress=False))
+    sim = Simulation(
+        m,
+        build_model("cnn", train.num_classes, channels, size, width=4),
+        train,
+        part,
+        test,
+        EngineConfig(rounds=rounds, batch_size=16, progress=False),
+    )
     hist = sim.run()
     return m, sim, hist
 
@@ -262,8 +274,9 @@ def test_fedavg_star_unknown_as_negative_weights_every_entry_by_hand():
     labels = torch.tensor([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
     mask = torch.tensor([[True, False]] * 4)  # class 1 unknown to this client
     logits = torch.tensor([[0.5, -0.2], [-1.0, 0.3], [2.0, 0.1], [0.0, -0.4]])
-    ctx = SimpleNamespace(state={}, scratch={}, data=SimpleNamespace(labels=labels, mask=mask),
-                          info=SimpleNamespace(task="multilabel"))
+    ctx = SimpleNamespace(
+        state={}, scratch={}, data=SimpleNamespace(labels=labels, mask=mask), info=SimpleNamespace(task="multilabel")
+    )
     batch = Batch(None, labels, mask, torch.arange(4), torch.arange(4))
     pw = torch.tensor([2 / 2, 3 / 1])  # class 0: 2 neg / 2 pos; class 1 over all entries: 3 neg / 1 pos
     want_neg = F.binary_cross_entropy_with_logits(logits, labels, pos_weight=pw)
@@ -278,10 +291,15 @@ def test_tdma_effect_pairs_each_reading_on_the_seed():
 
     from fedpl_core.studies import fedlsm as study
 
-    vals = {"FedAvg, partial": [0.70, 0.72, 0.74], "FedAvg*, partial": [0.71, 0.72, 0.76],
-            "FedAvg, unknown = 0": [0.60, 0.62, 0.61], "FedAvg*, unknown = 0": [0.70, 0.70, 0.72]}
-    df = pd.DataFrame([{"label": k, "seed": s, "which": "final", "auroc_mean": v}
-                       for k, vs in vals.items() for s, v in enumerate(vs)])
+    vals = {
+        "FedAvg, partial": [0.70, 0.72, 0.74],
+        "FedAvg*, partial": [0.71, 0.72, 0.76],
+        "FedAvg, unknown = 0": [0.60, 0.62, 0.61],
+        "FedAvg*, unknown = 0": [0.70, 0.70, 0.72],
+    }
+    df = pd.DataFrame(
+        [{"label": k, "seed": s, "which": "final", "auroc_mean": v} for k, vs in vals.items() for s, v in enumerate(vs)]
+    )
     t = study.tdma_effect(df)
     assert t.loc["partial loss", "FedAvg"] == 72.0 and t.loc["partial loss", "FedAvg*"] == 73.0
     assert t.loc["partial loss", "TDMA gain (points)"] == 1.0  # (1 + 0 + 2) / 3

@@ -1,6 +1,7 @@
 """FedMLP's FSSL / FNLL baselines on partial labels: RSCFed's DMA weights, FedIRM's relation
 matrix, CBAFed's thresholds and residual connection, FedLSR's JS term, FedNoRo's logit
 adjustment, by hand; and a tiny end-to-end run of each."""
+
 import math
 from types import SimpleNamespace
 
@@ -8,24 +9,23 @@ import numpy as np
 import pytest
 import torch
 
-from fedpl_core.nn.aggregation import weighted_average
 from fedpl_core.fl.engine_config import EngineConfig
-from fedpl_core.fl.simulation import Simulation
 from fedpl_core.fl.federation import FederationInfo, derive_seed
 from fedpl_core.fl.server import Server
+from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import get_method
 from fedpl_core.methods.base import ClientUpdate
+from fedpl_core.methods.blocks import sigmoid_rampup
 from fedpl_core.methods.cbafed import cbafed_thresholds
 from fedpl_core.methods.fedirm import relation_matrix, symmetric_bernoulli_kl
 from fedpl_core.methods.fedlsr import bernoulli_js
-from fedpl_core.methods.blocks import sigmoid_rampup
 from fedpl_core.methods.fednoro import logit_shift
 from fedpl_core.methods.rscfed import dma_weights, sample_subsets
+from fedpl_core.nn.aggregation import weighted_average
 from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import ClientSpec, Partition
 
 INFO = FederationInfo(3, ["c0", "c1", "c2"], "multilabel", ["A", "B", "C"])
-
 
 
 # --------------------------------------------------------------------------- RSCFed
@@ -33,8 +33,9 @@ def _three_states():
     """w: [0, 0], [3, 4], [6, 8]; v: 0, 0, 4; an integer buffer (ignored by the distance)."""
     ws = ([0.0, 0.0], [3.0, 4.0], [6.0, 8.0])
     vs = (0.0, 0.0, 4.0)
-    return [{"w": torch.tensor(w), "v": torch.tensor([v]), "n": torch.tensor(i)} for i, (w, v) in
-            enumerate(zip(ws, vs))]
+    return [
+        {"w": torch.tensor(w), "v": torch.tensor([v]), "n": torch.tensor(i)} for i, (w, v) in enumerate(zip(ws, vs))
+    ]
 
 
 def test_rscfed_dma_weights_by_hand():
@@ -70,8 +71,10 @@ def test_rscfed_aggregate_is_mean_of_distance_weighted_subsets():
     subsets = server.state["last_subsets"]
     assert subsets == sample_subsets(3, 4, 2, derive_seed(3, 0, 4099))
     assert len(subsets) == 4 and all(len(s) == 2 and len(set(s)) == 2 for s in subsets)
-    subs = [weighted_average([states[i] for i in s], dma_weights([states[i] for i in s], [[1, 1, 2][i] for i in s], 1.0))
-            for s in subsets]
+    subs = [
+        weighted_average([states[i] for i in s], dma_weights([states[i] for i in s], [[1, 1, 2][i] for i in s], 1.0))
+        for s in subsets
+    ]
     assert torch.allclose(server.global_state["w"], sum(s["w"] for s in subs) / 4, atol=1e-6)
     server.aggregate(ups)  # the next round draws again
     assert server.state["round"] == 2
@@ -89,17 +92,26 @@ def test_fedirm_relation_matrix_by_hand():
     assert cnt.tolist() == [2.0, 0.0] and torch.allclose(r[1], torch.tensor([0.5, 0.5]))
     # the symmetric KL of two Bernoullis, against its definition
     p, q = torch.tensor([0.8, 0.3]), torch.tensor([0.6, 0.3])
-    kl = lambda a, b: a * math.log(a / b) + (1 - a) * math.log((1 - a) / (1 - b))
-    assert symmetric_bernoulli_kl(p, q).tolist() == pytest.approx([(kl(.8, .6) + kl(.6, .8)) / 2, 0.0], abs=1e-6)
+
+    def kl(a, b):
+        return a * math.log(a / b) + (1 - a) * math.log((1 - a) / (1 - b))
+
+    assert symmetric_bernoulli_kl(p, q).tolist() == pytest.approx([(kl(0.8, 0.6) + kl(0.6, 0.8)) / 2, 0.0], abs=1e-6)
 
 
 def test_fedirm_server_relation_is_count_weighted_and_keeps_unreported_rows():
     st = {"w": torch.zeros(1)}
-    base = {"class_mask": torch.ones(3, dtype=torch.bool), "label_counts": torch.zeros(3), "positive_counts": torch.zeros(3)}
+    base = {
+        "class_mask": torch.ones(3, dtype=torch.bool),
+        "label_counts": torch.zeros(3),
+        "positive_counts": torch.zeros(3),
+    }
     r_a = torch.tensor([[0.9, 0.2, 0.1], [0.5] * 3, [0.5] * 3])
     r_b = torch.tensor([[0.6, 0.5, 0.4], [0.3, 0.8, 0.2], [0.5] * 3])
-    ups = [ClientUpdate(0, st, 10, {**base, "relation": r_a, "relation_counts": torch.tensor([3.0, 0, 0])}),
-           ClientUpdate(1, st, 10, {**base, "relation": r_b, "relation_counts": torch.tensor([1.0, 4, 0])})]
+    ups = [
+        ClientUpdate(0, st, 10, {**base, "relation": r_a, "relation_counts": torch.tensor([3.0, 0, 0])}),
+        ClientUpdate(1, st, 10, {**base, "relation": r_b, "relation_counts": torch.tensor([1.0, 4, 0])}),
+    ]
     server = Server(get_method("fedirm"), {"w": torch.zeros(1)}, INFO)
     server.aggregate(ups)
     rel = server.state["relation"]
@@ -116,18 +128,31 @@ def test_fedirm_loss_matches_missing_class_rows_by_hand():
     global row 1 by the symmetric KL; the labelled positive of class 0 feeds the metadata."""
     logits = torch.tensor([[2.0, 3.0], [0.0, -3.0]])
     glob = torch.tensor([[0.5, 0.5], [0.6, 0.7]])
-    ctx = SimpleNamespace(data=SimpleNamespace(class_mask=torch.tensor([True, False])),
-                          scratch={"sum_logits": torch.zeros(2, 2), "sum_counts": torch.zeros(2), "weight": 0.5,
-                                   "teacher": logits.clone(), "relation": glob,
-                                   "relation_known": torch.tensor([True, True])})
+    ctx = SimpleNamespace(
+        data=SimpleNamespace(class_mask=torch.tensor([True, False])),
+        scratch={
+            "sum_logits": torch.zeros(2, 2),
+            "sum_counts": torch.zeros(2),
+            "weight": 0.5,
+            "teacher": logits.clone(),
+            "relation": glob,
+            "relation_known": torch.tensor([True, True]),
+        },
+    )
     batch = SimpleNamespace(y=torch.tensor([[1.0, 0.0], [0.0, 0.0]]), mask=torch.tensor([[True, False]] * 2))
     got = float(get_method("fedirm").loss(ctx, logits, None, batch))
-    sp = lambda t: math.log1p(math.exp(t))
+
+    def sp(t):
+        return math.log1p(math.exp(t))
+
     local = torch.sigmoid(torch.tensor([1.0, 1.5]))
     irm = float(symmetric_bernoulli_kl(local, glob[1]).sum())
     assert irm > 0.01
     assert got == pytest.approx((sp(-2.0) + sp(0.0)) / 2 + 0.5 * irm, rel=1e-5)  # teacher = student: MSE 0
-    assert ctx.scratch["sum_logits"].tolist() == [[2.0, 3.0], [0.0, 0.0]] and ctx.scratch["sum_counts"].tolist() == [1, 0]
+    assert ctx.scratch["sum_logits"].tolist() == [[2.0, 3.0], [0.0, 0.0]] and ctx.scratch["sum_counts"].tolist() == [
+        1,
+        0,
+    ]
 
 
 # --------------------------------------------------------------------------- CBAFed
@@ -138,7 +163,9 @@ def test_cbafed_thresholds_by_hand():
     want = [0.3 + 0.84 - s, 0.1 + 0.84 - s, 0.84 - s, 0.95]  # last one clipped at T_upper
     assert cbafed_thresholds(counts).tolist() == pytest.approx(want, abs=1e-6)
     # the FedMLP code's base 0.45 hits the 0.55 floor
-    assert cbafed_thresholds(counts, t_base=0.45).tolist() == pytest.approx([0.55, 0.55, 0.55, 0.6 + 0.45 - s], abs=1e-6)
+    assert cbafed_thresholds(counts, t_base=0.45).tolist() == pytest.approx(
+        [0.55, 0.55, 0.55, 0.6 + 0.45 - s], abs=1e-6
+    )
     # no count yet: uniform p, std 0
     assert cbafed_thresholds(torch.zeros(4)).tolist() == pytest.approx([0.95] * 4)
     assert cbafed_thresholds(torch.zeros(4), t_base=0.5).tolist() == pytest.approx([0.75] * 4)
@@ -147,12 +174,18 @@ def test_cbafed_thresholds_by_hand():
 def test_cbafed_residual_connection_every_five_rounds():
     m = get_method("cbafed")
     server = Server(m, {"w": torch.zeros(1)}, INFO)
-    meta = {"class_mask": torch.ones(3, dtype=torch.bool), "label_counts": torch.zeros(3),
-            "positive_counts": torch.zeros(3), "pl_positive_counts": torch.tensor([4.0, 1.0, 0.0])}
+    meta = {
+        "class_mask": torch.ones(3, dtype=torch.bool),
+        "label_counts": torch.zeros(3),
+        "positive_counts": torch.zeros(3),
+        "pl_positive_counts": torch.tensor([4.0, 1.0, 0.0]),
+    }
     seen = []
     for r in range(6):
-        ups = [ClientUpdate(0, {"w": torch.tensor([float(r)])}, 5, {**meta, "labelled_entries": 1}),
-               ClientUpdate(1, {"w": torch.tensor([float(r) + 3])}, 5, {**meta, "labelled_entries": 2})]
+        ups = [
+            ClientUpdate(0, {"w": torch.tensor([float(r)])}, 5, {**meta, "labelled_entries": 1}),
+            ClientUpdate(1, {"w": torch.tensor([float(r) + 3])}, 5, {**meta, "labelled_entries": 2}),
+        ]
         server.aggregate(ups)
         seen.append(float(server.global_state["w"]))
     # weights 1 : 2 -> average r + 2; round 0 starts the residual model (2.0); round 5:
@@ -166,7 +199,10 @@ def test_cbafed_residual_connection_every_five_rounds():
 # --------------------------------------------------------------------------- FedLSR
 def test_fedlsr_js_by_hand_and_the_code_bug_switch():
     p, q = torch.tensor([[0.9], [0.2]]), torch.tensor([[0.5], [0.2]])
-    kl = lambda a, b: a * math.log(a / b) + (1 - a) * math.log((1 - a) / (1 - b))
+
+    def kl(a, b):
+        return a * math.log(a / b) + (1 - a) * math.log((1 - a) / (1 - b))
+
     js1 = (kl(0.9, 0.7) + kl(0.5, 0.7)) / 2
     assert bernoulli_js(p, q).flatten().tolist() == pytest.approx([js1, 0.0], abs=1e-6)
     assert float(bernoulli_js(p, q).mean()) == pytest.approx(js1 / 2, abs=1e-6)
@@ -174,7 +210,10 @@ def test_fedlsr_js_by_hand_and_the_code_bug_switch():
     m = get_method("fedlsr")
     z1, z2 = torch.tensor([[0.0], [2.0]]), torch.tensor([[0.0], [-2.0]])
     y = torch.tensor([[1.0], [0.0]])
-    sg = lambda t: 1 / (1 + math.exp(-t))
+
+    def sg(t):
+        return 1 / (1 + math.exp(-t))
+
     pm = [0.5, 0.25 * sg(2) + 0.75 * sg(-2)]
     ps = [a * a / (a * a + (1 - a) ** 2) for a in pm]  # sharpened at T = 1/2
     bce = (-math.log(ps[0]) - math.log(1 - ps[1])) / 2
@@ -206,11 +245,15 @@ def test_fednoro_logit_adjustment_ramp_and_loss_by_hand():
     assert sigmoid_rampup(60, 10, 49) == 1.0 and sigmoid_rampup(1, 10, 1) == pytest.approx(math.exp(-5))
     # loss: annotated class 0 (y = 1) by LA-BCE, missing class 1 by KL to sigmoid(z_g / 0.8)
     m = get_method("fednoro")
-    ctx = SimpleNamespace(scratch={"shift": torch.tensor([math.log(1 / 3), 0.0]), "w": 0.3,
-                                   "teacher": torch.tensor([[0.8, 0.4]])})
+    ctx = SimpleNamespace(
+        scratch={"shift": torch.tensor([math.log(1 / 3), 0.0]), "w": 0.3, "teacher": torch.tensor([[0.8, 0.4]])}
+    )
     batch = SimpleNamespace(y=torch.tensor([[1.0, 0.0]]), mask=torch.tensor([[True, False]]))
     got = float(m.loss(ctx, torch.tensor([[0.5, -1.0]]), None, batch))
-    sg = lambda t: 1 / (1 + math.exp(-t))
+
+    def sg(t):
+        return 1 / (1 + math.exp(-t))
+
     q, pz = sg(0.5), sg(-1.0)
     kd = q * math.log(q / pz) + (1 - q) * math.log((1 - q) / (1 - pz))
     assert got == pytest.approx(0.7 * -math.log(sg(0.5 + math.log(1 / 3))) + 0.3 * kd, rel=1e-5)
@@ -224,16 +267,28 @@ def federation():
     ds = toy_dataset(240, 3, 16, 0)
     train, test = ds.subset(np.arange(180)), ds.subset(np.arange(180, 240))
     masks = [[1, 1, 0], [0, 1, 0], [0, 1, 1]]
-    part = Partition([ClientSpec(np.arange(0, 60), masks[0]), ClientSpec(np.arange(60, 120), masks[1]),
-                      ClientSpec(np.arange(120, 180), masks[2])], train.class_names)
+    part = Partition(
+        [
+            ClientSpec(np.arange(0, 60), masks[0]),
+            ClientSpec(np.arange(60, 120), masks[1]),
+            ClientSpec(np.arange(120, 180), masks[2]),
+        ],
+        train.class_names,
+    )
     return train, test, part
 
 
 def _run(federation, name, rounds=2, **kw):
     train, test, part = federation
     torch.manual_seed(0)
-    sim = Simulation(get_method(name, **kw), build_model("cnn", 3, 1, 16, width=4), train, part, test,
-                     EngineConfig(rounds=rounds, batch_size=20, progress=False))
+    sim = Simulation(
+        get_method(name, **kw),
+        build_model("cnn", 3, 1, 16, width=4),
+        train,
+        part,
+        test,
+        EngineConfig(rounds=rounds, batch_size=20, progress=False),
+    )
     sim.run()
     return sim
 
@@ -270,8 +325,14 @@ def test_pseudo_labelling_baselines_run_and_keep_pseudo_labels(federation, name)
 def test_cbafed_pseudo_labels_follow_the_threshold(federation):
     train, test, part = federation
     torch.manual_seed(0)
-    sim = Simulation(get_method("cbafed", t_base=0.0, lower=0.55, upper=0.55), build_model("cnn", 3, 1, 16, width=4),
-                     train, part, test, EngineConfig(rounds=4, batch_size=20, progress=False, optimizer="adam", lr=1e-2))
+    sim = Simulation(
+        get_method("cbafed", t_base=0.0, lower=0.55, upper=0.55),
+        build_model("cnn", 3, 1, 16, width=4),
+        train,
+        part,
+        test,
+        EngineConfig(rounds=4, batch_size=20, progress=False, optimizer="adam", lr=1e-2),
+    )
     sim.run(rounds=3)
     received = {k: v.clone() for k, v in sim.server.global_state.items()}
     rec = sim.step()  # tau = 0.55 everywhere

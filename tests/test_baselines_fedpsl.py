@@ -1,19 +1,20 @@
 """FedPSL's remaining baselines: FedSSP (SimSiam loss by hand, the pre-training cache),
 FedMatch / FedMatch+ (helper selection and agreement labels by hand, the psi / sigma
 bookkeeping through the engine), MixUp-PME (mixed targets by hand), tiny runs of each."""
+
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from fedpl_core.nn.aggregation import weighted_average
 from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import METHODS, get_method
-from fedpl_core.methods.simsiam import simsiam_loss
 from fedpl_core.methods.fedmatch import FedMatch, agreement_labels, select_helpers
 from fedpl_core.methods.mixup_pme import pme_targets
+from fedpl_core.methods.simsiam import simsiam_loss
+from fedpl_core.nn.aggregation import weighted_average
 from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import ClientSpec, Partition
 
@@ -77,16 +78,28 @@ def federation():
     ds = toy_dataset(240, 3, 16, 0)
     train, test = ds.subset(np.arange(180)), ds.subset(np.arange(180, 240))
     masks = [[1, 1, 0], [0, 1, 0], [0, 1, 1]]
-    part = Partition([ClientSpec(np.arange(0, 30), masks[0]), ClientSpec(np.arange(30, 90), masks[1]),
-                      ClientSpec(np.arange(90, 180), masks[2])], train.class_names)
+    part = Partition(
+        [
+            ClientSpec(np.arange(0, 30), masks[0]),
+            ClientSpec(np.arange(30, 90), masks[1]),
+            ClientSpec(np.arange(90, 180), masks[2]),
+        ],
+        train.class_names,
+    )
     return train, test, part
 
 
 def _run(federation, method, rounds=2):
     train, test, part = federation
     torch.manual_seed(0)
-    sim = Simulation(method, build_model("cnn", 3, 1, 16, width=4), train, part, test,
-                     EngineConfig(rounds=rounds, batch_size=16, progress=False, normalize="instance"))
+    sim = Simulation(
+        method,
+        build_model("cnn", 3, 1, 16, width=4),
+        train,
+        part,
+        test,
+        EngineConfig(rounds=rounds, batch_size=16, progress=False, normalize="instance"),
+    )
     sim.run()
     return sim
 
@@ -121,8 +134,14 @@ def test_fedssp_cache_is_written_reused_and_exact_and_shared_with_fedmatch_plus(
     other = get_method("fedssp", **SMALL_SSP, cache_dir=str(tmp_path))
     train, test, part = federation
     torch.manual_seed(1)
-    Simulation(other, build_model("cnn", 3, 1, 16, width=4), train, part, test,
-               EngineConfig(rounds=1, batch_size=16, progress=False, normalize="instance")).run()
+    Simulation(
+        other,
+        build_model("cnn", 3, 1, 16, width=4),
+        train,
+        part,
+        test,
+        EngineConfig(rounds=1, batch_size=16, progress=False, normalize="instance"),
+    ).run()
     assert len(list(tmp_path.glob("simsiam-*.pt"))) == 2
 
 

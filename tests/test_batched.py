@@ -1,22 +1,34 @@
 """The batched client path (fedpl_core/fl/batched.py, issue 27) gives the per-client loop's
 numbers to float tolerance, and says why when a round cannot be batched."""
+
 import pytest
 import torch
 
-from fedpl_core.fl.engine_config import EngineConfig
-from fedpl_core.runs.experiment_config import ExperimentConfig
-from fedpl_core.runs.build import build_simulation
 from fedpl_core.fl import batched as B
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.server import sample_clients
 from fedpl_core.methods import FedAvg, batchable_methods
+from fedpl_core.runs.build import build_simulation
+from fedpl_core.runs.experiment_config import ExperimentConfig
 
 
 def config(method="fedavg_pl", norm="gn", n_train=240, method_kwargs=None, **engine):
     eng = {"rounds": 2, "batch_size": 20, "progress": False, "selection": None, **engine}
-    return ExperimentConfig(dataset="synthetic-cxr", classes=["Effusion", "Pneumothorax", "Nodule"], image_size=28,
-                            n_train=n_train, n_test=60, partition="missing_classes", num_clients=4,
-                            partition_kwargs={"missing": 1}, model="cnn", model_kwargs={"width": 8, "norm": norm},
-                            method=method, method_kwargs=method_kwargs or {}, engine=EngineConfig(**eng))
+    return ExperimentConfig(
+        dataset="synthetic-cxr",
+        classes=["Effusion", "Pneumothorax", "Nodule"],
+        image_size=28,
+        n_train=n_train,
+        n_test=60,
+        partition="missing_classes",
+        num_clients=4,
+        partition_kwargs={"missing": 1},
+        model="cnn",
+        model_kwargs={"width": 8, "norm": norm},
+        method=method,
+        method_kwargs=method_kwargs or {},
+        engine=EngineConfig(**eng),
+    )
 
 
 def loop_and_batched(cfg, rounds=2):
@@ -33,13 +45,16 @@ def loop_and_batched(cfg, rounds=2):
     return a, b, [h["train_loss"] for h in a.history], losses_b
 
 
-@pytest.mark.parametrize("method,engine,rounds", [
-    ("fedavg_pl", {}, 1),                                                    # Adam, partial loss
-    ("fedavg", {"optimizer": "sgd", "lr": 0.05}, 2),                        # SGD with momentum, missing = negative
-    ("fedavg_pl", {"augment": "flip_shift", "weight_decay": 1e-4}, 1),       # the round's own augmentations
-    ("fedavg_pl", {"client_fraction": 0.5, "local_iters": 4}, 1),           # sampled clients, fixed iterations
-    ("fedavg", {"optimizer": "sgd", "lr": 0.05, "augment": "flip_shift", "client_fraction": 0.5}, 2),
-])
+@pytest.mark.parametrize(
+    "method,engine,rounds",
+    [
+        ("fedavg_pl", {}, 1),  # Adam, partial loss
+        ("fedavg", {"optimizer": "sgd", "lr": 0.05}, 2),  # SGD with momentum, missing = negative
+        ("fedavg_pl", {"augment": "flip_shift", "weight_decay": 1e-4}, 1),  # the round's own augmentations
+        ("fedavg_pl", {"client_fraction": 0.5, "local_iters": 4}, 1),  # sampled clients, fixed iterations
+        ("fedavg", {"optimizer": "sgd", "lr": 0.05, "augment": "flip_shift", "client_fraction": 0.5}, 2),
+    ],
+)
 def test_batched_rounds_give_the_loops_numbers(method, engine, rounds):
     """Float tolerance, not bits: vmap sums in another order.  Adam's normalised steps
     amplify those last-bit differences in later rounds (about 2e-5 after the second round of
@@ -54,15 +69,18 @@ def test_batched_rounds_give_the_loops_numbers(method, engine, rounds):
     assert max(float((init[k] - a.server.global_state[k]).abs().max()) for k in init) > 1e-3
 
 
-@pytest.mark.parametrize("cfg,reason", [
-    (config(norm="bn"), "BatchNorm"),
-    (config(method="fedlsm"), "client steps of its own"),  # the method's side: Method.why_not_batchable
-    (config(method="fedbn"), "arrays that stay on the clients"),
-    (config(method="pfl"), "arrays that stay on the clients"),
-    (config(method_kwargs={"warmup_epochs": 1}), "the head warm-up"),
-    (config(optimizer_state="keep"), "optimizer state reset each round"),
-    (config(amp=True), "without autocast"),
-])
+@pytest.mark.parametrize(
+    "cfg,reason",
+    [
+        (config(norm="bn"), "BatchNorm"),
+        (config(method="fedlsm"), "client steps of its own"),  # the method's side: Method.why_not_batchable
+        (config(method="fedbn"), "arrays that stay on the clients"),
+        (config(method="pfl"), "arrays that stay on the clients"),
+        (config(method_kwargs={"warmup_epochs": 1}), "the head warm-up"),
+        (config(optimizer_state="keep"), "optimizer state reset each round"),
+        (config(amp=True), "without autocast"),
+    ],
+)
 def test_a_round_that_cannot_be_batched_says_why(cfg, reason):
     sim = build_simulation(cfg)
     assert reason in B.why_not_batched(sim, [0, 1])
@@ -83,11 +101,14 @@ def test_the_method_side_is_method_batchable_alone(monkeypatch, method):
     assert B.why_not_batched(sim, [0, 1]) is None
 
 
-@pytest.mark.parametrize("engine,cls,rounds", [
-    ({"optimizer": "sgd", "lr": 0.05, "momentum": 0.5, "weight_decay": 1e-2}, torch.optim.SGD, 2),
-    ({"optimizer": "adamw", "weight_decay": 0.1}, torch.optim.AdamW, 1),
-    ({"optimizer": "adam", "weight_decay": 1e-3}, torch.optim.Adam, 1),
-])
+@pytest.mark.parametrize(
+    "engine,cls,rounds",
+    [
+        ({"optimizer": "sgd", "lr": 0.05, "momentum": 0.5, "weight_decay": 1e-2}, torch.optim.SGD, 2),
+        ({"optimizer": "adamw", "weight_decay": 0.1}, torch.optim.AdamW, 1),
+        ({"optimizer": "adam", "weight_decay": 1e-3}, torch.optim.Adam, 1),
+    ],
+)
 def test_the_batched_path_steps_the_loops_torch_optim_optimizer(monkeypatch, engine, cls, rounds):
     """The batched path builds the loop's optimizer (``fl/site.py``'s ``make_optimizer``: same
     class, same hyper-parameters) over the stacked ``[K, ...]`` parameters, fresh each round,
@@ -159,8 +180,10 @@ def test_the_engine_trains_a_round_batched_when_asked_in_chunks():
             torch.testing.assert_close(sim.server.global_state[k], v, rtol=1e-4, atol=1e-5, msg=k)
         assert sim.history[0]["train_loss"] == pytest.approx(loop.history[0]["train_loss"], rel=1e-5)
         assert not getattr(sim, "_batched_reason", None)
-    bn_loop, bn = build_simulation(config(norm="bn", rounds=1)), build_simulation(config(norm="bn", rounds=1,
-                                                                                        batched_clients=4))
+    bn_loop, bn = (
+        build_simulation(config(norm="bn", rounds=1)),
+        build_simulation(config(norm="bn", rounds=1, batched_clients=4)),
+    )
     bn_loop.run()
     bn.run()
     assert "BatchNorm" in bn._batched_reason

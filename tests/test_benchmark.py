@@ -1,4 +1,5 @@
 """The cross-paper benchmark's tables (hand-made results) and its settings."""
+
 import pandas as pd
 import pytest
 

@@ -2,6 +2,7 @@
 method composed from the blocks of :mod:`fedpl_core.methods.blocks` in under 50 lines,
 registered and run on the tiny setting of ``tests/test_reliability_methods.py``; and the
 catalogue of that page, which names every registered method once."""
+
 import dataclasses
 import inspect
 import os
@@ -17,12 +18,12 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from test_reliability_methods import config, numbers  # noqa: E402
 
-from fedpl_core.runs import build, runner  # noqa: E402
-from fedpl_core.runs.experiment_config import ExperimentConfig  # noqa: E402
 from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
-from fedpl_core.nn.losses import masked_bce  # noqa: E402
 from fedpl_core.methods import METHODS, Method, get_method, register  # noqa: E402
 from fedpl_core.methods.blocks import Proximal, record_pseudo_labels  # noqa: E402
+from fedpl_core.nn.losses import masked_bce  # noqa: E402
+from fedpl_core.runs import build, runner  # noqa: E402
+from fedpl_core.runs.experiment_config import ExperimentConfig  # noqa: E402
 
 
 # ----------------------------------------------------------------- the example (docs/methods.md)
@@ -55,6 +56,8 @@ class TeacherProx(Method):
         target = (p >= self.tau).float()
         record_pseudo_labels(ctx, batch.pos, sure, target)
         return total + self.lambda_u * masked_bce(logits, target, sure)
+
+
 # ----------------------------------------------------------------- end of the example
 
 
@@ -93,14 +96,17 @@ def test_without_its_own_step_it_is_fedavg_star(registered):
 
 
 # ----------------------------------------------------------------- the papers' names are parameters
-@pytest.mark.parametrize("alias, name, kw", [
-    ("fedavg_wbce", "fedavg", dict(partial=True, loss="wbce")),
-    ("fedprox_star", "fedprox", dict(mu=0.001, partial=True, loss="wbce", head="tdma")),
-    ("moon_star", "moon", dict(head="tdma")),
-    ("fedavg_fixmatch_star", "fedfixmatch", dict(pos_weight=True, head="tdma")),
-    ("iml_wbce", "fedavg", dict(partial=True, loss="wbce", clients="pooled")),
-    ("oracle_wbce", "fedavg", dict(partial=True, loss="wbce", clients="pooled_true_labels")),
-])
+@pytest.mark.parametrize(
+    "alias, name, kw",
+    [
+        ("fedavg_wbce", "fedavg", dict(partial=True, loss="wbce")),
+        ("fedprox_star", "fedprox", dict(mu=0.001, partial=True, loss="wbce", head="tdma")),
+        ("moon_star", "moon", dict(head="tdma")),
+        ("fedavg_fixmatch_star", "fedfixmatch", dict(pos_weight=True, head="tdma")),
+        ("iml_wbce", "fedavg", dict(partial=True, loss="wbce", clients="pooled")),
+        ("oracle_wbce", "fedavg", dict(partial=True, loss="wbce", clients="pooled_true_labels")),
+    ],
+)
 def test_a_papers_name_is_a_method_with_options(alias, name, kw):
     assert numbers(run(alias).history) == numbers(run(name, **kw).history)
 
@@ -125,11 +131,21 @@ def test_every_multilabel_method_trains_a_round_after_the_head_warmup():
     for name in available_methods():
         if "multilabel" not in METHODS[name].tasks:
             continue
-        cfg = ExperimentConfig(dataset="synthetic-cxr", classes=["Effusion", "Pneumothorax", "Nodule"],
-                                 image_size=28, n_train=60, n_test=30, partition="missing_classes", num_clients=3,
-                                 partition_kwargs={"missing": 1}, model="cnn", model_kwargs={"width": 4}, method=name,
-                                 method_kwargs={"warmup_epochs": 0.5},
-                                 engine=EngineConfig(rounds=1, batch_size=10, progress=False, selection=None))
+        cfg = ExperimentConfig(
+            dataset="synthetic-cxr",
+            classes=["Effusion", "Pneumothorax", "Nodule"],
+            image_size=28,
+            n_train=60,
+            n_test=30,
+            partition="missing_classes",
+            num_clients=3,
+            partition_kwargs={"missing": 1},
+            model="cnn",
+            model_kwargs={"width": 4},
+            method=name,
+            method_kwargs={"warmup_epochs": 0.5},
+            engine=EngineConfig(rounds=1, batch_size=10, progress=False, selection=None),
+        )
         sim = build.build_simulation(cfg)
         try:
             sim.run()

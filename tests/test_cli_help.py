@@ -1,5 +1,6 @@
 """The command line's help, ``methods`` and ``report`` (issue 25, section 6): help comes
 from the config fields' docstrings with their defaults, lists come from the registries."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,15 +11,15 @@ import numpy as np
 import pytest
 
 from fedpl_core import __version__
-from fedpl_core.apps import cli
 from fedpl_core import partitions as P
-from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.apps import cli
 from fedpl_core.base.validation import field_docs
 from fedpl_core.data.base import ImageDataset
 from fedpl_core.data.sources import known_sources
-from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.methods import METHODS, available_methods
 from fedpl_core.partitions import ClientSpec, Partition
+from fedpl_core.runs.experiment_config import ExperimentConfig
 
 
 def subparser(name: str) -> argparse.ArgumentParser:
@@ -116,8 +117,9 @@ def test_top_level_help_and_version(capsys):
 
 
 def test_none_sets_an_optional_field():
-    args = cli.build_parser().parse_args(["run", "--patience", "none", "--split", "NULL", "--selection", "none",
-                                          "--partition", "iid"])
+    args = cli.build_parser().parse_args(
+        ["run", "--patience", "none", "--split", "NULL", "--selection", "none", "--partition", "iid"]
+    )
     cfg = cli.config_from_args(args)
     assert cfg.engine.patience is None and cfg.split is None and cfg.engine.selection is None
 
@@ -125,8 +127,17 @@ def test_none_sets_an_optional_field():
 # ------------------------------------------------------------------ report --help, grid
 def test_report_takes_only_data_and_partition_flags(capsys):
     opts = options("report")
-    assert {"--dataset", "--data-root", "--classes", "--partition", "--num-clients", "--split", "--seed",
-            "--figure", "--config"} <= set(opts)
+    assert {
+        "--dataset",
+        "--data-root",
+        "--classes",
+        "--partition",
+        "--num-clients",
+        "--split",
+        "--seed",
+        "--figure",
+        "--config",
+    } <= set(opts)
     assert not {"--rounds", "--method", "--model", "--lr", "--device", "--method-kwargs"} & set(opts)
     rc, out, _ = run_main(capsys, "report", "--help")
     assert rc == 0 and "--rounds" not in out and "--lr" not in out
@@ -138,8 +149,10 @@ def test_report_takes_only_data_and_partition_flags(capsys):
 @pytest.fixture
 def grid_config(tmp_path):
     f = tmp_path / "c.yaml"
-    f.write_text("classes: [Effusion, Pneumothorax, Nodule]\nimage_size: 28\nn_train: 200\nn_test: 100\n"
-                 "num_clients: 3\nmodel_kwargs: {width: 4}\nengine: {rounds: 3, lr: 0.002, progress: false}\n")
+    f.write_text(
+        "classes: [Effusion, Pneumothorax, Nodule]\nimage_size: 28\nn_train: 200\nn_test: 100\n"
+        "num_clients: 3\nmodel_kwargs: {width: 4}\nengine: {rounds: 3, lr: 0.002, progress: false}\n"
+    )
     return f
 
 
@@ -147,8 +160,22 @@ def test_grid_takes_the_field_overrides_of_run(grid_config):
     p = cli.build_parser()
     base = cli.config_from_args(p.parse_args(["grid", str(grid_config), "--methods", "fedavg"]))
     assert base == ExperimentConfig.from_file(grid_config)
-    cfg = cli.config_from_args(p.parse_args(["grid", str(grid_config), "--methods", "fedavg", "--rounds", "1",
-                                             "--num-clients", "2", "--optimizer", "sgd"]))
+    cfg = cli.config_from_args(
+        p.parse_args(
+            [
+                "grid",
+                str(grid_config),
+                "--methods",
+                "fedavg",
+                "--rounds",
+                "1",
+                "--num-clients",
+                "2",
+                "--optimizer",
+                "sgd",
+            ]
+        )
+    )
     assert (cfg.engine.rounds, cfg.num_clients, cfg.engine.optimizer) == (1, 2, "sgd")
     assert cfg.engine.lr == 0.002 and cfg.n_train == 200  # the rest from the file
     grid_flags = set(options("grid"))
@@ -157,8 +184,19 @@ def test_grid_takes_the_field_overrides_of_run(grid_config):
 
 
 def test_grid_override_reaches_the_runs(capsys, grid_config, tmp_path):
-    rc, out, err = run_main(capsys, "grid", str(grid_config), "--methods", "fedavg", "--rounds", "1",
-                            "--backend", "serial", "--results-dir", str(tmp_path / "res"))
+    rc, out, err = run_main(
+        capsys,
+        "grid",
+        str(grid_config),
+        "--methods",
+        "fedavg",
+        "--rounds",
+        "1",
+        "--backend",
+        "serial",
+        "--results-dir",
+        str(tmp_path / "res"),
+    )
     assert rc == 0, err
     import json
 
@@ -211,8 +249,11 @@ def test_first_sentence_and_plain():
 def tiny():
     y = np.array([[1, 0, 1], [1, 0, 0], [0, 1, 1], [1, 1, 1]], dtype=np.float32)
     ds = ImageDataset(np.zeros((4, 1, 8, 8), np.uint8), y, ["a", "b", "c"])
-    part = Partition([ClientSpec([0, 1], [True, True, False], "H1"), ClientSpec([2, 3], [False, True, True], "H2")],
-                     ["a", "b", "c"], "tiny")
+    part = Partition(
+        [ClientSpec([0, 1], [True, True, False], "H1"), ClientSpec([2, 3], [False, True, True], "H2")],
+        ["a", "b", "c"],
+        "tiny",
+    )
     return ds, part
 
 
@@ -229,16 +270,33 @@ def test_report_labels_train_and_test_and_marks_unannotated(capsys, tmp_path, mo
     from fedpl_core.runs.build import build_partition, load_data
 
     monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "figures"))
-    args = ["--partition", "label_set_mismatch", "--num-clients", "5", "--n-train", "300", "--n-test", "300",
-            "--image-size", "28", "--classes", "Effusion,Pneumothorax,Nodule,Hernia,Mass",
-            "--partition-kwargs", '{"classes_per_client": 2, "seed": 523}', "--progress", "false"]
+    args = [
+        "--partition",
+        "label_set_mismatch",
+        "--num-clients",
+        "5",
+        "--n-train",
+        "300",
+        "--n-test",
+        "300",
+        "--image-size",
+        "28",
+        "--classes",
+        "Effusion,Pneumothorax,Nodule,Hernia,Mass",
+        "--partition-kwargs",
+        '{"classes_per_client": 2, "seed": 523}',
+        "--progress",
+        "false",
+    ]
     rc, out, err = run_main(capsys, "report", *args)
     assert rc == 0, err
     lines = out.splitlines()
     assert lines[0].startswith("train: ") and "300 images" in lines[0]
     assert lines[1].startswith("test: ") and "300 images" in lines[1]
-    rows = {cells[0]: cells[1:] for cells in
-            ([c.strip() for c in ln.strip("|").split("|")] for ln in lines if ln.startswith("|"))}
+    rows = {
+        cells[0]: cells[1:]
+        for cells in ([c.strip() for c in ln.strip("|").split("|")] for ln in lines if ln.startswith("|"))
+    }
     cfg = cli.config_from_args(cli.build_parser().parse_args(["report", *args]))
     part = build_partition(cfg, load_data(cfg).train)
     zeros = 0
@@ -260,8 +318,9 @@ def test_the_method_index_is_the_live_registrys():
     live = catalog.index()
     assert cli.method_index() == live, f"fedpl_core/methods/index.json is not current: run `{catalog.COMMAND}`"
     assert sorted(live["methods"]) == available_methods()
-    assert cli.methods_text(width=100, index=cli.method_index()) == cli.methods_text(width=100,
-                                                                                     index=cli.live_method_index())
+    assert cli.methods_text(width=100, index=cli.method_index()) == cli.methods_text(
+        width=100, index=cli.live_method_index()
+    )
 
 
 def test_a_method_registered_anywhere_joins_the_live_index_and_its_papers_group():
@@ -280,8 +339,13 @@ def test_a_method_registered_anywhere_joins_the_live_index_and_its_papers_group(
     try:
         index = cli.live_method_index()
         assert index["methods"]["mine_for_the_index"] == {
-            "class": Mine.__qualname__, "module": __name__, "display_name": "", "paper": "",
-            "tasks": ["multiclass"], "summary": "My method (a test)."}  # tasks inherited from FedRS, its paper not
+            "class": Mine.__qualname__,
+            "module": __name__,
+            "display_name": "",
+            "paper": "",
+            "tasks": ["multiclass"],
+            "summary": "My method (a test).",
+        }  # tasks inherited from FedRS, its paper not
         assert "mine_for_the_index" not in cli.live_method_index(plugins=False)["methods"]
         text = cli.methods_text(width=100, index=index)
         assert "mine_for_the_index" in text.split("Other methods", 1)[1]
@@ -309,11 +373,13 @@ def _python(args, cwd=None, env=None):
 def test_help_and_methods_import_neither_torch_nor_scipy():
     """``--help``, ``reproduce --help`` and ``methods`` answer without importing torch, scipy
     or the methods (they took 4-12 s when the package imported them)."""
-    code = ("import sys\nfrom fedpl_core.apps import cli\n"
-            "for argv in (['--help'], ['reproduce', '--help'], ['methods']):\n"
-            "    assert cli.main(argv) == 0, argv\n"
-            "heavy = sorted(m for m in ('torch', 'scipy', 'fedpl_core.methods', 'pandas') if m in sys.modules)\n"
-            "print('HEAVY', heavy)\n")
+    code = (
+        "import sys\nfrom fedpl_core.apps import cli\n"
+        "for argv in (['--help'], ['reproduce', '--help'], ['methods']):\n"
+        "    assert cli.main(argv) == 0, argv\n"
+        "heavy = sorted(m for m in ('torch', 'scipy', 'fedpl_core.methods', 'pandas') if m in sys.modules)\n"
+        "print('HEAVY', heavy)\n"
+    )
     out = _python(["-c", code])
     assert out.returncode == 0, out.stderr
     assert "HEAVY []" in out.stdout, out.stdout[-300:]
@@ -371,17 +437,48 @@ def test_plugin_on_the_command_line_registers_a_method_and_a_data_source(plugin_
     out = _python(["-m", "fedpl_core", "--plugin", "myplug", "methods"], cwd=plugin_dir)
     assert out.returncode == 0, out.stderr
     assert "Other methods" in out.stdout and "my_fedavg" in out.stdout.split("Other methods", 1)[1]
-    out = _python(["-m", "fedpl_core", "--plugin", "myplug", "run", "--method", "my_fedavg", "--dataset", "my-source",
-                   "--classes", "Effusion,Nodule", "--n-train", "60", "--n-test", "40", "--image-size", "28",
-                   "--num-clients", "2", "--rounds", "1", "--model-kwargs", '{"width": 4}', "--progress", "false"],
-                  cwd=plugin_dir)
+    out = _python(
+        [
+            "-m",
+            "fedpl_core",
+            "--plugin",
+            "myplug",
+            "run",
+            "--method",
+            "my_fedavg",
+            "--dataset",
+            "my-source",
+            "--classes",
+            "Effusion,Nodule",
+            "--n-train",
+            "60",
+            "--n-test",
+            "40",
+            "--image-size",
+            "28",
+            "--num-clients",
+            "2",
+            "--rounds",
+            "1",
+            "--model-kwargs",
+            '{"width": 4}',
+            "--progress",
+            "false",
+        ],
+        cwd=plugin_dir,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("my_fedavg: final auroc_mean=")
     assert "my-source" in _python(["-m", "fedpl_core", "--plugin", "myplug", "run", "--help"], cwd=plugin_dir).stdout
 
 
-@pytest.mark.parametrize("name, says", [("nosuchplugin", "plugin 'nosuchplugin': no module named 'nosuchplugin'"),
-                                        ("my plug", "plugin 'my plug' is not a module name")])
+@pytest.mark.parametrize(
+    "name, says",
+    [
+        ("nosuchplugin", "plugin 'nosuchplugin': no module named 'nosuchplugin'"),
+        ("my plug", "plugin 'my plug' is not a module name"),
+    ],
+)
 def test_a_bad_plugin_is_one_line_and_status_2(plugin_dir, name, says):
     out = _python(["-m", "fedpl_core", "--plugin", name, "methods"], cwd=plugin_dir)
     assert out.returncode == 2 and out.stdout == ""
@@ -410,10 +507,10 @@ def forget_plugins():
 def test_a_spawned_grid_worker_finds_a_plugin_method(plugin_dir, monkeypatch, tmp_path, forget_plugins):
     """A plugin's method reaches a worker process started with spawn (a fresh interpreter:
     nothing of the driver's registry), through ``$FEDPL_PLUGINS``."""
-    from fedpl_core.runs.experiment_config import ExperimentConfig
-    from fedpl_core.runs.study import run_many
     from fedpl_core.base.plugins import ENV, load_plugins
     from fedpl_core.runs import grid
+    from fedpl_core.runs.experiment_config import ExperimentConfig
+    from fedpl_core.runs.study import run_many
 
     monkeypatch.setenv(ENV, "")
     monkeypatch.syspath_prepend(str(plugin_dir))
@@ -423,12 +520,27 @@ def test_a_spawned_grid_worker_finds_a_plugin_method(plugin_dir, monkeypatch, tm
     import os
 
     assert os.environ[ENV] == "methodplug"
-    cfg = ExperimentConfig(dataset="synthetic-cxr", classes=["Effusion", "Nodule"], image_size=28, n_train=60,
-                           n_test=40, num_clients=2, model_kwargs={"width": 4},
-                           engine={"rounds": 1, "progress": False})
+    cfg = ExperimentConfig(
+        dataset="synthetic-cxr",
+        classes=["Effusion", "Nodule"],
+        image_size=28,
+        n_train=60,
+        n_test=40,
+        num_clients=2,
+        model_kwargs={"width": 4},
+        engine={"rounds": 1, "progress": False},
+    )
     try:
-        df = run_many(cfg, ["spawned_fedavg"], seeds=[0], results_dir=tmp_path / "res", progress=False,
-                      workers=2, backend="process", retries=0)
+        df = run_many(
+            cfg,
+            ["spawned_fedavg"],
+            seeds=[0],
+            results_dir=tmp_path / "res",
+            progress=False,
+            workers=2,
+            backend="process",
+            retries=0,
+        )
     finally:
         grid.shutdown_pools()
     assert list(df["label"].unique()) == ["spawned_fedavg"] and len(df[df["which"] == "final"]) == 1

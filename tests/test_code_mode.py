@@ -5,6 +5,7 @@ Released code read with the ``fetch`` tool: dzp2095/FedLSM at c1c0e6f (``src/mod
 ``utils/FedAvg.py``, ``main.py``).  Line numbers refer to those commits.  The helpers are looked
 up on the modules inside each test, so that a missing helper fails that test alone.
 """
+
 from types import SimpleNamespace
 
 import pytest
@@ -41,8 +42,9 @@ def test_fedlsm2_code_loss_weights_confident_unknown_entries_by_pos_weight():
     # paper mode is untouched: sum of the masked, pos-weighted BCE / N
     paper = fedlsm.FedLSM()
     tp, mp, _ = fedlsm.multilabel_targets(torch.sigmoid(teacher), y, known, paper.tau_p, 0.01)
-    want = (torch.nn.functional.binary_cross_entropy_with_logits(student, tp, pos_weight=pw, reduction="none")
-            * mp).sum() / 2
+    want = (
+        torch.nn.functional.binary_cross_entropy_with_logits(student, tp, pos_weight=pw, reduction="none") * mp
+    ).sum() / 2
     assert fedlsm.multilabel_loss(student, tp, mp, known, pw).item() == pytest.approx(want.item(), rel=1e-12)
 
 
@@ -66,9 +68,20 @@ def test_fedlsm5_code_mixup_puts_lambda_on_the_uncertain_sample():
     x_l[..., 1] = 2.0
     known = torch.tensor([[True, False]])
     p = torch.tensor([[0.5, 0.4]])
-    xm, ym, _ = fedlsm.ude_multilabel(x_l, x_h, p, p, torch.tensor([[0.0, 0.0]]), torch.tensor([[1.0, 0.0]]), known,
-                                      lam, (code.tau_p, code.tau_n), (code.tau_lp, code.tau_ln), code.scalar_reduction,
-                                      code.lambda_on_uncertain)
+    xm, ym, _ = fedlsm.ude_multilabel(
+        x_l,
+        x_h,
+        p,
+        p,
+        torch.tensor([[0.0, 0.0]]),
+        torch.tensor([[1.0, 0.0]]),
+        known,
+        lam,
+        (code.tau_p, code.tau_n),
+        (code.tau_lp, code.tau_ln),
+        code.scalar_reduction,
+        code.lambda_on_uncertain,
+    )
     assert torch.allclose(xm.flatten(), torch.tensor([0.3, 1.7]))
     assert torch.allclose(ym, torch.tensor([[0.3, 0.4]]))
 
@@ -94,16 +107,28 @@ def test_fedmlp3_code_consistency_term_over_nominal_batch_times_missing_classes(
     nc = ~known
     # the pure functions, per view, averaged over the two views
     sup = sum(fedmlp.wpc_loss(z, Y, known, None, 2 * 2) for z in (L1, L2)) / 2
-    dis = sum(fedmlp.consistency_loss(torch.sigmoid(z), torch.sigmoid(g), nc, fedmlp.cr_denominator("code", 2, 3, 2, 1))
-              for z, g in ((L1, G1), (L2, G2))) / 2
+    dis = (
+        sum(
+            fedmlp.consistency_loss(torch.sigmoid(z), torch.sigmoid(g), nc, fedmlp.cr_denominator("code", 2, 3, 2, 1))
+            for z, g in ((L1, G1), (L2, G2))
+        )
+        / 2
+    )
     assert sup.item() == pytest.approx(L_SUP, abs=1e-8) and dis.item() == pytest.approx(L_DIS, abs=1e-8)
     assert fedmlp.cr_denominator("classes", 2, 3, 2, 1) == 6  # paper [choice]: B x C
     # the method's loss, as train_step calls it once per view (and averages over the views)
     m = fedmlp.FedMLP(mode="code", warmup_rounds=1)
     data = SimpleNamespace(labels=Y.float(), mask=known.clone(), class_mask=AC, n=2)
     views = [(L1, G1), (L2, G2)]
-    ctx = SimpleNamespace(round=0, data=data, state={}, scratch={"payload": {}, "teacher": {}},
-                          cfg=SimpleNamespace(batch_size=2), device=torch.device("cpu"), log=lambda **kv: None)
+    ctx = SimpleNamespace(
+        round=0,
+        data=data,
+        state={},
+        scratch={"payload": {}, "teacher": {}},
+        cfg=SimpleNamespace(batch_size=2),
+        device=torch.device("cpu"),
+        log=lambda **kv: None,
+    )
     # the global model's logits of a view; each view's x is filled with the view's number
     ctx.forward_with = lambda state, x: (views[int(x[0, 0, 0, 0])][1].float(), None)
     m.prepare(ctx)
@@ -138,8 +163,14 @@ def test_fedmlp8_code_learning_degree_is_one_for_a_class_no_client_misses():
     server = Server(m, {"w": torch.zeros(1)}, info)
     ups = []
     for k in range(3):
-        meta = {"class_mask": ~members[k], "label_counts": torch.ones(3), "positive_counts": torch.zeros(3),
-                "prototypes": torch.zeros(3, 2, 2), "prototype_counts": torch.ones(3, 2), "learning_degree": t[k]}
+        meta = {
+            "class_mask": ~members[k],
+            "label_counts": torch.ones(3),
+            "positive_counts": torch.zeros(3),
+            "prototypes": torch.zeros(3, 2, 2),
+            "prototype_counts": torch.ones(3, 2),
+            "learning_degree": t[k],
+        }
         ups.append(ClientUpdate(k, {"w": torch.zeros(1)}, int(sizes[k]), meta))
     server.aggregate(ups)
     assert torch.allclose(server.payload(0)["degree"], torch.tensor([0.52, 0.5, 1.0]))

@@ -1,6 +1,7 @@
 """Real data that cannot hang, crash or mislead: the decode cache on a full disk, files
 that are not regular files, NaN images, repeated label rows, linked image folders, one
 image in two splits, too few test positives, MedMNIST files of unpublished sizes."""
+
 from __future__ import annotations
 
 import errno
@@ -21,16 +22,16 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).parent))
 import fixtures_data as fx  # noqa: E402
 
-from fedpl_core.data import cache, catalog as registry  # noqa: E402
+from fedpl_core.base.fileio import host_tag  # noqa: E402
+from fedpl_core.data import catalog as registry
 from fedpl_core.data.base import DataError, DataWarning  # noqa: E402
 from fedpl_core.data.cache import CacheSpaceError, decode_image, write_cache_array  # noqa: E402
+from fedpl_core.data.dataset_splits import warn_few_positives  # noqa: E402
 from fedpl_core.data.loaders.csv_loader import load_chexpert, load_csv  # noqa: E402
 from fedpl_core.data.loaders.ham10000 import load_ham10000  # noqa: E402
 from fedpl_core.data.loaders.medmnist import load_medmnist  # noqa: E402
 from fedpl_core.data.loaders.nih import load_nih  # noqa: E402
-from fedpl_core.data.dataset_splits import warn_few_positives  # noqa: E402
 from fedpl_core.data.loaders.tb_covid import load_tb  # noqa: E402
-from fedpl_core.base.fileio import host_tag  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,6 +78,7 @@ def test_cache_without_room_is_one_clear_error_and_leaves_nothing(tmp_path, kw, 
 
 def test_no_fallocate_compares_the_free_space(tmp_path, monkeypatch):
     """Where posix_fallocate is not supported the free space is compared with the size."""
+
     def unsupported(fd, offset, length):
         raise OSError(errno.EOPNOTSUPP, "Operation not supported")
 
@@ -101,8 +103,25 @@ def test_the_cli_says_no_space_in_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FEDPL_CACHE", str(tmp_path / "full"))
     monkeypatch.setenv("FEDPL_RESULTS", str(tmp_path / "results"))
     monkeypatch.setattr(os, "posix_fallocate", lambda *a: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
-    rc = main(["run", "--dataset", "tb", "--data-root", str(d), "--image-size", "16", "--rounds", "1",
-               "--num-clients", "2", "--partition", "iid", "--progress", "false"])
+    rc = main(
+        [
+            "run",
+            "--dataset",
+            "tb",
+            "--data-root",
+            str(d),
+            "--image-size",
+            "16",
+            "--rounds",
+            "1",
+            "--num-clients",
+            "2",
+            "--partition",
+            "iid",
+            "--progress",
+            "false",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and err[-1].startswith(f"fedpl: error: no space left in {tmp_path / 'full'}")
 
@@ -131,12 +150,15 @@ def test_a_real_full_tmpfs_is_no_bus_error(tmp_path):
     try:
         fx.write_tb(tmp_path / "tb", n_normal=40, n_tb=20)
         (mnt / "fill").write_bytes(b"\0" * (256 * 1024 - 8192))
-        code = ("import sys; from fedpl_core.data.loaders.tb_covid import load_tb\n"
-                "try:\n    load_tb(sys.argv[1], image_size=64, progress=False)\n"
-                "except OSError as e:\n    print(e); sys.exit(2)\n")
+        code = (
+            "import sys; from fedpl_core.data.loaders.tb_covid import load_tb\n"
+            "try:\n    load_tb(sys.argv[1], image_size=64, progress=False)\n"
+            "except OSError as e:\n    print(e); sys.exit(2)\n"
+        )
         env = {**os.environ, "FEDPL_CACHE": str(mnt / "cache"), "PYTHONPATH": str(ROOT)}
-        r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "tb")], env=env, capture_output=True,
-                           text=True, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / "tb")], env=env, capture_output=True, text=True, timeout=120
+        )
         assert r.returncode == 2, (r.returncode, r.stderr[-500:])
         assert r.stdout.startswith(f"no space left in {mnt / 'cache'}")
         assert os.listdir(mnt / "cache") == []
@@ -190,8 +212,13 @@ class FifoWriter:
 
 
 KINDS = ["fifo", "folder", "dangling link", "socket"] + (["device"] if os.geteuid() == 0 else [])
-KIND_WORDS = {"fifo": "FIFO", "folder": "a folder", "dangling link": "link to a missing file", "socket": "a socket",
-              "device": "character device"}
+KIND_WORDS = {
+    "fifo": "FIFO",
+    "folder": "a folder",
+    "dangling link": "link to a missing file",
+    "socket": "a socket",
+    "device": "character device",
+}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -310,14 +337,20 @@ def test_a_finite_float_image_still_loads(tmp_path, kw):
 def test_nih_repeated_image_index_is_kept_once(tmp_path, kw):
     rows = fx.NIH_ROWS + [fx.NIH_ROWS[1]]
     root = fx.write_nih(tmp_path / "nih", rows=rows)
-    with pytest.warns(DataWarning, match=r"lists 1 image more than once .1 repeated row, e.g. '00000001_001.png' "
-                                         r"2 times."):
+    with pytest.warns(
+        DataWarning,
+        match=r"lists 1 image more than once .1 repeated row, e.g. '00000001_001.png' "
+        r"2 times.",
+    ):
         ds = load_nih(root, **kw)
     assert len(ds) == 8 and len(set(ds.extra["image_index"])) == 8
     conflicting = fx.NIH_ROWS + [("00000001_001.png", "Hernia", 1, 1, 58, "M", "PA", (36, 30))]
     root2 = fx.write_nih(tmp_path / "nih2", rows=conflicting)
-    with pytest.raises(DataError, match="'00000001_001.png' more than once with different labels "
-                                        r"\(Cardiomegaly\|Emphysema and Hernia\)"):
+    with pytest.raises(
+        DataError,
+        match="'00000001_001.png' more than once with different labels "
+        r"\(Cardiomegaly\|Emphysema and Hernia\)",
+    ):
         load_nih(root2, **kw)
 
 
@@ -387,12 +420,13 @@ def test_a_real_test_split_with_few_positives_is_named_once(tmp_path):
 
     d = fx.write_tb(tmp_path)
     with pytest.warns(DataWarning) as record:
-        b = load_bundle("tb", str(d), image_size=16, dataset_kwargs={"cache_dir": str(tmp_path / "c")},
-                        progress=False)
+        b = load_bundle("tb", str(d), image_size=16, dataset_kwargs={"cache_dir": str(tmp_path / "c")}, progress=False)
     few = [m for m in messages(record) if "AUROC means little" in m]
     n = int(b.test.labels.sum())
-    assert few == [f"tb-test: the test split ({len(b.test)} images) has fewer than 10 positives of 1 class "
-                   f"(Tuberculosis {n}); its AUROC means little"]
+    assert few == [
+        f"tb-test: the test split ({len(b.test)} images) has fewer than 10 positives of 1 class "
+        f"(Tuberculosis {n}); its AUROC means little"
+    ]
     with warnings.catch_warnings(record=True) as again:
         warnings.simplefilter("always")
         load_bundle("tb", str(d), image_size=16, dataset_kwargs={"cache_dir": str(tmp_path / "c")}, progress=False)
@@ -427,8 +461,11 @@ def test_medmnist_split_sizes_other_than_published_are_named(tmp_path):
     arrays = fx.write_medmnist(tmp_path, "pneumoniamnist", n=(6, 2, 3))
     arrays["train_images"][4] = arrays["train_images"][1]  # a repeat
     np.savez(tmp_path / "pneumoniamnist.npz", **arrays)
-    with pytest.warns(DataWarning, match=r"split sizes differ from the published pneumoniamnist \(train 4,708, "
-                                         r"val 524, test 624\): train 6 images, published 4,708 \(1 of them repeat"):
+    with pytest.warns(
+        DataWarning,
+        match=r"split sizes differ from the published pneumoniamnist \(train 4,708, "
+        r"val 524, test 624\): train 6 images, published 4,708 \(1 of them repeat",
+    ):
         load_medmnist(tmp_path, "pneumoniamnist")
 
 

@@ -2,6 +2,7 @@
 line and exit status 2 before anything is written; a site built from someone else's notebooks
 runs no script and reads no local file into its pages; a strict build fails on a broken link;
 the committed site builds without a warning; every page says which code made its results."""
+
 import json
 import os
 import shutil
@@ -13,7 +14,7 @@ import nbformat
 import pytest
 
 from fedpl_core.report import record as R
-from fedpl_core.report.docs import DocsError, build_docs, executed_notebooks, main
+from fedpl_core.report.docs import DocsError, build_docs, main
 from fedpl_core.report.sanitize import check_name, clean_html, neutralise_myst, safe_url, sanitise_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,8 +52,13 @@ def tiny_docs(tmp_path):
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "fedpl_core.report.docs", *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "fedpl_core.report.docs", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
 
 
 # ------------------------------------------------------------------ bad input: one line, exit 2
@@ -66,18 +72,26 @@ def bad_inputs(tmp: Path):
     (tmp / "notjson").mkdir()
     (tmp / "notjson" / "00_n.ipynb").write_text("{not json")
     (tmp / "schema").mkdir()
-    (tmp / "schema" / "00_s.ipynb").write_text(json.dumps({"cells": "no", "nbformat": 4, "nbformat_minor": 5,
-                                                           "metadata": {}}))
+    (tmp / "schema" / "00_s.ipynb").write_text(
+        json.dumps({"cells": "no", "nbformat": 4, "nbformat_minor": 5, "metadata": {}})
+    )
     (tmp / "dirnb" / "00_x.ipynb").mkdir(parents=True)
     (tmp / "link").mkdir()
     os.symlink("/etc/passwd", tmp / "link" / "00_passwd.ipynb")
     write(tmp / "js", "javascript:alert(document.domain).ipynb", notebook([("md", "# J")]))
     (tmp / "out_file").write_text("x")
-    return [("missing folder", tmp / "nowhere", tmp / "o1"), ("empty folder", tmp / "empty", tmp / "o2"),
-            ("unexecuted", tmp / "unexecuted", tmp / "o3"), ("a file", tmp / "a_file", tmp / "o4"),
-            ("not JSON", tmp / "notjson", tmp / "o5"), ("not a notebook", tmp / "schema", tmp / "o6"),
-            ("a folder named .ipynb", tmp / "dirnb", tmp / "o7"), ("a link to /etc/passwd", tmp / "link", tmp / "o8"),
-            ("a javascript: name", tmp / "js", tmp / "o9"), ("--out is a file", ok, tmp / "out_file")]
+    return [
+        ("missing folder", tmp / "nowhere", tmp / "o1"),
+        ("empty folder", tmp / "empty", tmp / "o2"),
+        ("unexecuted", tmp / "unexecuted", tmp / "o3"),
+        ("a file", tmp / "a_file", tmp / "o4"),
+        ("not JSON", tmp / "notjson", tmp / "o5"),
+        ("not a notebook", tmp / "schema", tmp / "o6"),
+        ("a folder named .ipynb", tmp / "dirnb", tmp / "o7"),
+        ("a link to /etc/passwd", tmp / "link", tmp / "o8"),
+        ("a javascript: name", tmp / "js", tmp / "o9"),
+        ("--out is a file", ok, tmp / "out_file"),
+    ]
 
 
 def test_every_bad_input_gets_one_line_and_exit_2_before_anything_is_written(tmp_path, capsys):
@@ -94,7 +108,9 @@ def test_every_bad_input_gets_one_line_and_exit_2_before_anything_is_written(tmp
 
 def test_the_command_line_says_the_same(tmp_path):
     r = cli("--notebooks", tmp_path / "nowhere", "--out", tmp_path / "o")
-    assert r.returncode == 2 and r.stderr.strip().startswith("fedpl: error: --notebooks") and "\n" not in r.stderr.strip()
+    assert (
+        r.returncode == 2 and r.stderr.strip().startswith("fedpl: error: --notebooks") and "\n" not in r.stderr.strip()
+    )
 
 
 def test_an_empty_first_markdown_cell_gets_a_title(tmp_path, tiny_docs):
@@ -113,15 +129,27 @@ def test_sanitising_closes_each_way_to_script():
     assert not safe_url("javascript:alert(1)") and not safe_url(" JaVa\tScript:x") and not safe_url("/etc/passwd")
     assert not safe_url("../../etc/passwd") and not safe_url("data:text/html,<script>") and safe_url("a/b.html#c")
     assert safe_url("data:image/png;base64,AAAA", image=True) and not safe_url("data:image/svg+xml,<svg>", image=True)
-    assert "{include}" not in neutralise_myst("```{include} /etc/passwd\n```") and "{download}" not in \
-        neutralise_myst("see {download}`/etc/passwd`")
+    assert "{include}" not in neutralise_myst("```{include} /etc/passwd\n```") and "{download}" not in neutralise_myst(
+        "see {download}`/etc/passwd`"
+    )
     with pytest.raises(ValueError, match="not plain"):
         check_name("javascript:alert(document.domain).ipynb")
-    nb = notebook([("md", "# t")], outputs=[nbformat.v4.new_output(
-        "display_data", data={"application/javascript": "alert(1)", "text/plain": "x", "image/svg+xml": "<svg/>"})])
+    nb = notebook(
+        [("md", "# t")],
+        outputs=[
+            nbformat.v4.new_output(
+                "display_data",
+                data={"application/javascript": "alert(1)", "text/plain": "x", "image/svg+xml": "<svg/>"},
+            )
+        ],
+    )
     nb.metadata["mystnb"] = {"execution_mode": "force"}
-    nb.cells[1].outputs.append(nbformat.v4.new_output("display_data", data={
-        "application/vnd.jupyter.widget-view+json": {"model_id": "x"}, "text/plain": "runs:   0%|  | 0/30"}))
+    nb.cells[1].outputs.append(
+        nbformat.v4.new_output(
+            "display_data",
+            data={"application/vnd.jupyter.widget-view+json": {"model_id": "x"}, "text/plain": "runs:   0%|  | 0/30"},
+        )
+    )
     removed = sanitise_notebook(nb)
     assert len(nb.cells[1].outputs) == 1 and removed["widget output"] == 1
     assert set(nb.cells[1].outputs[0]["data"]) == {"text/plain"} and "mystnb" not in nb.metadata
@@ -133,14 +161,22 @@ def test_a_site_built_from_hostile_notebooks_runs_no_script_and_reads_no_local_f
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET-LINE\n")
     canary = tmp_path / "executed.txt"
-    html_out = nbformat.v4.new_output("display_data", data={
-        "text/html": "<b>ok</b><script>alert(1)</script>", "text/plain": "x"})
+    html_out = nbformat.v4.new_output(
+        "display_data", data={"text/html": "<b>ok</b><script>alert(1)</script>", "text/plain": "x"}
+    )
     js_out = nbformat.v4.new_output("display_data", data={"application/javascript": "alert(2)", "text/plain": "y"})
-    hostile = notebook([
-        ("md", "# Hostile\n\n<script>alert(3)</script>\n\n<img src=x onerror=\"alert(4)\">\n\n"
-               "[click](javascript:alert(5))\n\n"
-               f"```{{include}} {secret}\n```\n\n{{download}}`{secret}`\n\n![leak](../../secret.txt)\n"),
-        ("code", f"open({str(canary)!r}, 'w').write('ran')")], outputs=[html_out, js_out])
+    hostile = notebook(
+        [
+            (
+                "md",
+                '# Hostile\n\n<script>alert(3)</script>\n\n<img src=x onerror="alert(4)">\n\n'
+                "[click](javascript:alert(5))\n\n"
+                f"```{{include}} {secret}\n```\n\n{{download}}`{secret}`\n\n![leak](../../secret.txt)\n",
+            ),
+            ("code", f"open({str(canary)!r}, 'w').write('ran')"),
+        ],
+        outputs=[html_out, js_out],
+    )
     hostile.metadata["mystnb"] = {"execution_mode": "force"}
     write(nbs, "00_hostile.ipynb", hostile)
     index = build_docs(nbs, tmp_path / "site", docs=tiny_docs, figures=tmp_path / "none", strict=False)
@@ -155,8 +191,9 @@ def test_a_site_built_from_hostile_notebooks_runs_no_script_and_reads_no_local_f
 
 # ------------------------------------------------------------------ strict builds
 def test_a_broken_link_fails_the_strict_build_with_one_line(tmp_path, tiny_docs, capsys):
-    (tiny_docs / "index.md").write_text("# Front\n\nSee [the guide](no_such_page.md).\n\n"
-                                        "```{toctree}\nfindings\nnotebooks/index\n```\n")
+    (tiny_docs / "index.md").write_text(
+        "# Front\n\nSee [the guide](no_such_page.md).\n\n```{toctree}\nfindings\nnotebooks/index\n```\n"
+    )
     nbs = tmp_path / "nbs"
     write(nbs, "00_a.ipynb", notebook([("md", "# A")]))
     with pytest.raises(DocsError, match="did not build"):
@@ -174,8 +211,11 @@ def test_the_committed_site_builds_without_a_warning(tmp_path):
     assert "Results from commit" in html or "carry no run record" in html
     assert (index.parent / "findings.html").is_file() and (index.parent / "search.html").is_file()
     assert (index.parent / "_static" / "mathjax" / "tex-chtml.js").is_file()  # math without a CDN
-    remote = [p.name for p in index.parent.rglob("*.html")
-              if any(s in p.read_text() for s in ('src="http', "cdn.jsdelivr", "fonts.googleapis"))]
+    remote = [
+        p.name
+        for p in index.parent.rglob("*.html")
+        if any(s in p.read_text() for s in ('src="http', "cdn.jsdelivr", "fonts.googleapis"))
+    ]
     assert not remote, f"pages that load remote scripts or fonts: {remote}"
     assert not broken_local_links(index.parent)
 
@@ -263,11 +303,34 @@ def test_reproduce_refuses_to_write_the_committed_reports_from_stale_results(tmp
 
 def test_reproduce_refuses_stale_results_for_the_committed_reports_and_bad_parameters_in_one_line():
     env = {**os.environ, "FEDPL_KEEP_STALE": "1"}
-    r = subprocess.run([sys.executable, "-m", "fedpl_core", "reproduce", "--notebooks", "00", "--output", "reports"],
-                       capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "fedpl_core", "reproduce", "--notebooks", "00", "--output", "reports"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 2 and r.stderr.strip().startswith("fedpl: error: refusing to write the committed reports")
-    r = subprocess.run([sys.executable, "-m", "fedpl_core", "reproduce", "--notebooks", "00", "--output",
-                        "outputs/x", "-p", "data roots", "{}"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fedpl_core",
+            "reproduce",
+            "--notebooks",
+            "00",
+            "--output",
+            "outputs/x",
+            "-p",
+            "data roots",
+            "{}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert r.returncode == 2 and "a parameter name is a Python identifier" in r.stderr and r.stderr.count("\n") == 1
 
 
@@ -275,4 +338,6 @@ def test_reproduce_reads_parameter_values_as_yaml():
     from fedpl_core.apps.cli import reproduce_parameters
 
     assert reproduce_parameters([("data_roots", '{"Task 2": data/HAM10000}'), ("rounds", "2")]) == {
-        "data_roots": {"Task 2": "data/HAM10000"}, "rounds": 2}
+        "data_roots": {"Task 2": "data/HAM10000"},
+        "rounds": 2,
+    }

@@ -2,6 +2,7 @@
 cannot use: no issue number, no machine path, no benchmark command for a script that does not
 exist, and every measured number on the investigations and benchmarks pages beside the commit it
 was recorded at.  (Building the site, with its links and autodoc targets, is the site test's job.)"""
+
 import ast
 import re
 from pathlib import Path

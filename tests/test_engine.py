@@ -1,4 +1,3 @@
-
 import os
 
 import numpy as np
@@ -7,11 +6,10 @@ import torch
 
 from fedpl_core.data.base import ImageDataset
 from fedpl_core.fl.engine_config import EngineConfig
-from fedpl_core.fl.simulation import Simulation
 from fedpl_core.fl.federation import ClientData, ClientUpdate
 from fedpl_core.fl.server import Server
-from fedpl_core.methods import get_method
-from fedpl_core.methods import FedAvg
+from fedpl_core.fl.simulation import Simulation
+from fedpl_core.methods import FedAvg, get_method
 from fedpl_core.methods.base import Method
 from fedpl_core.nn.models import build_model
 
@@ -148,8 +146,9 @@ def test_fedbn_keeps_batchnorm_local(toy, toy_partition):
     sim.run()
     bn = sorted(sim.method.local_keys)
     bn_modules = [n for n, m in sim.model.named_modules() if isinstance(m, torch.nn.BatchNorm2d)]
-    expected = {f"{n}.{a}" for n in bn_modules
-                for a in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")}
+    expected = {
+        f"{n}.{a}" for n in bn_modules for a in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")
+    }
     assert bn_modules and set(bn) == expected
     for k in bn:  # the global copy of a local array never changes
         assert torch.equal(sim.server.global_state[k], init[k])
@@ -198,8 +197,9 @@ def test_interrupted_run_resumes_to_identical_numbers(tmp_path, toy, toy_partiti
     full = make_sim(toy, toy_partition, method, rounds=4, optimizer_state=opt_state, augment="flip_shift")
     full.run()
     ck = tmp_path / "run.ckpt"
-    first = make_sim(toy, toy_partition, method, rounds=4, optimizer_state=opt_state, augment="flip_shift",
-                     checkpoint_every=1)
+    first = make_sim(
+        toy, toy_partition, method, rounds=4, optimizer_state=opt_state, augment="flip_shift", checkpoint_every=1
+    )
     first.checkpoint_path = ck
     first.run(rounds=2)  # "interrupted" after round 2
     assert ck.exists() and not list(tmp_path.glob(".*.tmp"))
@@ -236,8 +236,9 @@ def test_method_is_an_abstract_interface():
 
 
 def test_client_validation_split_is_held_out_and_scored(toy, toy_partition):
-    sim = make_sim(toy, toy_partition, "fedavg_pl", rounds=2, client_val_fraction=0.2,
-                   selection="val_loss", selection_mode="min")
+    sim = make_sim(
+        toy, toy_partition, "fedavg_pl", rounds=2, client_val_fraction=0.2, selection="val_loss", selection_mode="min"
+    )
     for c in sim.clients:
         assert c.val is not None and c.val.n == 15 and c.n == 60
         assert not set(c.val.indices.tolist()) & set(c.indices.tolist())
@@ -283,8 +284,8 @@ def test_a_round_is_sites_training_on_payloads_and_the_server_aggregating(toy, t
 def test_deterministic_changes_the_run_id_only_when_on_and_leaves_a_cpu_run_alone(monkeypatch):
     """``EngineConfig.deterministic`` off (the default) keeps every run id made before it;
     on a CPU it does not touch torch's process-wide cuDNN and determinism settings."""
-    from fedpl_core.runs.experiment_config import ExperimentConfig
     from fedpl_core.fl.site import configure_cuda
+    from fedpl_core.runs.experiment_config import ExperimentConfig
 
     def cfg(**eng):
         return ExperimentConfig(engine=EngineConfig(**eng))

@@ -5,16 +5,23 @@ import sys
 import pandas as pd
 import pytest
 
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.report.tables import paired_ttest, pivot_mean_std, stars, summarize, to_latex, to_markdown
+from fedpl_core.runs import runner as R
 from fedpl_core.runs.build import build_simulation
 from fedpl_core.runs.experiment_config import ExperimentConfig
 from fedpl_core.runs.runner import run
 from fedpl_core.runs.study import result_rows, run_many
-from fedpl_core.fl.engine_config import EngineConfig
-from fedpl_core.runs import runner as R
-from fedpl_core.report.tables import paired_ttest, pivot_mean_std, stars, summarize, to_latex, to_markdown
 
-TINY = dict(dataset="synthetic-cxr", classes=["Cardiomegaly", "Effusion", "Pneumothorax"], image_size=28,
-            n_train=240, n_test=120, num_clients=3, model_kwargs={"width": 8})
+TINY = dict(
+    dataset="synthetic-cxr",
+    classes=["Cardiomegaly", "Effusion", "Pneumothorax"],
+    image_size=28,
+    n_train=240,
+    n_test=120,
+    num_clients=3,
+    model_kwargs={"width": 8},
+)
 
 
 def tiny(**kw):
@@ -49,8 +56,13 @@ def test_interrupted_run_resumes_from_checkpoint(tmp_path):
 
 
 def test_run_many_is_tidy_and_uses_identical_data(tmp_path):
-    df = run_many(tiny(), ["fedavg", ("prox", {"method": "fedprox", "method_kwargs": {"mu": 0.0}})],
-                    seeds=[0, 1], results_dir=tmp_path, progress=False)
+    df = run_many(
+        tiny(),
+        ["fedavg", ("prox", {"method": "fedprox", "method_kwargs": {"mu": 0.0}})],
+        seeds=[0, 1],
+        results_dir=tmp_path,
+        progress=False,
+    )
     assert len(df) == 2 * 2  # methods x seeds; no "best" rows: the default selection needs validation splits
     assert set(df["label"]) == {"fedavg", "prox"} and set(df["which"]) == {"final"}
     final = df[df.which == "final"].set_index(["label", "seed"])["auroc_mean"]
@@ -104,8 +116,14 @@ def test_config_from_json_and_yaml(tmp_path):
 
 
 def test_summaries_and_tests_match_hand_computation():
-    df = pd.DataFrame({"setting": ["s"] * 4, "label": ["a", "a", "b", "b"], "which": ["final"] * 4,
-                       "auroc_mean": [0.80, 0.90, 0.70, 0.70]})
+    df = pd.DataFrame(
+        {
+            "setting": ["s"] * 4,
+            "label": ["a", "a", "b", "b"],
+            "which": ["final"] * 4,
+            "auroc_mean": [0.80, 0.90, 0.70, 0.70],
+        }
+    )
     s = summarize(df)
     # mean 85.00, sample std sqrt(((80-85)^2 + (90-85)^2) / 1) = 7.07
     assert s.loc[("s", "a"), "auroc_mean"] == "85.00 ± 7.07"
@@ -126,9 +144,29 @@ def cli(*args):
 
 def test_cli_run_writes_results_json(tmp_path):
     out = tmp_path / "r.json"
-    p = cli("run", "--method", "fedavg_pl", "--classes", "Cardiomegaly,Effusion,Pneumothorax", "--image-size", "28",
-            "--n-train", "240", "--n-test", "120", "--num-clients", "3", "--rounds", "1", "--model-kwargs",
-            '{"width": 8}', "--progress", "false", "--out", str(out))
+    p = cli(
+        "run",
+        "--method",
+        "fedavg_pl",
+        "--classes",
+        "Cardiomegaly,Effusion,Pneumothorax",
+        "--image-size",
+        "28",
+        "--n-train",
+        "240",
+        "--n-test",
+        "120",
+        "--num-clients",
+        "3",
+        "--rounds",
+        "1",
+        "--model-kwargs",
+        '{"width": 8}',
+        "--progress",
+        "false",
+        "--out",
+        str(out),
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads(out.read_text())
     for k in ("auroc_mean", "auroc_per_class", "map", "bacc"):
@@ -136,12 +174,15 @@ def test_cli_run_writes_results_json(tmp_path):
     assert len(r["history"]) == 1 and r["config"]["method"] == "fedavg_pl"
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--method", "fedmagic"], "unknown method 'fedmagic'"),
-    (["--dataset", "nih", "--data-root", "/no/such/folder"], "does not exist"),
-    (["--classes", "Effusion,Unicornitis"], "Unicornitis"),
-    (["--partition", "mystery"], "unknown partition"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--method", "fedmagic"], "unknown method 'fedmagic'"),
+        (["--dataset", "nih", "--data-root", "/no/such/folder"], "does not exist"),
+        (["--classes", "Effusion,Unicornitis"], "Unicornitis"),
+        (["--partition", "mystery"], "unknown partition"),
+    ],
+)
 def test_cli_bad_input_is_one_line_error(args, needle):
     p = cli("run", "--rounds", "1", "--n-train", "100", "--n-test", "50", "--image-size", "28", *args)
     assert p.returncode == 2
@@ -153,8 +194,9 @@ def test_cli_bad_input_is_one_line_error(args, needle):
 def test_one_seed_shows_the_mean_without_a_spread():
     from fedpl_core.report.tables import fmt_mean_std
 
-    df = pd.DataFrame({"setting": ["s"] * 3, "label": ["a", "b", "b"], "which": ["final"] * 3,
-                       "auroc_mean": [0.80, 0.70, 0.72]})
+    df = pd.DataFrame(
+        {"setting": ["s"] * 3, "label": ["a", "b", "b"], "which": ["final"] * 3, "auroc_mean": [0.80, 0.70, 0.72]}
+    )
     s = summarize(df)
     assert s.loc[("s", "a"), "auroc_mean"] == "80.00" and s.loc[("s", "a"), "n"] == 1
     assert s.loc[("s", "b"), "auroc_mean"] == "71.00 ± 1.41"  # sample sd of 70, 72
@@ -178,8 +220,9 @@ def test_the_runner_layers_import_only_downward():
         here = {n.module for n in nodes if isinstance(n, ast.ImportFrom) and n.level == 1}
         assert here <= set(order[:i]), f"runs/{name}.py imports runs/{sorted(here - set(order[:i]))}"
         above = {n.module or a.name for n in nodes if isinstance(n, ast.ImportFrom) and n.level == 2 for a in n.names}
-        above |= {a.name for n in nodes if isinstance(n, ast.Import) for a in n.names if a.name.startswith("fedpl_core")}
-        assert not {m.split(".")[0] for m in above} & {"studies", "apps", "fedpl_core", "__version__"}, \
-            (name, above)
+        above |= {
+            a.name for n in nodes if isinstance(n, ast.Import) for a in n.names if a.name.startswith("fedpl_core")
+        }
+        assert not {m.split(".")[0] for m in above} & {"studies", "apps", "fedpl_core", "__version__"}, (name, above)
     assert not (root / "experiments.py").exists()  # no facade: each name is imported from its home
     assert "import" not in (root / "runs" / "__init__.py").read_text().split('"""')[-1]

@@ -1,5 +1,6 @@
 """FedLSM (MICCAI 2023): uncertainty score and split, pseudo-label targets and losses in both
 modes, UDE mixup, AWPA and the EMA by hand; tiny end-to-end runs for both task types."""
+
 import math
 import warnings
 from types import SimpleNamespace
@@ -9,18 +10,26 @@ import torch
 
 from fedpl_core.data.synthetic import make_cxr, make_skin
 from fedpl_core.fl.engine_config import EngineConfig
-from fedpl_core.fl.simulation import Simulation
 from fedpl_core.fl.federation import FederationInfo
 from fedpl_core.fl.server import Server
+from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import get_method
 from fedpl_core.methods.base import ClientUpdate
-from fedpl_core.methods.fedlsm import (FedLSM, ema_update, multilabel_loss, multilabel_targets, paper_strong_view,
-                                       singlelabel_loss, singlelabel_targets, split_by_uncertainty, split_counts,
-                                       ude_multilabel, uncertainty)
+from fedpl_core.methods.fedlsm import (
+    FedLSM,
+    ema_update,
+    multilabel_loss,
+    multilabel_targets,
+    paper_strong_view,
+    singlelabel_loss,
+    singlelabel_targets,
+    split_by_uncertainty,
+    split_counts,
+    ude_multilabel,
+    uncertainty,
+)
 from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import label_set_mismatch
-
-
 
 sp = lambda t: math.log1p(math.exp(t))  # noqa: E731  softplus: BCE(y=1, z) = sp(-z), BCE(y=0, z) = sp(z)
 entr = lambda p: -p * math.log(p) if p > 0 else 0.0  # noqa: E731
@@ -121,8 +130,9 @@ def test_singlelabel_targets_and_loss_by_hand():
     # L_I: mean over 1 labelled row; L_U: the pseudo-labelled row / N_U = 3 unlabelled rows
     want = ce(3, 0) + ce(0, 1) / 3
     assert singlelabel_loss(z, t, labelled, pseudo).item() == pytest.approx(want, rel=1e-6)
-    assert singlelabel_loss(z, t, labelled, pseudo, scalar=True).item() == pytest.approx((ce(3, 0) + ce(0, 1)) / 4,
-                                                                                         rel=1e-6)
+    assert singlelabel_loss(z, t, labelled, pseudo, scalar=True).item() == pytest.approx(
+        (ce(3, 0) + ce(0, 1)) / 4, rel=1e-6
+    )
 
 
 def test_ude_mixup_of_inputs_and_targets_by_hand():
@@ -162,10 +172,13 @@ def test_ema_update_by_hand():
 def _two_clients():
     def st(enc, hw, hb):
         return {"encoder.w": torch.tensor(enc), "head.weight": torch.tensor(hw), "head.bias": torch.tensor(hb)}
+
     a = st([1.0], [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], [0.1, 0.2, 0.3])
     b = st([5.0], [[7.0, 8.0], [9.0, 10.0], [11.0, 12.0]], [1.0, 2.0, 3.0])
-    meta = [{"class_counts": torch.tensor([2.0, 0.0, 0.0]), "label_counts": torch.tensor([10.0, 10.0, 0.0])},
-            {"class_counts": torch.tensor([6.0, 4.0, 0.0]), "label_counts": torch.tensor([0.0, 30.0, 0.0])}]
+    meta = [
+        {"class_counts": torch.tensor([2.0, 0.0, 0.0]), "label_counts": torch.tensor([10.0, 10.0, 0.0])},
+        {"class_counts": torch.tensor([6.0, 4.0, 0.0]), "label_counts": torch.tensor([0.0, 30.0, 0.0])},
+    ]
     ups = [ClientUpdate(0, a, 10, meta[0]), ClientUpdate(1, b, 30, meta[1])]
     prev = {k: torch.full_like(v, -100.0) for k, v in a.items()}
     return ups, prev, FederationInfo(2, ["c0", "c1", "c2"], "multilabel", ["A", "B"])
@@ -193,8 +206,10 @@ def test_class_counts_metadata_by_hand():
     labels = torch.tensor([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
     mask = torch.tensor([[True, False, False]] * 3)
     data = SimpleNamespace(labels=labels, mask=mask, class_mask=torch.tensor([True, False, False]))
-    pl = {"mask": torch.tensor([[False, True, True], [False, True, False], [False, False, False]]),
-          "target": torch.tensor([[0.0, 1.0, 0.0], [0.0, 1.0, 1.0], [0.0, 1.0, 1.0]])}
+    pl = {
+        "mask": torch.tensor([[False, True, True], [False, True, False], [False, False, False]]),
+        "target": torch.tensor([[0.0, 1.0, 0.0], [0.0, 1.0, 1.0], [0.0, 1.0, 1.0]]),
+    }
     ctx = SimpleNamespace(data=data, state={"pseudo_labels": pl})
     q = FedLSM().class_counts(ctx)
     # class 0 known: 2 positive labels; class 1: two positive pseudo-labels; class 2: the only positive
@@ -208,12 +223,26 @@ def test_modes_switches_and_registry():
     assert all([code.scalar_reduction, code.code_entropy, code.entropy_train_mode, code.pseudo_from_round0])
     assert paper.warmup_rounds == 1 and code.warmup_rounds == 0
     assert FedLSM(mode="code", scalar_reduction=False).scalar_reduction is False  # each switch on its own
-    assert (paper.tau, paper.tau_l, paper.tau_p, paper.tau_lp, paper.lambda_u, paper.ema_decay, paper.mixup_alpha) == \
-        (0.95, 0.85, 0.85, 0.7, 0.1, 0.999, 0.2)
-    flags = {n: (m.awpa, m.ude, m.ue) for n in ("fedlsm", "fedlsm_no_awpa", "fedlsm_no_ude", "fedlsm_no_ue")
-             for m in [get_method(n)]}
-    assert flags == {"fedlsm": (True, True, True), "fedlsm_no_awpa": (False, True, True),
-                     "fedlsm_no_ude": (True, False, True), "fedlsm_no_ue": (True, True, False)}
+    assert (paper.tau, paper.tau_l, paper.tau_p, paper.tau_lp, paper.lambda_u, paper.ema_decay, paper.mixup_alpha) == (
+        0.95,
+        0.85,
+        0.85,
+        0.7,
+        0.1,
+        0.999,
+        0.2,
+    )
+    flags = {
+        n: (m.awpa, m.ude, m.ue)
+        for n in ("fedlsm", "fedlsm_no_awpa", "fedlsm_no_ude", "fedlsm_no_ue")
+        for m in [get_method(n)]
+    }
+    assert flags == {
+        "fedlsm": (True, True, True),
+        "fedlsm_no_awpa": (False, True, True),
+        "fedlsm_no_ude": (True, False, True),
+        "fedlsm_no_ue": (True, True, False),
+    }
     with pytest.raises(ValueError):
         FedLSM(mode="released")
     with pytest.raises(TypeError):
@@ -241,9 +270,14 @@ def _sim(fed, method, channels, **cfg):
     train, test, part = fed
     torch.manual_seed(0)
     model = build_model("cnn", train.num_classes, channels, 28, width=4)
-    return Simulation(method, model, train, part, test,
-                      EngineConfig(**{**dict(rounds=2, batch_size=12, local_iters=2, progress=False, selection=None,
-                                             seed=0), **cfg}))
+    return Simulation(
+        method,
+        model,
+        train,
+        part,
+        test,
+        EngineConfig(**{**dict(rounds=2, batch_size=12, local_iters=2, progress=False, selection=None, seed=0), **cfg}),
+    )
 
 
 def test_end_to_end_multilabel(cxr):
@@ -333,10 +367,18 @@ def test_describe_tdma_drift_names_only_the_significant_positive_settings():
     from fedpl_core.studies.fedlsm import describe_tdma_drift
 
     cols = ["local iterations", "reading of FedAvg", "TDMA gain (points)", "p", "pairs"]
-    t = pd.DataFrame([(12, "partial loss", 1.79, 0.29, 3), (48, "partial loss", -2.0, 0.01, 3),
-                      (12, "unknown = negative", 0.62, 0.55, 3), (48, "unknown = negative", 5.82, 0.010, 3)],
-                     columns=cols)
+    t = pd.DataFrame(
+        [
+            (12, "partial loss", 1.79, 0.29, 3),
+            (48, "partial loss", -2.0, 0.01, 3),
+            (12, "unknown = negative", 0.62, 0.55, 3),
+            (48, "unknown = negative", 5.82, 0.010, 3),
+        ],
+        columns=cols,
+    )
     lines = describe_tdma_drift(t)
     assert lines[1].startswith("unknown = negative: TDMA (FedAvg* - FedAvg) +0.6 at 12 (p = 0.55), +5.8 at 48")
-    assert lines[-1].endswith("with unknown = negative at 48 local iterations (+5.8, p = 0.01), and in no other setting.")
+    assert lines[-1].endswith(
+        "with unknown = negative at 48 local iterations (+5.8, p = 0.01), and in no other setting."
+    )
     assert "in no setting" in describe_tdma_drift(t.assign(p=0.5))[-1]  # nothing significant

@@ -1,6 +1,7 @@
 """FedMLP: logit adjustment, WPC in both normalisations, CR, the Z score, one MLD round with
 floor counts and permanent tags, learning degrees and their aggregation, global prototypes,
 and tiny runs across the stage boundary."""
+
 import math
 from types import SimpleNamespace
 
@@ -9,18 +10,26 @@ import torch
 
 from fedpl_core.data.synthetic import NIH14, make_cxr
 from fedpl_core.fl.engine_config import EngineConfig
-from fedpl_core.fl.simulation import Simulation
 from fedpl_core.fl.federation import Batch, ClientUpdate, FederationInfo
 from fedpl_core.fl.server import Server
+from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import get_method
-from fedpl_core.methods.fedmlp import (FedMLP, adjusted_probability, adjustment, dual_prototypes,
-                                       global_learning_degree, global_prototypes, learning_degree, select_tags,
-                                       wpc_loss, z_score)
+from fedpl_core.methods.fedmlp import (
+    FedMLP,
+    adjusted_probability,
+    adjustment,
+    dual_prototypes,
+    global_learning_degree,
+    global_prototypes,
+    learning_degree,
+    select_tags,
+    wpc_loss,
+    z_score,
+)
 from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import missing_classes
 
 LN2 = math.log(2.0)
-
 
 
 # ----------------------------------------------------------------------------- Eq. 3
@@ -38,12 +47,20 @@ def test_logit_adjustment_is_a_shifted_sigmoid():
 # ----------------------------------------------------------------------------- WPC / CR
 def fake_ctx(method_round, n_labels=None, teacher=None):
     """A 4-sample client annotating classes 0 and 1 of 3; positive rates 0.25 and 0.5."""
-    labels = torch.tensor([[1., 0, 0], [0, 1, 0], [0, 1, 0], [0, 0, 0]])
+    labels = torch.tensor([[1.0, 0, 0], [0, 1, 0], [0, 1, 0], [0, 0, 0]])
     mask = torch.tensor([[1, 1, 0]] * 4, dtype=torch.bool)
     data = SimpleNamespace(labels=labels, mask=mask, class_mask=torch.tensor([True, True, False]), n=4)
     logs = {}
-    ctx = SimpleNamespace(round=method_round, data=data, state={}, scratch={}, cfg=SimpleNamespace(batch_size=4),
-                          device=torch.device("cpu"), logs=logs, log=lambda **kv: logs.update(kv))
+    ctx = SimpleNamespace(
+        round=method_round,
+        data=data,
+        state={},
+        scratch={},
+        cfg=SimpleNamespace(batch_size=4),
+        device=torch.device("cpu"),
+        logs=logs,
+        log=lambda **kv: logs.update(kv),
+    )
     ctx.forward_with = lambda state, x: (teacher.expand(len(x), 3), None)
     return ctx
 
@@ -54,7 +71,10 @@ def batch01():
     return Batch(torch.zeros(2, 1, 2, 2), ctx.data.labels[pos], ctx.data.mask[pos], pos, pos)
 
 
-def loss_of(method, rnd, tag=False, teacher_logit=math.log(3)):
+LOG3 = math.log(3)
+
+
+def loss_of(method, rnd, tag=False, teacher_logit=LOG3):
     ctx = fake_ctx(rnd, teacher=torch.full((1, 3), teacher_logit))
     ctx.scratch["payload"] = {"pos_rate": torch.tensor([0.9, 0.9, 0.2])}
     ctx.scratch["teacher"] = {}
@@ -119,8 +139,13 @@ def test_all_components_off_is_fedavg_bce():
     g = torch.Generator().manual_seed(0)
     x = torch.randn(32, 3, generator=g)
     b = batch01()
-    b = type(b)(b.x, (torch.rand(32, 3, generator=g) < 0.3).float(), torch.ones(32, 3, dtype=torch.bool), torch.arange(32),
-                torch.arange(32))
+    b = type(b)(
+        b.x,
+        (torch.rand(32, 3, generator=g) < 0.3).float(),
+        torch.ones(32, 3, dtype=torch.bool),
+        torch.arange(32),
+        torch.arange(32),
+    )
     ctx.info = SimpleNamespace(task="multilabel")
     grads = []
     for method in (m, get_method("fedavg")):
@@ -132,11 +157,11 @@ def test_all_components_off_is_fedavg_bce():
 
 # ----------------------------------------------------------------------------- Eq. 7-9
 def test_z_score_by_hand():
-    p0, p1 = torch.tensor([1., 0.]), torch.tensor([0., 1.])
-    f = torch.tensor([[1., 1.], [3., 4.], [2., 0.], [0., -1.]])
+    p0, p1 = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])
+    f = torch.tensor([[1.0, 1.0], [3.0, 4.0], [2.0, 0.0], [0.0, -1.0]])
     assert torch.allclose(z_score(p0, p1, f), torch.tensor([0.0, 0.6 - 0.8, 1.0, 1.0]), atol=1e-6)
     # cos([1, 1], [1, 0]) = 1/sqrt 2; cos([2, 2], [1, 0]) the same (scale free)
-    assert torch.allclose(z_score(torch.tensor([2., 2.]), p1, torch.tensor([[1., 0.]])), torch.tensor([2 ** -0.5]))
+    assert torch.allclose(z_score(torch.tensor([2.0, 2.0]), p1, torch.tensor([[1.0, 0.0]])), torch.tensor([2**-0.5]))
 
 
 def test_select_tags_floor_counts_and_residual_only():
@@ -154,13 +179,14 @@ def test_select_tags_floor_counts_and_residual_only():
 
 def mld_payload():
     P = torch.zeros(2, 2, 2)
-    P[1, 0], P[1, 1] = torch.tensor([1., 0.]), torch.tensor([0., 1.])
+    P[1, 0], P[1, 1] = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])
     return {"prototypes": P, "prototype_valid": torch.ones(2, 2, dtype=torch.bool), "degree": torch.tensor([1.0, 0.5])}
 
 
 def mld_ctx():
-    data = SimpleNamespace(labels=torch.zeros(7, 2), mask=torch.zeros(7, 2, dtype=torch.bool),
-                           class_mask=torch.tensor([True, False]), n=7)
+    data = SimpleNamespace(
+        labels=torch.zeros(7, 2), mask=torch.zeros(7, 2, dtype=torch.bool), class_mask=torch.tensor([True, False]), n=7
+    )
     logs = {}
     return SimpleNamespace(round=5, data=data, state={}, scratch={}, logs=logs, log=lambda **kv: logs.update(kv))
 
@@ -169,7 +195,7 @@ def test_one_mld_round_with_adaptive_ratio_then_permanent_tags():
     m = FedMLP(t0=1.0, t1=1.0)  # tau = d_c T = 0.5 for class 1 (ST on)
     ctx = mld_ctx()
     # Z = 1, 0.632, 0.447, 0, -0.447, -0.632, -1
-    feats = torch.tensor([[1., 0], [3, 1], [2, 1], [1, 1], [1, 2], [1, 3], [0, 1]])
+    feats = torch.tensor([[1.0, 0], [3, 1], [2, 1], [1, 1], [1, 2], [1, 3], [0, 1]])
     m.detect(ctx, feats, mld_payload())
     pl = ctx.state["pseudo_labels"]
     assert pl["mask"][:, 0].sum() == 0  # active class never tagged
@@ -178,7 +204,7 @@ def test_one_mld_round_with_adaptive_ratio_then_permanent_tags():
     assert ctx.logs == {"tags_added": 3, "tags_positive": 1, "tag_share": 3 / 7, "learning_degree": 0.5}
     # next round sample 0 now looks positive: its tag stays 0 and it is no candidate
     feats2 = feats.clone()
-    feats2[0] = torch.tensor([0., 5.])
+    feats2[0] = torch.tensor([0.0, 5.0])
     m.detect(ctx, feats2, mld_payload())
     assert pl["mask"][:, 1].tolist() == [True, True, True, False, False, True, True]  # residual: floor(1), floor(1)
     assert pl["target"][:, 1].tolist() == [0, 0, 0, 0, 0, 1, 1]
@@ -197,7 +223,7 @@ def test_learning_degree_strict_bounds():
 
 def test_global_learning_degree_both_client_sets_and_weightings():
     deg = torch.tensor([[0.2, 0.6], [0.4, 0.8], [1.0, 0.1]])
-    sizes = [100., 300., 200.]
+    sizes = [100.0, 300.0, 200.0]
     active = torch.tensor([[1, 0], [1, 0], [0, 1]], dtype=torch.bool)  # S_0 = {0, 1}, S_1 = {2}
     assert torch.allclose(global_learning_degree(deg, sizes, active), torch.tensor([(20 + 120) / 400, 0.1]))
     assert torch.allclose(global_learning_degree(deg, sizes, active, "mean"), torch.tensor([0.3, 0.1]))
@@ -210,11 +236,11 @@ def test_global_learning_degree_both_client_sets_and_weightings():
 
 # ----------------------------------------------------------------------------- Eq. 5-6
 def test_dual_prototypes_by_hand():
-    f = torch.tensor([[1., 0.], [3., 2.], [0., 4.]])
-    y = torch.tensor([[1., 0.], [0., 0.], [1., 0.]])
+    f = torch.tensor([[1.0, 0.0], [3.0, 2.0], [0.0, 4.0]])
+    y = torch.tensor([[1.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
     mask = torch.tensor([[1, 0], [1, 0], [1, 0]], dtype=torch.bool)
     P, n = dual_prototypes(f, y, mask)
-    assert torch.equal(P[0, 0], torch.tensor([3., 2.])) and torch.equal(P[0, 1], torch.tensor([0.5, 2.]))
+    assert torch.equal(P[0, 0], torch.tensor([3.0, 2.0])) and torch.equal(P[0, 1], torch.tensor([0.5, 2.0]))
     assert n.tolist() == [[1, 2], [0, 0]] and torch.equal(P[1], torch.zeros(2, 2))
 
 
@@ -225,15 +251,15 @@ def _protos(v0, v1, counts):
 
 
 def test_global_prototypes_mean_and_size_weighting_over_s_c():
-    a = _protos([1., 0.], [0., 4.], [[5, 5], [0, 0]])
-    b = _protos([0., 1.], [8., 0.], [[5, 0], [0, 0]])  # no positive of class 0: left out of P_1
-    c = _protos([9., 9.], [9., 9.], [[5, 5], [0, 0]])  # class 0 missing here: not in S_0
+    a = _protos([1.0, 0.0], [0.0, 4.0], [[5, 5], [0, 0]])
+    b = _protos([0.0, 1.0], [8.0, 0.0], [[5, 0], [0, 0]])  # no positive of class 0: left out of P_1
+    c = _protos([9.0, 9.0], [9.0, 9.0], [[5, 5], [0, 0]])  # class 0 missing here: not in S_0
     cm = torch.tensor([[1, 0], [1, 0], [0, 1]], dtype=torch.bool)
-    P, valid = global_prototypes([a[0], b[0], c[0]], [a[1], b[1], c[1]], cm, [10., 30., 60.], "mean")
-    assert torch.allclose(P[0, 0], torch.tensor([0.5, 0.5])) and torch.allclose(P[0, 1], torch.tensor([0., 4.]))
+    P, valid = global_prototypes([a[0], b[0], c[0]], [a[1], b[1], c[1]], cm, [10.0, 30.0, 60.0], "mean")
+    assert torch.allclose(P[0, 0], torch.tensor([0.5, 0.5])) and torch.allclose(P[0, 1], torch.tensor([0.0, 4.0]))
     assert valid.tolist() == [[True, True], [False, False]]
-    P, _ = global_prototypes([a[0], b[0], c[0]], [a[1], b[1], c[1]], cm, [10., 30., 60.], "size")
-    assert torch.allclose(P[0, 0], torch.tensor([0.25, 0.75])) and torch.allclose(P[0, 1], torch.tensor([0., 4.]))
+    P, _ = global_prototypes([a[0], b[0], c[0]], [a[1], b[1], c[1]], cm, [10.0, 30.0, 60.0], "size")
+    assert torch.allclose(P[0, 0], torch.tensor([0.25, 0.75])) and torch.allclose(P[0, 1], torch.tensor([0.0, 4.0]))
 
 
 def test_server_aggregates_metadata_and_sends_it_back():
@@ -242,13 +268,17 @@ def test_server_aggregates_metadata_and_sends_it_back():
         m = FedMLP(mode=mode)
         server = Server(m, {"w": torch.zeros(1)}, info)
         ups = []
-        for k, (v, n) in enumerate((([1., 0.], 10), ([0., 1.], 30))):
+        for k, (v, n) in enumerate((([1.0, 0.0], 10), ([0.0, 1.0], 30))):
             P = torch.zeros(2, 2, 2)
             P[0, 0] = P[0, 1] = torch.tensor(v)
-            meta = {"class_mask": torch.tensor([True, False]), "label_counts": torch.tensor([n, 0.]),
-                    "positive_counts": torch.tensor([n / 10, 0.]), "prototypes": P,
-                    "prototype_counts": torch.tensor([[1., 1.], [0., 0.]]),
-                    "learning_degree": torch.tensor([0.1 * (k + 1), 0.5 * k])}
+            meta = {
+                "class_mask": torch.tensor([True, False]),
+                "label_counts": torch.tensor([n, 0.0]),
+                "positive_counts": torch.tensor([n / 10, 0.0]),
+                "prototypes": P,
+                "prototype_counts": torch.tensor([[1.0, 1.0], [0.0, 0.0]]),
+                "learning_degree": torch.tensor([0.1 * (k + 1), 0.5 * k]),
+            }
             ups.append(ClientUpdate(k, {"w": torch.full((1,), float(k))}, n, meta))
         server.aggregate(ups)
         pay = server.payload(0)
@@ -263,10 +293,22 @@ def test_server_aggregates_metadata_and_sends_it_back():
 
 def test_modes_and_unknown_options():
     p, c = FedMLP(), FedMLP(mode="code", prototype_weighting="mean")
-    assert (p.logit_adjust, p.wpc_norm, p.cr_schedule, p.st, p.degree_clients, p.prototype_weighting) == \
-        (True, "classes", "paper", True, "active", "mean")
-    assert (c.logit_adjust, c.wpc_norm, c.cr_schedule, c.st, c.degree_clients, c.prototype_weighting) == \
-        (False, "code", "code", False, "negative", "mean")
+    assert (p.logit_adjust, p.wpc_norm, p.cr_schedule, p.st, p.degree_clients, p.prototype_weighting) == (
+        True,
+        "classes",
+        "paper",
+        True,
+        "active",
+        "mean",
+    )
+    assert (c.logit_adjust, c.wpc_norm, c.cr_schedule, c.st, c.degree_clients, c.prototype_weighting) == (
+        False,
+        "code",
+        "code",
+        False,
+        "negative",
+        "mean",
+    )
     assert isinstance(get_method("fedmlp", warmup_rounds=3), FedMLP)
     with pytest.raises(ValueError, match="multi-label tasks only"):
         p.setup(torch.nn.Linear(2, 2), FederationInfo(2, ["x", "y"], "multiclass", ["a", "b"]))
@@ -333,8 +375,9 @@ def test_all_components_off_is_fedavg_to_the_bit_under_the_engine_augmentation(f
     for method in (FedMLP(warmup_rounds=1, mld=False, wpc=False, cr=False, st=False), get_method("fedavg")):
         torch.manual_seed(0)
         model = build_model("cnn", 4, 1, 28, width=4)
-        cfg = EngineConfig(rounds=2, batch_size=16, progress=False, selection=None, seed=0, lr=1e-2,
-                           augment="flip_affine")
+        cfg = EngineConfig(
+            rounds=2, batch_size=16, progress=False, selection=None, seed=0, lr=1e-2, augment="flip_affine"
+        )
         sim = Simulation(method, model, train, part, test, cfg)
         sim.run(2)
         finals.append(sim.server.global_state)

@@ -1,5 +1,6 @@
 """FedPSL (IEEE TMI): TDMA by hand, TADL against finite differences, the weighted loss by
 hand, and the ablation switches through the engine."""
+
 import math
 from types import SimpleNamespace
 
@@ -8,29 +9,32 @@ import pytest
 import torch
 from torch import nn
 
-from fedpl_core.nn.aggregation import aggregate_with_head_weights, weighted_average
 from fedpl_core.fl.engine_config import EngineConfig
-from fedpl_core.fl.simulation import Simulation
 from fedpl_core.fl.federation import FederationInfo
 from fedpl_core.fl.server import Server
-from fedpl_core.nn.losses import masked_bce
+from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import METHODS, get_method
 from fedpl_core.methods.base import ClientUpdate
-from fedpl_core.nn.losses import class_pos_weight
 from fedpl_core.methods.fedpsl import FedPSL, tadl_step
+from fedpl_core.nn.aggregation import aggregate_with_head_weights, weighted_average
+from fedpl_core.nn.losses import class_pos_weight, masked_bce
 from fedpl_core.nn.models import FedModel, build_model
 from fedpl_core.partitions import ClientSpec, Partition
-
 
 
 # --------------------------------------------------------------------------- TDMA
 def _three_clients():
     """Three clients, C = 3: A labels {0, 1} (n=10), B labels {1} (n=30), C labels {1, 2}
     (n=60).  Class 0 is labelled by A only, class 2 by C only."""
+
     def st(w, rm, nbt, hw, hb):
-        return {"encoder.w": torch.tensor(w), "encoder.bn.running_mean": torch.tensor(rm),
-                "encoder.bn.num_batches_tracked": torch.tensor(nbt), "head.weight": torch.tensor(hw),
-                "head.bias": torch.tensor(hb)}
+        return {
+            "encoder.w": torch.tensor(w),
+            "encoder.bn.running_mean": torch.tensor(rm),
+            "encoder.bn.num_batches_tracked": torch.tensor(nbt),
+            "head.weight": torch.tensor(hw),
+            "head.bias": torch.tensor(hb),
+        }
 
     a = st([1.0, 0.0], [1.0], 5, [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], [0.1, 0.2, 0.3])
     b = st([2.0, 3.0], [2.0], 7, [[7.0, 8.0], [9.0, 10.0], [11.0, 12.0]], [1.0, 2.0, 3.0])
@@ -123,8 +127,13 @@ def test_weighted_partial_bce_by_hand():
     mask = torch.tensor([[True, False]] * 4)
     ctx = _fake_ctx(labels, mask)
     z = torch.tensor([[0.5, 30.0], [-1.0, -30.0], [2.0, 7.0]])
-    batch = SimpleNamespace(y=torch.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]]), mask=torch.tensor([[True, False]] * 3))
-    sp = lambda t: math.log1p(math.exp(t))  # softplus: BCE(y=1) = sp(-z), BCE(y=0) = sp(z)
+    batch = SimpleNamespace(
+        y=torch.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]]), mask=torch.tensor([[True, False]] * 3)
+    )
+
+    def sp(t):
+        return math.log1p(math.exp(t))  # softplus: BCE(y=1) = sp(-z), BCE(y=0) = sp(z)
+
     want = (3 * sp(-0.5) + sp(-1.0) + sp(2.0)) / 3  # mean over the 3 known entries
     got = FedPSL().loss(ctx, z, None, batch)
     assert got.item() == pytest.approx(want, rel=1e-6)
@@ -135,7 +144,9 @@ def test_weighted_partial_bce_by_hand():
     assert FedPSL().loss(_fake_ctx(labels, mask), z2, None, batch).item() == pytest.approx(want, rel=1e-6)
     # pos_weight=False: the plain partial BCE
     plain = (sp(-0.5) + sp(-1.0) + sp(2.0)) / 3
-    assert FedPSL(pos_weight=False).loss(_fake_ctx(labels, mask), z, None, batch).item() == pytest.approx(plain, rel=1e-6)
+    assert FedPSL(pos_weight=False).loss(_fake_ctx(labels, mask), z, None, batch).item() == pytest.approx(
+        plain, rel=1e-6
+    )
     for name in ("fedavg_wbce", "fedprox_wbce", "iml_wbce", "oracle_wbce", "fedpsl_tdma", "fedpsl_tadl"):
         m = get_method(name)
         assert m.partial and m.pos_weight
@@ -148,8 +159,14 @@ def test_fedprox_wbce_is_weighted_partial_bce_plus_the_paper_proximal_term(toy, 
     paper's mu = 0.001, checked by moving one weight by delta."""
     train, test = toy
     torch.manual_seed(0)
-    sim = Simulation(get_method("fedprox_wbce"), build_model("cnn", 4, 1, 16, width=4), train, toy_partition, test,
-                     EngineConfig(rounds=1, batch_size=16, progress=False))
+    sim = Simulation(
+        get_method("fedprox_wbce"),
+        build_model("cnn", 4, 1, 16, width=4),
+        train,
+        toy_partition,
+        test,
+        EngineConfig(rounds=1, batch_size=16, progress=False),
+    )
     ctx = sim.client_context(0, 0)
     sim.method.receive(ctx, sim.server.payload(0))  # and the anchor w_global
     batch = next(ctx.batches(train=False))
@@ -159,7 +176,7 @@ def test_fedprox_wbce_is_weighted_partial_bce_plus_the_paper_proximal_term(toy, 
     logits, feats = sim.model.forward_features(batch.x)
     base = get_method("fedavg_wbce").loss(ctx, logits, feats, batch)  # same pos_weight from ctx.state
     got = sim.method.loss(ctx, logits, feats, batch)
-    assert float(got - base) == pytest.approx(0.5 * 0.001 * delta ** 2, rel=1e-4)
+    assert float(got - base) == pytest.approx(0.5 * 0.001 * delta**2, rel=1e-4)
 
 
 # --------------------------------------------------------------------------- TADL
@@ -171,9 +188,14 @@ def _tiny(seed=0, bn=False):
 
 def _batches(seed=0):
     g = torch.Generator().manual_seed(seed)
-    mk = lambda n: SimpleNamespace(x=torch.randn(n, 3, generator=g, dtype=torch.float64),
-                                   y=(torch.rand(n, 2, generator=g) < 0.5).double(),
-                                   mask=torch.rand(n, 2, generator=g) < 0.8)
+
+    def mk(n):
+        return SimpleNamespace(
+            x=torch.randn(n, 3, generator=g, dtype=torch.float64),
+            y=(torch.rand(n, 2, generator=g) < 0.5).double(),
+            mask=torch.rand(n, 2, generator=g) < 0.8,
+        )
+
     return mk(6), mk(5)
 
 
@@ -240,8 +262,10 @@ def test_tadl_second_order_gradient_matches_finite_differences():
     tadl_step(model_fo, opt, _loss, b_tr, b_val, alpha=alpha, first_order=True)
     fo = [t0 - p.detach() for t0, p in zip(theta0, _theta(model_fo))]
     th = [t.clone().requires_grad_(True) for t in theta0]
-    prime = [(t - alpha * g).detach().requires_grad_(True)
-             for t, g in zip(theta0, torch.autograd.grad(l_train(th, phi0), th))]
+    prime = [
+        (t - alpha * g).detach().requires_grad_(True)
+        for t, g in zip(theta0, torch.autograd.grad(l_train(th, phi0), th))
+    ]
     f = torch.func.functional_call(model.encoder, dict(zip(names, prime)), (b_val.x,))
     want_fo = torch.autograd.grad(_loss(nn.functional.linear(f, *phi1), f, b_val), prime)
     assert all(torch.allclose(a, b, atol=1e-12) for a, b in zip(fo, want_fo))
@@ -289,8 +313,14 @@ def federation():
     ds = _toy()
     train, test = ds.subset(np.arange(180)), ds.subset(np.arange(180, 240))
     masks = [[1, 1, 0], [0, 1, 0], [0, 1, 1]]  # class 0 only by A, class 2 only by C
-    part = Partition([ClientSpec(np.arange(0, 30), masks[0]), ClientSpec(np.arange(30, 90), masks[1]),
-                      ClientSpec(np.arange(90, 180), masks[2])], train.class_names)
+    part = Partition(
+        [
+            ClientSpec(np.arange(0, 30), masks[0]),
+            ClientSpec(np.arange(30, 90), masks[1]),
+            ClientSpec(np.arange(90, 180), masks[2]),
+        ],
+        train.class_names,
+    )
     return train, test, part
 
 
@@ -319,8 +349,9 @@ def _run_one_round(federation, name, **kw):
     torch.manual_seed(0)
     model = build_model("cnn", 3, 1, 16, width=4)
     m = _spy(name, **kw)
-    sim = Simulation(m, model, train, part, test,
-                     EngineConfig(rounds=1, batch_size=16, progress=False, normalize="instance"))
+    sim = Simulation(
+        m, model, train, part, test, EngineConfig(rounds=1, batch_size=16, progress=False, normalize="instance")
+    )
     sim.run()
     return m, sim
 
@@ -350,8 +381,10 @@ def test_ablation_tdma_only_is_fedavg_training_with_tdma_aggregation(federation)
     assert all(torch.equal(g[k], s_avg.server.global_state[k]) for k in enc)
     assert torch.allclose(g["head.weight"][0], ups[0]["head.weight"][0])  # A only labels class 0
     assert torch.allclose(g["head.weight"][2], ups[2]["head.weight"][2])  # C only labels class 2
-    assert torch.allclose(g["head.bias"][1], (30 * ups[0]["head.bias"][1] + 60 * ups[1]["head.bias"][1]
-                                              + 90 * ups[2]["head.bias"][1]) / 180)
+    assert torch.allclose(
+        g["head.bias"][1],
+        (30 * ups[0]["head.bias"][1] + 60 * ups[1]["head.bias"][1] + 90 * ups[2]["head.bias"][1]) / 180,
+    )
     assert not torch.allclose(g["head.weight"][0], s_avg.server.global_state["head.weight"][0])
 
 
@@ -434,8 +467,9 @@ def test_study_sweeps_are_settings_of_the_one_runner(tmp_path, monkeypatch):
     s = study.settings("smoke", seeds=[0])
     s.fig4_base, s.fig4_n = 20, [10, 30]
     s.rounds, s.local_epochs = 1, 1
-    base = study.config("II", pool=40, image_size=28, test_pos=10, test_neg=10, n=20, model_kwargs={"width": 8},
-                        engine=s.engine)
+    base = study.config(
+        "II", pool=40, image_size=28, test_pos=10, test_neg=10, n=20, model_kwargs={"width": 8}, engine=s.engine
+    )
     settings = study.fig4_settings(s)
     for label, over in settings.items():
         n = int(label.split("=")[1])
@@ -443,7 +477,9 @@ def test_study_sweeps_are_settings_of_the_one_runner(tmp_path, monkeypatch):
     methods = study.paper_methods(["FedAvg (wBCE)"], verbose=False)
     df = run_many(base, methods, [0], tmp_path, settings=settings, progress=False)
     assert sorted(study.setting_value(df[df.which == "final"]).tolist()) == [10, 30]
-    monkeypatch.setattr("fedpl_core.runs.runner.build_simulation", lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-run")))
+    monkeypatch.setattr(
+        "fedpl_core.runs.runner.build_simulation", lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-run"))
+    )
     again = run_many(base, methods, [0], tmp_path, settings=settings, progress=False)
     assert again["auroc_mean"].tolist() == df["auroc_mean"].tolist()
 

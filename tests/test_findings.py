@@ -1,5 +1,6 @@
 """Findings computed from the numbers: paired differences, their sentences, the profiles,
 the palette and the per-round frames (the modules' doctests hold hand-computed cases)."""
+
 import doctest
 import importlib
 
@@ -9,8 +10,15 @@ import pytest
 from fedpl_core.report.tables import describe_difference, paired_difference
 
 
-@pytest.mark.parametrize("module", ["fedpl_core.report.tables", "fedpl_core.report.findings", "fedpl_core.studies.parameters",
-                                    "fedpl_core.report.plotting"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "fedpl_core.report.tables",
+        "fedpl_core.report.findings",
+        "fedpl_core.studies.parameters",
+        "fedpl_core.report.plotting",
+    ],
+)
 def test_doctests(module):
     res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert res.attempted > 0 and res.failed == 0
@@ -18,9 +26,18 @@ def test_doctests(module):
 
 def test_paired_difference_pairs_by_setting_and_seed_not_by_row_order():
     # rows shuffled; a - b is 10 points in setting s1 and -10 in s2 for every seed: mean 0
-    rows = [{"setting": st, "seed": sd, "label": lab, "which": "final",
-             "auroc_mean": 0.5 + (0.1 if (lab == "a") == (st == "s1") else 0.0) + 0.01 * sd}
-            for st in ("s1", "s2") for sd in (0, 1) for lab in ("a", "b")]
+    rows = [
+        {
+            "setting": st,
+            "seed": sd,
+            "label": lab,
+            "which": "final",
+            "auroc_mean": 0.5 + (0.1 if (lab == "a") == (st == "s1") else 0.0) + 0.01 * sd,
+        }
+        for st in ("s1", "s2")
+        for sd in (0, 1)
+        for lab in ("a", "b")
+    ]
     df = pd.DataFrame(rows).sample(frac=1.0, random_state=0)
     d = paired_difference(df, "a", "b")
     assert d["n"] == 4 and d["diff"] == pytest.approx(0.0) and d["sd"] == pytest.approx(11.547, abs=1e-3)
@@ -32,8 +49,10 @@ def test_paired_difference_pairs_by_setting_and_seed_not_by_row_order():
 
 def test_describe_difference_states_the_verdict_the_numbers_allow():
     sig = {"a": "SA", "b": "PL", "diff": -2.04, "sd": 0.5, "n": 9, "t": -12.0, "p": 0.001}
-    assert describe_difference(sig, pairs="classes") == \
-        "SA is 2.0 points below PL (paired t-test over 9 classes: p = 0.001, significant at 0.05)"
+    assert (
+        describe_difference(sig, pairs="classes")
+        == "SA is 2.0 points below PL (paired t-test over 9 classes: p = 0.001, significant at 0.05)"
+    )
     tiny = dict(sig, diff=0.01, p=None, n=1)
     assert describe_difference(tiny) == "SA is level with PL (within 0.05 points) (runs: 1, no test)"
 
@@ -72,10 +91,15 @@ def test_every_registered_method_and_paper_label_has_one_fixed_colour():
         own = vars(METHODS[m])
         assert {"display_name", "color", "paper"} <= set(own), f"{m} does not declare its own name, colour, paper"
         assert matplotlib.colors.is_color_like(own["color"]) and own["paper"] in PAPERS, m
-    pairs = {"FedPSL Table II": [(lab, name) for lab, name, _ in fedpsl.TABLE_II_METHODS],
-             **{f"FedLSM {t}": [(lab, name) for lab, name, tasks in fedlsm.PAPER_METHODS if t in tasks]
-                + fedlsm.ABLATION[1:] for t in fedlsm.TASKS},
-             "FedMLP Tables 1-2": list(fedmlp.PAPER_METHODS)}
+    pairs = {
+        "FedPSL Table II": [(lab, name) for lab, name, _ in fedpsl.TABLE_II_METHODS],
+        **{
+            f"FedLSM {t}": [(lab, name) for lab, name, tasks in fedlsm.PAPER_METHODS if t in tasks]
+            + fedlsm.ABLATION[1:]
+            for t in fedlsm.TASKS
+        },
+        "FedMLP Tables 1-2": list(fedmlp.PAPER_METHODS),
+    }
     for table, rows in pairs.items():
         labels = [lab for lab, _ in rows]
         methods = dict(rows)

@@ -12,6 +12,7 @@ that changes nothing it computes with, and must move after one that does.
   of package code it executes, outside the modules that never change numbers, is in its
   fingerprint.
 """
+
 import ast
 import os
 import shutil
@@ -132,7 +133,8 @@ def test_a_new_method_in_a_module_of_its_own_leaves_every_cpu_run_valid(tmp_path
         "@register\nclass FedAvgServerLR(FedAvg):\n"
         '    name = "fedavg_server_lr"\n    server_lr = 0.5\n\n'
         "    def aggregate(self, server, updates):\n"
-        "        FedAvgHead()(self, server, updates)\n")
+        "        FedAvgHead()(self, server, updates)\n"
+    )
     assert fingerprints(index_of(root), cpu_runs) == before
 
 
@@ -227,11 +229,15 @@ def source_configs():
     from fedpl_core.studies import fedpsl, surgical
 
     s = surgical.settings("smoke")
-    yield "fedpsl IV", fedpsl.config("IV", pool=40, test_pos=8, test_neg=8, image_size=28,
-                                     engine=config("fedavg").engine)
+    yield (
+        "fedpsl IV",
+        fedpsl.config("IV", pool=40, test_pos=8, test_neg=8, image_size=28, engine=config("fedavg").engine),
+    )
     yield "surgical ablation", surgical.ablation_config(s).replace(method="fedavg_pl", engine=config("fedavg").engine)
-    yield "surgical non-IID", surgical.noniid_config(s, True).replace(method="fedavg_pl",
-                                                                      engine=config("fedavg").engine)
+    yield (
+        "surgical non-IID",
+        surgical.noniid_config(s, True).replace(method="fedavg_pl", engine=config("fedavg").engine),
+    )
     yield "synthetic ICH", config("fedavg").replace(dataset="synthetic-ich", classes=None)
 
 

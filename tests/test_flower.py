@@ -4,6 +4,7 @@ The Flower side runs the real strategy loop (``Strategy.start``) and the real Cl
 in this process: :class:`~fedpl_core.apps.flower.LocalGrid` sends every message and every
 node's context through protobuf and back, as between Flower processes.
 """
+
 import numpy as np
 import pytest
 import torch
@@ -13,9 +14,9 @@ pytestmark = pytest.mark.flower
 
 from toy import toy_dataset  # noqa: E402
 
+from fedpl_core.apps.flower import FedplStrategy, FlowerSite, LocalGrid, decode, encode, make_client_app
 from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
 from fedpl_core.fl.simulation import Simulation  # noqa: E402
-from fedpl_core.apps.flower import FedplStrategy, FlowerSite, LocalGrid, decode, encode, make_client_app
 from fedpl_core.methods.fedavg import FedAvg  # noqa: E402
 from fedpl_core.methods.surgical import SurgicalAggregation  # noqa: E402
 from fedpl_core.nn.models import build_model  # noqa: E402
@@ -33,8 +34,7 @@ def setup():
     sizes = [100, 60, 90, 70]
     starts = np.cumsum([0] + sizes[:-1])
     masks = [np.isin(np.arange(c), [k % c, (k + 1) % c]) for k in range(K)]
-    part = Partition([ClientSpec(np.arange(s, s + n), m) for s, n, m in zip(starts, sizes, masks)],
-                     train.class_names)
+    part = Partition([ClientSpec(np.arange(s, s + n), m) for s, n, m in zip(starts, sizes, masks)], train.class_names)
     return train, part
 
 
@@ -44,8 +44,18 @@ def model_of(train, seed=0):
 
 
 def engine_cfg(**kw):
-    return EngineConfig(**{"rounds": 2, "batch_size": 16, "lr": 3e-3, "progress": False, "selection": None,
-                           "device": "cpu", "seed": 3, **kw})
+    return EngineConfig(
+        **{
+            "rounds": 2,
+            "batch_size": 16,
+            "lr": 3e-3,
+            "progress": False,
+            "selection": None,
+            "device": "cpu",
+            "seed": 3,
+            **kw,
+        }
+    )
 
 
 def run_engine(method_fn, train, part, cfg):
@@ -65,10 +75,18 @@ def flower_parts(method_fn, train, part, cfg, own_data=False):
         if own_data:  # a hospital: its own ImageDataset and the classes it annotates
             spec = part.clients[k]
             annotated = [n for n, m in zip(part.class_names, spec.class_mask) if m]
-            return FlowerSite.from_dataset(method_fn(), model_of(train, seed=100 + k), train.subset(spec.indices),
-                                           annotated, server_sim.info, cfg, k)
-        return FlowerSite.from_simulation(Simulation(method_fn(), model_of(train, seed=100 + k), train, part,
-                                                     cfg=cfg), k)
+            return FlowerSite.from_dataset(
+                method_fn(),
+                model_of(train, seed=100 + k),
+                train.subset(spec.indices),
+                annotated,
+                server_sim.info,
+                cfg,
+                k,
+            )
+        return FlowerSite.from_simulation(
+            Simulation(method_fn(), model_of(train, seed=100 + k), train, part, cfg=cfg), k
+        )
 
     return strategy, site_fn
 
@@ -87,11 +105,22 @@ def assert_trained(init, final):
 
 # ---------------------------------------------------------------------------- the codec
 def test_records_round_trip_every_container():
-    obj = {"state": {"w": torch.randn(3, 2), "n": torch.tensor(7), "m": torch.tensor([True, False])},
-           "head": (torch.zeros(2, 3, dtype=torch.float64), torch.arange(4)), "head_classes": ["b", "a"],
-           "optimizer": {0: {"step": torch.tensor(3.0)}, 12: {}}, "warmed_up": True, "tau": 0.25, "k": 3,
-           "none": None, "empty": [], "pair": ("x", "y"), "helpers": [{"a": torch.ones(1)}, {}],
-           "np": np.arange(3, dtype=np.int32), "mixed": [1, "a", 2.5], "npscalar": np.float32(1.5)}
+    obj = {
+        "state": {"w": torch.randn(3, 2), "n": torch.tensor(7), "m": torch.tensor([True, False])},
+        "head": (torch.zeros(2, 3, dtype=torch.float64), torch.arange(4)),
+        "head_classes": ["b", "a"],
+        "optimizer": {0: {"step": torch.tensor(3.0)}, 12: {}},
+        "warmed_up": True,
+        "tau": 0.25,
+        "k": 3,
+        "none": None,
+        "empty": [],
+        "pair": ("x", "y"),
+        "helpers": [{"a": torch.ones(1)}, {}],
+        "np": np.arange(3, dtype=np.int32),
+        "mixed": [1, "a", 2.5],
+        "npscalar": np.float32(1.5),
+    }
     rd = encode(obj, "t")
     assert set(rd.keys()) == {"t.arrays", "t.config"}
     assert list(rd["t.config"]["head_classes"]) == ["b", "a"]  # plain values are config entries

@@ -9,26 +9,37 @@ CPU machines); a session with a GPU runs them with ``pytest tests/test_gpu.py``.
   picks other algorithms for the stacked batches), and ``device="auto"`` picks the GPU;
 * a run records its peak GPU memory.
 """
+
 import pytest
 import torch
 
-from fedpl_core.fl.engine_config import EngineConfig
-from fedpl_core.runs.experiment_config import ExperimentConfig
-from fedpl_core.runs.build import build_simulation
-from fedpl_core.runs.runner import run
 from fedpl_core.fl import batched as B
+from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.server import sample_clients
 from fedpl_core.methods.blocks import sgd_step
+from fedpl_core.runs.build import build_simulation
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.runner import run
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
 def config(device="cuda", **engine):
     eng = {"rounds": 2, "batch_size": 20, "progress": False, "selection": None, "device": device, **engine}
-    return ExperimentConfig(dataset="synthetic-cxr", classes=["Effusion", "Pneumothorax", "Nodule"], image_size=28,
-                            n_train=240, n_test=60, partition="missing_classes", num_clients=4,
-                            partition_kwargs={"missing": 1}, model="cnn", model_kwargs={"width": 8, "norm": "gn"},
-                            method="fedavg_pl", engine=EngineConfig(**eng))
+    return ExperimentConfig(
+        dataset="synthetic-cxr",
+        classes=["Effusion", "Pneumothorax", "Nodule"],
+        image_size=28,
+        n_train=240,
+        n_test=60,
+        partition="missing_classes",
+        num_clients=4,
+        partition_kwargs={"missing": 1},
+        model="cnn",
+        model_kwargs={"width": 8, "norm": "gn"},
+        method="fedavg_pl",
+        engine=EngineConfig(**eng),
+    )
 
 
 def test_auto_picks_the_gpu_and_the_images_live_there_as_uint8():
@@ -39,10 +50,13 @@ def test_auto_picks_the_gpu_and_the_images_live_there_as_uint8():
     assert batch.x.device.type == batch.y.device.type == batch.mask.device.type == "cuda"
 
 
-@pytest.mark.parametrize("engine", [
-    {"augment": "flip_shift"},
-    {"augment": "flip_affine", "amp": True, "channels_last": True},
-])
+@pytest.mark.parametrize(
+    "engine",
+    [
+        {"augment": "flip_shift"},
+        {"augment": "flip_affine", "amp": True, "channels_last": True},
+    ],
+)
 def test_the_local_steps_do_not_synchronise_with_the_host(engine):
     sim = build_simulation(config(**engine))
     site = sim.sites[0]

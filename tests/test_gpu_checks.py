@@ -4,6 +4,7 @@ one folder; a failed step does not stop the others, a step that would not fit th
 skipped and says so, a summary table at the end, and running again continues.  The driver is
 tested here with stand-in steps (this module's functions, run in the steps' processes); the
 real steps' CPU rehearsal is ``gpu-checks --device cpu`` (tools/offline_rehearsal.sh runs two)."""
+
 import json
 import os
 import subprocess
@@ -25,12 +26,15 @@ def test_the_steps_are_the_issues_in_its_order():
     assert all(0 < s.min_s <= s.limit_s for s in G.STEPS)
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--device", "cpu", "--steps", "smoke", "tests"], "unknown step 'tests'"),
-    (["--device", "cpu", "--budget", "5"], "--budget must be more than"),
-    (["--device", "tpu"], "--device must be cuda, cuda:N or cpu"),
-    (["--device", "cpu", "--parallel", "0"], "--parallel must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--device", "cpu", "--steps", "smoke", "tests"], "unknown step 'tests'"),
+        (["--device", "cpu", "--budget", "5"], "--budget must be more than"),
+        (["--device", "tpu"], "--device must be cuda, cuda:N or cpu"),
+        (["--device", "cpu", "--parallel", "0"], "--parallel must be >= 1"),
+    ],
+)
 def test_bad_options_end_in_one_line_before_any_step(args, says, tmp_path, capsys):
     assert main(["gpu-checks", "--out", str(tmp_path / "o"), *args]) == 2
     err = capsys.readouterr().err
@@ -84,19 +88,28 @@ def _alive(pid: int) -> bool:
 
 def test_the_driver_records_each_step_survives_failures_skips_and_resumes(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setattr(G, "STEPS", (
-        G.Step("fine", 60, 1, "a step that works", fine),
-        G.Step("broken", 60, 1, "a step that raises", broken),
-        G.Step("hangs", 8, 1, "a step past its limit", hangs),
-        G.Step("inner", 9, 1, "a command stopped before the step's limit", stops_its_command),
-        G.Step("late", 60, 1000, "a step that does not fit the budget", fine),
-    ))
+    monkeypatch.setattr(
+        G,
+        "STEPS",
+        (
+            G.Step("fine", 60, 1, "a step that works", fine),
+            G.Step("broken", 60, 1, "a step that raises", broken),
+            G.Step("hangs", 8, 1, "a step past its limit", hangs),
+            G.Step("inner", 9, 1, "a command stopped before the step's limit", stops_its_command),
+            G.Step("late", 60, 1000, "a step that does not fit the budget", fine),
+        ),
+    )
     out = tmp_path / "checks"
     rc = main(["gpu-checks", "--device", "cpu", "--out", str(out), "--budget", "900"])
     assert rc == 1  # not every step is ok
     res = {s.name: G.read_result(out, s) for s in G.STEPS}
-    assert {k: r["status"] for k, r in res.items()} == {"fine": "ok", "broken": "failed", "hangs": "timeout",
-                                                       "inner": "ok", "late": "skipped"}
+    assert {k: r["status"] for k, r in res.items()} == {
+        "fine": "ok",
+        "broken": "failed",
+        "hangs": "timeout",
+        "inner": "ok",
+        "late": "skipped",
+    }
     assert res["broken"]["note"] == "RuntimeError: no such kernel"
     assert "stopped after 8 s" in res["hangs"]["note"] and res["hangs"]["seconds"] < 30
     assert res["inner"]["note"] == "exit status 124"
@@ -145,8 +158,26 @@ def test_the_grids_steps_benchmark_runs_the_serial_backend_without_workers():
     on the serial backend; the step failed on every device before), and the threads give the
     serial numbers."""
     env = {**os.environ, "PYTHONPATH": str(TESTS.parent)}
-    p = subprocess.run([sys.executable, str(TESTS.parent / "benchmarks" / "grid_throughput.py"), "--backends", "serial",
-                        "threads", "--workers", "2", "--runs", "2", "--rounds", "1", "--n-train", "200"],
-                       capture_output=True, text=True, env=env, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(TESTS.parent / "benchmarks" / "grid_throughput.py"),
+            "--backends",
+            "serial",
+            "threads",
+            "--workers",
+            "2",
+            "--runs",
+            "2",
+            "--rounds",
+            "1",
+            "--n-train",
+            "200",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     assert "threads    / serial throughput" in p.stdout and "numbers identical" in p.stdout

@@ -2,6 +2,7 @@
 same numbers; a failing run is retried once, then reported after the other runs are
 written; two processes on one results folder never do the same run; the ``grid`` command.
 The Ray tests (marked ``ray``) start a local Ray with 2 CPUs and skip without Ray."""
+
 import json
 import os
 import subprocess
@@ -12,20 +13,27 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fedpl_core.data.sources import load_bundle
+from fedpl_core.data.sources.base import register_source
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.runs import grid as G
+from fedpl_core.runs import runner as R
 from fedpl_core.runs.experiment_config import ExperimentConfig
 from fedpl_core.runs.results import atomic_write_json
 from fedpl_core.runs.runner import run
 from fedpl_core.runs.study import run_many
-from fedpl_core.runs import grid as G
-from fedpl_core.runs import runner as R
-from fedpl_core.data.sources import load_bundle
-from fedpl_core.data.sources.base import register_source
-from fedpl_core.fl.engine_config import EngineConfig
 
 ray_mark = pytest.mark.ray  # local Ray, 2 CPUs; skipped where the ray extra is not installed
 
-TINY = dict(dataset="synthetic-cxr", classes=["Cardiomegaly", "Effusion", "Pneumothorax"], image_size=28,
-            n_train=240, n_test=120, num_clients=3, model_kwargs={"width": 8})
+TINY = dict(
+    dataset="synthetic-cxr",
+    classes=["Cardiomegaly", "Effusion", "Pneumothorax"],
+    image_size=28,
+    n_train=240,
+    n_test=120,
+    num_clients=3,
+    model_kwargs={"width": 8},
+)
 # FedProx with mu = 0 is FedAvg; two classes of method, so no grid loads data in the driver
 METHODS = ["fedavg", ("prox0", {"method": "fedprox", "method_kwargs": {"mu": 0.0}})]
 
@@ -79,8 +87,12 @@ def serial():
 def test_default_backend_and_bad_arguments():
     assert G.check_args(None, 1, 1) == "serial" and G.check_args(None, 2, 1) == "process"
     assert G.check_args("ray", 1, 0) == "ray"
-    for args, needle in [(("gpu", 1, 1), "unknown backend 'gpu'"), ((None, 0, 1), "workers"),
-                         ((None, 2, -1), "retries"), ((None, True, 1), "workers")]:
+    for args, needle in [
+        (("gpu", 1, 1), "unknown backend 'gpu'"),
+        ((None, 0, 1), "workers"),
+        ((None, 2, -1), "retries"),
+        ((None, True, 1), "workers"),
+    ]:
         with pytest.raises(ValueError, match=needle):
             G.check_args(*args)
 
@@ -170,8 +182,9 @@ def test_two_processes_on_one_results_dir_do_each_run_once(tmp_path):
     try:
         while not go.with_suffix(".ready").exists() and other.poll() is None:
             time.sleep(0.05)  # the other process has imported everything and waits for `go`
-        here = run_many(tiny(), ["fedavg"], [0], rd, settings=counted_settings(log), progress=False,
-                          backend="process", workers=2)
+        here = run_many(
+            tiny(), ["fedavg"], [0], rd, settings=counted_settings(log), progress=False, backend="process", workers=2
+        )
     finally:
         err = other.communicate(timeout=120)[1]
     assert other.returncode == 0, err
@@ -180,9 +193,15 @@ def test_two_processes_on_one_results_dir_do_each_run_once(tmp_path):
     assert ks == list(range(4)), runs  # each run executed once, by one process
     assert len({pid for _, pid in runs}) >= 2  # both grids did some of the work
     assert len(list(rd.glob("*.json"))) == 4 and not list(rd.glob("*.lock")) and not list(rd.glob(".*tmp"))
-    files = {json.loads(f.read_text())["config"]["dataset_kwargs"]["k"]: json.loads(f.read_text())["final"]["auroc_mean"]
-             for f in rd.glob("*.json")}
-    assert dict(zip(here.setting, here.auroc_mean)) == json.loads(out.read_text()) == {f"s{k}": v for k, v in files.items()}
+    files = {
+        json.loads(f.read_text())["config"]["dataset_kwargs"]["k"]: json.loads(f.read_text())["final"]["auroc_mean"]
+        for f in rd.glob("*.json")
+    }
+    assert (
+        dict(zip(here.setting, here.auroc_mean))
+        == json.loads(out.read_text())
+        == {f"s{k}": v for k, v in files.items()}
+    )
 
 
 CLAIM_SCRIPT = """
@@ -203,8 +222,15 @@ def test_run_locks_are_exclusive_under_a_race(tmp_path):
     """Two processes take the same 400 locks at the same moment and keep what they won:
     each lock goes to exactly one."""
     n = 400
-    ps = [subprocess.Popen([sys.executable, "-c", CLAIM_SCRIPT, str(tmp_path), str(n)], stdin=subprocess.PIPE,
-                           stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    ps = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLAIM_SCRIPT, str(tmp_path), str(n)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     try:
         assert [p.stdout.readline().strip() for p in ps] == ["ready", "ready"]
         (tmp_path / "go").touch()
@@ -238,12 +264,31 @@ def test_cli_grid_serial_prints_mean_and_std_per_method(tmp_path, capsys):
     from fedpl_core.apps.cli import main
 
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("dataset: synthetic-cxr\nclasses: [Cardiomegaly, Effusion, Pneumothorax]\nimage_size: 28\n"
-                   "n_train: 240\nn_test: 120\nnum_clients: 3\nmodel_kwargs: {width: 8}\nrounds: 1\n"
-                   "batch_size: 32\nprogress: false\n")
+    cfg.write_text(
+        "dataset: synthetic-cxr\nclasses: [Cardiomegaly, Effusion, Pneumothorax]\nimage_size: 28\n"
+        "n_train: 240\nn_test: 120\nnum_clients: 3\nmodel_kwargs: {width: 8}\nrounds: 1\n"
+        "batch_size: 32\nprogress: false\n"
+    )
     rd = tmp_path / "r"
-    assert main(["grid", str(cfg), "--methods", "fedavg", "fedprox", "--seeds", "0", "1", "--backend", "serial",
-                 "--results-dir", str(rd)]) == 0
+    assert (
+        main(
+            [
+                "grid",
+                str(cfg),
+                "--methods",
+                "fedavg",
+                "fedprox",
+                "--seeds",
+                "0",
+                "1",
+                "--backend",
+                "serial",
+                "--results-dir",
+                str(rd),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     res = [json.loads(f.read_text()) for f in rd.glob("*.json")]
     assert len(res) == 4
@@ -252,18 +297,26 @@ def test_cli_grid_serial_prints_mean_and_std_per_method(tmp_path, capsys):
         line = next(ln for ln in out.splitlines() if ln.split()[0] == m)
         assert f"{np.mean(v):.4f} ± {np.std(v, ddof=1):.4f}" in line and line.split()[-1] == "2", out
     assert "4 runs (serial backend" in out
-    for args, needle in [(["--backend", "gpu"], "fedpl: error: argument --backend: invalid choice: 'gpu' (choose from "
-                                                "'serial', 'process', 'threads', 'ray')"),
-                         (["--workers", "0"], "fedpl: error: workers must be an integer >= 1, got 0"),
-                         (["--seeds", "-1"], "fedpl: error: "),
-                         (["--methods", "fedmagic"], "fedpl: error: unknown method 'fedmagic'")]:
+    for args, needle in [
+        (
+            ["--backend", "gpu"],
+            "fedpl: error: argument --backend: invalid choice: 'gpu' (choose from "
+            "'serial', 'process', 'threads', 'ray')",
+        ),
+        (["--workers", "0"], "fedpl: error: workers must be an integer >= 1, got 0"),
+        (["--seeds", "-1"], "fedpl: error: "),
+        (["--methods", "fedmagic"], "fedpl: error: unknown method 'fedmagic'"),
+    ]:
         argv = ["grid", str(cfg), "--methods", "fedavg", *args]
         assert main(argv) == 2
         err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
         assert len(err) == 1 and err[0].startswith(needle), err
     # the module entry point: same command, one line, exit 2
-    p = subprocess.run([sys.executable, "-m", "fedpl_core", "grid", str(tmp_path / "none.yaml"), "--methods", "fedavg"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "fedpl_core", "grid", str(tmp_path / "none.yaml"), "--methods", "fedavg"],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 2 and p.stderr.strip() == f"fedpl: error: config file not found: {tmp_path / 'none.yaml'}"
 
 

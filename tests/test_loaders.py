@@ -1,4 +1,5 @@
 """Real-data loaders on tiny fixtures written in the published formats."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,15 +16,21 @@ from PIL import ImageFile
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fixtures_data as fx  # noqa: E402
 
-from fedpl_core.data import cache, catalog as registry  # noqa: E402
+from fedpl_core.data import cache  # noqa: E402
+from fedpl_core.data import catalog as registry
 from fedpl_core.data.base import MULTICLASS, MULTILABEL, DataError  # noqa: E402
 from fedpl_core.data.cache import DECODE_FIELDS, DecodeOptions  # noqa: E402
-from fedpl_core.data.loaders.csv_loader import (CHEXPERT_CLASSES, CHEXPERT_TO_NIH, load_chexpert, load_csv,
-                                                load_mimic_cxr)
+from fedpl_core.data.dataset_splits import group_split, split_dataset  # noqa: E402
+from fedpl_core.data.loaders.csv_loader import (
+    CHEXPERT_CLASSES,
+    CHEXPERT_TO_NIH,
+    load_chexpert,
+    load_csv,
+    load_mimic_cxr,
+)
 from fedpl_core.data.loaders.ham10000 import HAM_CLASSES, load_ham10000  # noqa: E402
 from fedpl_core.data.loaders.medmnist import MEDMNIST_INFO, load_medmnist  # noqa: E402
 from fedpl_core.data.loaders.nih import NIH_CLASSES, load_nih  # noqa: E402
-from fedpl_core.data.dataset_splits import group_split, split_dataset  # noqa: E402
 from fedpl_core.data.loaders.tb_covid import load_covid, load_tb  # noqa: E402
 
 
@@ -249,7 +256,7 @@ def test_ham10000_isic_ground_truth(tmp_path, kw):
     root = fx.write_ham10000(tmp_path / "isic", metadata=False, isic=True)
     ds = load_ham10000(root, **kw)
     assert ds.extra["source"] == "isic"
-    for lesion, image, dx, *_ in fx.HAM_ROWS:
+    for _lesion, image, dx, *_ in fx.HAM_ROWS:
         r = row_of(ds, "image_id", image)
         assert labels_of(ds, r) == {dx.upper()} and ds.groups[r] == image  # no lesion ids shipped
     root2 = fx.write_ham10000(tmp_path / "isic2", metadata=False, isic=True, groupings=True)
@@ -325,8 +332,9 @@ def test_chexpert_root_variants_valid_classes(tmp_path, kw):
     b = load_chexpert(tmp_path, **kw)
     np.testing.assert_array_equal(a.images, b.images)
     assert (a.images[0] == 20).all()  # first row's image
-    v = load_chexpert(tmp_path, split="valid", classes=["Support Devices", "Pleural Effusion"],
-                      rename=CHEXPERT_TO_NIH, **kw)
+    v = load_chexpert(
+        tmp_path, split="valid", classes=["Support Devices", "Pleural Effusion"], rename=CHEXPERT_TO_NIH, **kw
+    )
     assert v.class_names == ["Support Devices", "Effusion"] and len(v) == 2
     assert v.labels.tolist() == [[0, 0], [1, 0]]
     full = tmp_path / "full"
@@ -384,15 +392,26 @@ def test_generic_csv(tmp_path, kw):
     for i in range(4):
         fx.write_png(tmp_path / "img" / f"{i}.png", (20, 20), 50 * i)
     (tmp_path / "labels.csv").write_text(
-        "file,site,patient,a,b\nimg/0.png,x,p1,1,0\nimg/1.png,y,p1,0,1\nimg/2.png,x,p2,1,1\nimg/3.png,x,p3,-1,\n")
-    ds = load_csv(tmp_path / "labels.csv", tmp_path, "file", ["a", "b"], group_column="patient",
-                  filters={"site": ["X"]}, uncertain="ignore", blank="ignore", **kw)
+        "file,site,patient,a,b\nimg/0.png,x,p1,1,0\nimg/1.png,y,p1,0,1\nimg/2.png,x,p2,1,1\nimg/3.png,x,p3,-1,\n"
+    )
+    ds = load_csv(
+        tmp_path / "labels.csv",
+        tmp_path,
+        "file",
+        ["a", "b"],
+        group_column="patient",
+        filters={"site": ["X"]},
+        uncertain="ignore",
+        blank="ignore",
+        **kw,
+    )
     assert ds.labels.tolist() == [[1, 0], [1, 1], [0, 0]]
     assert ds.label_mask.tolist() == [[True, True], [True, True], [False, False]]
     assert list(ds.groups) == ["p1", "p2", "p3"]
     assert [int(ds.images[i].mean()) for i in range(3)] == [0, 100, 150]
-    mc = load_csv(tmp_path / "labels.csv", tmp_path, "file", ["a", "b"], task=MULTICLASS,
-                  filters={"patient": ["p1"]}, **kw)
+    mc = load_csv(
+        tmp_path / "labels.csv", tmp_path, "file", ["a", "b"], task=MULTICLASS, filters={"patient": ["p1"]}, **kw
+    )
     assert mc.task == MULTICLASS and mc.labels.tolist() == [[1, 0], [0, 1]]
     with pytest.raises(DataError, match="exactly one"):
         load_csv(tmp_path / "labels.csv", tmp_path, "file", ["a", "b"], task=MULTICLASS, **kw)
@@ -598,8 +617,7 @@ def test_registry_isic2018_layout(tmp_path):
 def test_registry_ham10000_lesion_split_7_1_2(tmp_path):
     rows = fx.ham_rows(150, seed=1)
     root = fx.write_ham10000(tmp_path / "ham", rows=rows, size=(6, 4))
-    train, val, test = registry.load_split("ham10000", str(root), image_size=4, use_cache=False,
-                                           progress=False, seed=5)
+    train, val, test = registry.load_split("ham10000", str(root), image_size=4, use_cache=False, progress=False, seed=5)
     n = len(rows)
     assert len(train) + len(val) + len(test) == n
     assert sorted(np.concatenate([p.extra["image_id"] for p in (train, val, test)])) == [r[1] for r in rows]

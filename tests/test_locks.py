@@ -2,6 +2,7 @@
 (``run`` waits naming the holder, ``run_many`` skips it and comes back), and a lock of a
 dead process never blocks (the issue's planted ``<run_id>.lock`` of pid 1:
 test_reliability_files.py)."""
+
 import logging
 import os
 import signal
@@ -16,10 +17,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from test_reliability import tiny  # noqa: E402
 
+from fedpl_core.base.locks import holder, run_lock, try_lock  # noqa: E402
+from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
 from fedpl_core.runs.runner import run
 from fedpl_core.runs.study import run_many  # noqa: E402
-from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
-from fedpl_core.base.locks import holder, run_lock, try_lock  # noqa: E402
 
 HOLD = """
 import os, sys, time
@@ -41,8 +42,12 @@ lock.release()
 def hold(path, until=None):
     """A process holding the lock at ``path`` (asserted), until ``until`` exists or its
     stdin is closed."""
-    p = subprocess.Popen([sys.executable, "-c", HOLD, str(path), *([str(until)] if until else [])],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(path), *([str(until)] if until else [])],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout.readline().strip() == "held"
     return p
 
@@ -114,8 +119,10 @@ def test_run_waits_for_a_live_holder_naming_it_then_runs(tmp_path, caplog):
             t0 = time.monotonic()
             while "waiting for run" not in caplog.text and time.monotonic() - t0 < 60:
                 time.sleep(0.05)
-            assert f"waiting for run {cfg.run_id()}: its lock {path} is held by host {socket.gethostname()} " \
-                   f"pid {p.pid}, " in caplog.text
+            assert (
+                f"waiting for run {cfg.run_id()}: its lock {path} is held by host {socket.gethostname()} "
+                f"pid {p.pid}, " in caplog.text
+            )
             time.sleep(0.5)
             assert waiter.is_alive() and not box  # still waiting while the holder lives
             stop(p, kill=True)

@@ -52,7 +52,8 @@ def test_known_class_softmax_of_the_ham_tdma_benchmark():
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location(
-        "fedlsm_ham_tdma", Path(__file__).resolve().parent.parent / "benchmarks" / "fedlsm_ham_tdma.py")
+        "fedlsm_ham_tdma", Path(__file__).resolve().parent.parent / "benchmarks" / "fedlsm_ham_tdma.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     logits = torch.tensor([[1.0, 0.0, 5.0], [2.0, 0.0, 0.0]], requires_grad=True)
@@ -97,8 +98,9 @@ def test_the_loss_block_is_the_pure_supervised_term(weighted, partial, task):
     known = mask if partial else None
     if task == "multiclass":
         assert torch.equal(want, masked_ce(logits, y, known))
-        assert torch.equal(want, supervised_term(logits, y, mask, torch.full((3,), 5.0), partial=partial,
-                                                 multiclass=True))
+        assert torch.equal(
+            want, supervised_term(logits, y, mask, torch.full((3,), 5.0), partial=partial, multiclass=True)
+        )
     else:
         assert torch.equal(want, masked_bce(logits, y, known, pos_weight=pw))
     if not partial:

@@ -1,4 +1,5 @@
 """Warnings print as one line each, once a process (fedpl_core.base.messages)."""
+
 import subprocess
 import sys
 
@@ -22,6 +23,8 @@ def test_a_repeated_warning_prints_once_and_a_recording_block_sees_it():
     r = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     lines = r.stderr.strip().splitlines()
-    assert lines == ["fedpl: warning: UserWarning: client G has 0 positives of Hernia",
-                     "fedpl: warning: UserWarning: another message"]
+    assert lines == [
+        "fedpl: warning: UserWarning: client G has 0 positives of Hernia",
+        "fedpl: warning: UserWarning: another message",
+    ]
     assert r.stdout.strip() == "1"

@@ -2,13 +2,13 @@
 (``fedpl_core.methods.base.HOOKS``, described once, in call order, in base.py's module
 docstring); no registered method overrides anything else; the harness calls those hooks
 and no other method of a method (configuration it reads from the blocks aside)."""
+
 import inspect
 import re
 from pathlib import Path
 
 import fedpl_core
-from fedpl_core.methods import METHODS, Method, available_methods
-from fedpl_core.methods import base
+from fedpl_core.methods import METHODS, Method, available_methods, base
 
 PKG = Path(fedpl_core.__file__).parent
 HARNESS = ["fl/site.py", "fl/simulation.py", "fl/evaluation.py", "fl/server.py", "fl/batched.py", "apps/flower.py"]
@@ -57,7 +57,9 @@ def test_the_harness_calls_the_documented_hooks_only():
     called = set()
     for rel in HARNESS:
         src = (PKG / rel).read_text()
-        name = r"(?:method|m|self\.method)" if rel == "fl/site.py" else r"(?:method|self\.method)"  # site.py: m = method
+        name = (
+            r"(?:method|m|self\.method)" if rel == "fl/site.py" else r"(?:method|self\.method)"
+        )  # site.py: m = method
         for m in re.finditer(rf"(?<![\w.]){name}\.(\w+)\(", src):
             called.add(m.group(1))
     assert called - set(base.HOOKS) <= CONFIG_CALLS, called - set(base.HOOKS) - CONFIG_CALLS
@@ -83,8 +85,9 @@ def test_the_method_modules_are_discovered_and_every_class_is_registered_by_its_
     for path in sorted((PKG / "methods").glob("*.py")):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef) and any(isinstance(d, ast.Name) and d.id == "register"
-                                                      for d in node.decorator_list):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(d, ast.Name) and d.id == "register" for d in node.decorator_list
+            ):
                 decorated.add(f"fedpl_core.methods.{path.stem}.{node.name}")
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "register":
                 raise AssertionError(f"{path.name}:{node.lineno}: register() called, not used as @register")
@@ -112,11 +115,14 @@ def test_registering_two_classes_under_one_name_is_refused():
             """Defined at one place, twice (a notebook cell run again)."""
 
             name = "again_for_the_registry_test"
+
         return Again
 
     try:
         first, second = register(define()), define()
-        assert first is not second and register(second) is second and METHODS[second.name] is second  # the newer replaces it
+        assert (
+            first is not second and register(second) is second and METHODS[second.name] is second
+        )  # the newer replaces it
     finally:
         METHODS.pop("again_for_the_registry_test", None)
     with pytest.raises(ValueError, match="a name of its own"):
@@ -164,13 +170,16 @@ def _method_signatures() -> dict[str, tuple[list[str], str]]:
     for fn in cls.body:
         if isinstance(fn, ast.FunctionDef) and fn.name in base.HOOKS:
             params = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
-            out[fn.name] = ([ast.unparse(p.annotation) for p in params[1:] if p.annotation is not None],
-                            ast.unparse(fn.returns) if fn.returns is not None else "")
+            out[fn.name] = (
+                [ast.unparse(p.annotation) for p in params[1:] if p.annotation is not None],
+                ast.unparse(fn.returns) if fn.returns is not None else "",
+            )
     return out
 
 
-def hook_annotation_problems(source: str, module: str = "<source>",
-                             method_classes: frozenset[str] | set[str] = frozenset()) -> list[str]:
+def hook_annotation_problems(
+    source: str, module: str = "<source>", method_classes: frozenset[str] | set[str] = frozenset()
+) -> list[str]:
     """``module:Class.hook: ...`` for every definition, in a class of ``source``, of a name in
     ``base.HOOKS`` whose parameters (``self`` aside) or return lack an annotation; for the
     classes named in ``method_classes`` (a ``Method`` subclass or a mixin of one), also for
@@ -212,14 +221,18 @@ def test_every_hook_override_is_annotated_as_method_declares_it():
         source = path.read_text()
         names = {n.name for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef)}
         problems += hook_annotation_problems(source, module, {n for n in names if f"{module}.{n}" in in_methods})
-        checked += sum(isinstance(f, ast.FunctionDef) and f.name in base.HOOKS
-                       for c in ast.walk(ast.parse(source)) if isinstance(c, ast.ClassDef) for f in c.body)
+        checked += sum(
+            isinstance(f, ast.FunctionDef) and f.name in base.HOOKS
+            for c in ast.walk(ast.parse(source))
+            if isinstance(c, ast.ClassDef)
+            for f in c.body
+        )
     assert checked >= 85, checked  # Method's 10 and the methods' overrides: the scan saw the package
     assert not problems, "\n".join(problems)
 
 
 def test_the_annotation_check_names_a_planted_unannotated_hook():
-    planted = '''
+    planted = """
 class Planted(Method):
     def loss(self, ctx, logits, features, batch):
         return logits.sum()
@@ -240,7 +253,7 @@ class Planted(Method):
 class Block:
     def init_client(self, method, ctx) -> None:
         pass
-'''
+"""
     assert hook_annotation_problems(planted, "planted", {"Planted"}) == [
         "planted:Planted.loss: no annotation for ctx, logits, features, batch, return",
         "planted:Planted.receive: no annotation for payload",
@@ -248,7 +261,9 @@ class Block:
         "Method declares (['Server', 'int'], 'dict[str, Any]')",
         "planted:Block.init_client: no annotation for method, ctx",
     ]
-    fixed = planted.replace("def loss(self, ctx, logits, features, batch):",
-                            "def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, "
-                            "batch: Batch) -> torch.Tensor:")
+    fixed = planted.replace(
+        "def loss(self, ctx, logits, features, batch):",
+        "def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, "
+        "batch: Batch) -> torch.Tensor:",
+    )
     assert "planted:Planted.loss" not in " ".join(hook_annotation_problems(fixed, "planted", {"Planted"}))

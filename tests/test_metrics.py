@@ -1,4 +1,5 @@
 """Tests for fedpl_core.nn.metrics against values computed by hand."""
+
 import json
 import math
 
@@ -9,14 +10,8 @@ import pytest
 from fedpl_core.nn.metrics import evaluate, multiclass_metrics, multilabel_metrics, per_class_table
 
 # Multi-label toy case: 4 samples, 3 classes; class 2 is all-positive (undefined).
-Y_ML = np.array([[1, 0, 1],
-                 [0, 0, 1],
-                 [1, 1, 1],
-                 [0, 1, 1]])
-S_ML = np.array([[0.9, 0.1, 0.2],
-                 [0.6, 0.3, 0.9],
-                 [0.4, 0.7, 0.8],
-                 [0.2, 0.5, 0.1]])
+Y_ML = np.array([[1, 0, 1], [0, 0, 1], [1, 1, 1], [0, 1, 1]])
+S_ML = np.array([[0.9, 0.1, 0.2], [0.6, 0.3, 0.9], [0.4, 0.7, 0.8], [0.2, 0.5, 0.1]])
 # Class 0: labels [1,0,1,0], scores [.9,.6,.4,.2].
 #   AUROC: pos {.9,.4} vs neg {.6,.2}: .9>.6 y, .9>.2 y, .4>.6 n, .4>.2 y -> 3/4.
 #   AP: ranked P(.9) N(.6) P(.4) N(.2); precision at each positive 1/1, 2/3 -> (1 + 2/3)/2 = 5/6.
@@ -25,8 +20,14 @@ S_ML = np.array([[0.9, 0.1, 0.2],
 #   AUROC = 1 (every positive above every negative); AP = 1.
 #   pred (>0.5, strict so 0.5 -> 0) = [0,0,1,0]: TP=1 FN=1 FP=0 TN=2
 #   -> TPR=1/2, TNR=1, BACC=3/4 (it would be 1 with >=); P=1, R=1/2, F1=2*1*.5/1.5=2/3.
-EXPECTED_ML = {"auroc_mean": (3 / 4 + 1) / 2, "map": (5 / 6 + 1) / 2, "bacc": (1 / 2 + 3 / 4) / 2,
-               "f1": (1 / 2 + 2 / 3) / 2, "precision": (1 / 2 + 1) / 2, "recall": (1 / 2 + 1 / 2) / 2}
+EXPECTED_ML = {
+    "auroc_mean": (3 / 4 + 1) / 2,
+    "map": (5 / 6 + 1) / 2,
+    "bacc": (1 / 2 + 3 / 4) / 2,
+    "f1": (1 / 2 + 2 / 3) / 2,
+    "precision": (1 / 2 + 1) / 2,
+    "recall": (1 / 2 + 1 / 2) / 2,
+}
 
 
 def test_multilabel_per_class_by_hand():
@@ -53,9 +54,9 @@ def test_multilabel_undefined_class_left_out_of_means():
 
 def test_threshold_is_strict():
     m = multilabel_metrics(Y_ML, S_ML, threshold=0.5)
-    assert m["bacc_per_class"][1] == pytest.approx(3 / 4)   # score 0.5 counted negative
+    assert m["bacc_per_class"][1] == pytest.approx(3 / 4)  # score 0.5 counted negative
     m = multilabel_metrics(Y_ML, S_ML, threshold=0.49)
-    assert m["bacc_per_class"][1] == pytest.approx(1.0)     # now 0.5 > 0.49 is positive
+    assert m["bacc_per_class"][1] == pytest.approx(1.0)  # now 0.5 > 0.49 is positive
 
 
 def test_no_defined_class_gives_none_and_warns():
@@ -74,18 +75,18 @@ def test_mask_restricts_each_class_to_known_samples():
     mask = np.ones_like(y, bool)
     mask[4:, :2] = False
     m = multilabel_metrics(y, s, mask=mask)
-    for key, value in EXPECTED_ML.items():          # identical to the unmasked 4-sample case
+    for key, value in EXPECTED_ML.items():  # identical to the unmasked 4-sample case
         assert m[key] == pytest.approx(value), key
     # Without the mask, class 0 AUROC would be pos{.9,.4} vs neg{.6,.2,.95,.95}: 3/8.
     unmasked = multilabel_metrics(y[:, [0, 2]], s[:, [0, 2]])
     assert unmasked["auroc_per_class"][0] == pytest.approx(3 / 8)
-    with pytest.raises(ValueError):                 # -1 labels are rejected when known
+    with pytest.raises(ValueError):  # -1 labels are rejected when known
         multilabel_metrics(y, s)
 
 
 def test_mask_can_make_class_undefined():
     mask = np.ones_like(Y_ML, bool)
-    mask[:2, 1] = False                             # class 1 now only sees label 1
+    mask[:2, 1] = False  # class 1 now only sees label 1
     m = multilabel_metrics(Y_ML, S_ML, mask=mask)
     assert m["auroc_per_class"][1] is None and m["n_defined"] == 1
     assert m["auroc_mean"] == pytest.approx(3 / 4)
@@ -93,10 +94,7 @@ def test_mask_can_make_class_undefined():
 
 # Multi-class toy case: 4 samples, classes 0..2; argmax preds [0,1,1,1].
 Y_MC = np.array([0, 1, 2, 1])
-S_MC = np.array([[0.7, 0.2, 0.1],
-                 [0.3, 0.4, 0.3],
-                 [0.2, 0.5, 0.3],
-                 [0.1, 0.8, 0.1]])
+S_MC = np.array([[0.7, 0.2, 0.1], [0.3, 0.4, 0.3], [0.2, 0.5, 0.3], [0.1, 0.8, 0.1]])
 # accuracy = 3/4 (sample 2 wrong).
 # OvR AUROC: c0 pos{.7} vs {.3,.2,.1} -> 1; c1 pos{.4,.8} vs neg{.2,.5}: .4>.2, .4<.5, .8>.2,
 #   .8>.5 -> 3/4; c2 pos{.3} vs {.1,.3,.1}: 1 + 0.5 (tie) + 1 -> 2.5/3 = 5/6.
@@ -119,7 +117,7 @@ def test_multiclass_by_hand():
 
 
 def test_multiclass_one_hot_and_absent_class():
-    s4 = np.hstack([S_MC, np.zeros((4, 1))])       # class 3 never occurs in y_true
+    s4 = np.hstack([S_MC, np.zeros((4, 1))])  # class 3 never occurs in y_true
     m = multiclass_metrics(np.eye(4)[Y_MC], s4)
     assert m["auroc_per_class"][3] is None and m["f1_per_class"][3] is None
     assert m["n_defined"] == 3 and m["n_classes"] == 4
@@ -144,7 +142,7 @@ def test_multiclass_single_present_class_auroc_none():
     with pytest.warns(UserWarning, match="fewer than two"):
         m = multiclass_metrics([1, 1, 1], [[0.2, 0.8], [0.6, 0.4], [0.3, 0.7]])
     assert m["auroc_mean"] is None and m["n_defined"] == 0
-    assert m["accuracy"] == pytest.approx(2 / 3)    # preds [1,0,1]
+    assert m["accuracy"] == pytest.approx(2 / 3)  # preds [1,0,1]
 
 
 def test_evaluate_dispatch():
@@ -169,7 +167,7 @@ def _walk(x):
 
 @pytest.mark.parametrize("result", [multilabel_metrics(Y_ML, S_ML), multiclass_metrics(Y_MC, S_MC)])
 def test_json_serialisable_plain_types_no_nan(result):
-    json.dumps(result, allow_nan=False)             # raises on NaN/inf
+    json.dumps(result, allow_nan=False)  # raises on NaN/inf
     for v in _walk(result):
         assert v is None or type(v) in (float, int, str), type(v)
         assert not (isinstance(v, float) and math.isnan(v))
@@ -183,7 +181,7 @@ def test_per_class_table():
     assert df.loc["a", "auroc"] == pytest.approx(3 / 4)
     assert df.loc["b", "f1"] == pytest.approx(2 / 3)
     assert df.loc["c"].isna().all()
-    assert m["auroc_per_class"][2] is None           # the dict itself keeps None
+    assert m["auroc_per_class"][2] is None  # the dict itself keeps None
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -204,6 +202,7 @@ def test_multilabel_equals_sklearn_with_ties_and_mask(seed):
             continue
         p, r, f, _ = precision_recall_fscore_support(yt, (ys > 0.5).astype(int), average="binary", zero_division=0)
         assert m["auroc_per_class"][c] == pytest.approx(roc_auc_score(yt, ys), abs=1e-12)
-        assert (m["precision_per_class"][c], m["recall_per_class"][c], m["f1_per_class"][c]) == \
-            pytest.approx((p, r, f), abs=1e-12)
+        assert (m["precision_per_class"][c], m["recall_per_class"][c], m["f1_per_class"][c]) == pytest.approx(
+            (p, r, f), abs=1e-12
+        )
     assert m["n_defined"] >= 5

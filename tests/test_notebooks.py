@@ -9,10 +9,12 @@ shows, three exercises, no issue numbers), and ``python -m fedpl_core reproduce`
 (papermill) runs a notebook with injected parameters.
 Marked ``notebook``: ``pytest -m "not notebook"`` runs the fast suite alone.
 """
+
 import json
 import platform
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -49,13 +51,17 @@ def test_notebook_is_in_the_form_jupyterlab_saves(nb):
 
     text = nb.read_text(encoding="utf-8")
     parsed = nbformat.reads(text, as_version=4)
-    assert tool.saved_form(parsed) == text, f"{nb.name}: not in the saved form (python tools/checked_outputs.py --format)"
+    assert tool.saved_form(parsed) == text, (
+        f"{nb.name}: not in the saved form (python tools/checked_outputs.py --format)"
+    )
     want = tool.kernel_metadata()
     assert parsed.metadata.get("kernelspec") == want["kernelspec"]
     got = dict(parsed.metadata.get("language_info", {}))
     if got.get("version") != want["language_info"]["version"]:
-        pytest.skip(f"the notebooks are saved for Python {got.get('version')}; JupyterLab on this Python "
-                    f"({platform.python_version()}) writes its own version into language_info")
+        pytest.skip(
+            f"the notebooks are saved for Python {got.get('version')}; JupyterLab on this Python "
+            f"({platform.python_version()}) writes its own version into language_info"
+        )
     assert got == want["language_info"]
 
 
@@ -111,11 +117,11 @@ def test_a_changed_digit_fails_nbval(pytester):
     nbformat.write(nb, pytester.path / "notebooks" / "00_tiny.ipynb")
 
     def run_with(text):
-        ref = {cell.id: {"source": cell.source, "outputs": [{"name": "stdout", "output_type": "stream",
-                                                              "text": text}]}}
+        ref = {cell.id: {"source": cell.source, "outputs": [{"name": "stdout", "output_type": "stream", "text": text}]}}
         tool.write_references("00_tiny", ref, pytester.path / "tests" / "notebook_outputs")
-        return pytester.runpytest_subprocess("--nbval-lax", "-p", "no:cacheprovider", "notebooks/00_tiny.ipynb",
-                                             "-k", "Cell", "-o", "addopts=")
+        return pytester.runpytest_subprocess(
+            "--nbval-lax", "-p", "no:cacheprovider", "notebooks/00_tiny.ipynb", "-k", "Cell", "-o", "addopts="
+        )
 
     run_with("0.6667 seeds [0]\n").assert_outcomes(passed=1)
     run_with("0.6668 seeds [0]\n").assert_outcomes(failed=1)
@@ -185,7 +191,9 @@ def test_notebook_teaches(nb):
     cells = _read(nb).cells
     md = [c.source for c in cells if c.cell_type == "markdown"]
     assert "What you will learn" in md[0] and re.search(r"It follows|follows the paper", md[0]), nb.name
-    heads = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## What this run shows")]
+    heads = [
+        i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## What this run shows")
+    ]
     assert len(heads) == 1, nb.name
     shows = cells[heads[0] + 1]
     assert shows.cell_type == "code" and re.search(r"what_this_run_shows\(|findings\(", shows.source), nb.name
@@ -201,16 +209,31 @@ def test_notebook_teaches(nb):
 
 
 # ------------------------------------------------------------------ papermill
-def notebook_head(nb_name: str, tmp_path: Path) -> Path:
-    """The notebook up to its setup cell (the one after ``parameters``): what reads the parameters."""
+def notebook_head(nb_name: str, tmp_path: Path, probe: Sequence[str] = ()) -> Path:
+    """The notebook up to its setup cell (the one after ``parameters``): what reads the
+    parameters; then the ``probe`` cells, if any.  Each notebook runs to its end once in the
+    suite, under nbval; a test of what its parameters and its setup do runs this head."""
     import nbformat
 
     nb = nbformat.read(ROOT / "notebooks" / nb_name, as_version=4)
     i = next(i for i, c in enumerate(nb.cells) if "parameters" in c.get("metadata", {}).get("tags", []))
-    nb.cells = nb.cells[:i + 2]
+    nb.cells = nb.cells[: i + 2] + [nbformat.v4.new_code_cell(src) for src in probe]
     out = tmp_path / nb_name
     nbformat.write(nb, out)
     return out
+
+
+#: A cell writing a table and a figure the way a notebook's cells do (``show`` / ``save_table``,
+#: ``savefig`` into the folder the setup cell chose).
+WRITES = """import matplotlib.pyplot as plt
+import pandas as pd
+from fedpl_core.report.plotting import savefig
+from fedpl_core.report.tables import save_table
+save_table(pd.DataFrame({"a": [1.0]}), "{stem}")
+fig, ax = plt.subplots()
+ax.plot([0, 1])
+_ = savefig(fig, "{stem}")
+"""
 
 
 @pytest.mark.notebook
@@ -222,30 +245,71 @@ def test_a_misspelt_papermill_parameter_is_refused_in_one_line(tmp_path, monkeyp
     monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "figures"))
     monkeypatch.setenv("FEDPL_RESULTS", str(tmp_path / "results"))
     nb = notebook_head("00_introduction.ipynb", tmp_path)
-    p = subprocess.run([sys.executable, "-m", "papermill", str(nb), str(tmp_path / "o.ipynb"), "-p", "profile", "smoke",
-                        "-p", "round", "2", "--cwd", str(ROOT)], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            str(nb),
+            str(tmp_path / "o.ipynb"),
+            "-p",
+            "profile",
+            "smoke",
+            "-p",
+            "round",
+            "2",
+            "--cwd",
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode != 0
     executed = _read(tmp_path / "o.ipynb")
-    errors = [o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])
-              if o["output_type"] == "error"]
+    errors = [
+        o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", []) if o["output_type"] == "error"
+    ]
     assert len(errors) == 1 and errors[0]["ename"] == "NotebookParameterError"
     (line,) = errors[0]["traceback"]
     assert line.startswith("fedpl: error: unknown parameter 'round'") and "rounds" in line and "seeds" in line
     # the right name passes
-    p = subprocess.run([sys.executable, "-m", "papermill", str(nb), str(tmp_path / "o2.ipynb"), "-p", "profile", "smoke",
-                        "-p", "rounds", "2", "--cwd", str(ROOT)], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            str(nb),
+            str(tmp_path / "o2.ipynb"),
+            "-p",
+            "profile",
+            "smoke",
+            "-p",
+            "rounds",
+            "2",
+            "--cwd",
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
 
 
 @pytest.mark.notebook
 def test_reproduce_runs_a_notebook_with_papermill_parameters(tmp_path, monkeypatch, capsys):
-    from fedpl_core.apps.cli import main
+    """``reproduce --notebooks 00`` injects the parameters, runs every cell and writes into
+    ``$FEDPL_FIGURES``; the notebook it runs is notebook 00's head (parameters and setup) and a
+    cell that writes a table and a figure as the notebook's cells do."""
+    from fedpl_core.apps import cli
 
     figures = tmp_path / "figures"  # never overwrite the committed cpu-profile figures
     monkeypatch.setenv("FEDPL_FIGURES", str(figures))
     monkeypatch.setenv("FEDPL_RESULTS", str(tmp_path / "results"))
     monkeypatch.delenv("FEDPL_PROFILE", raising=False)
-    assert main(["reproduce", "--profile", "smoke", "--notebooks", "00", "--output", str(tmp_path / "run")]) == 0
+    (tmp_path / "nb").mkdir()
+    head = notebook_head("00_introduction.ipynb", tmp_path / "nb", [WRITES.replace("{stem}", "00_probe")])
+    monkeypatch.setattr(cli, "discover_notebooks", lambda names=None: [head] if names == ["00"] else [])
+    assert cli.main(["reproduce", "--profile", "smoke", "--notebooks", "00", "--output", str(tmp_path / "run")]) == 0
     executed = _read(tmp_path / "run" / "00_introduction.ipynb")
     injected = [c for c in executed.cells if "injected-parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(injected) == 1 and 'profile = "smoke"' in injected[0].source
@@ -253,11 +317,17 @@ def test_reproduce_runs_a_notebook_with_papermill_parameters(tmp_path, monkeypat
     assert all(c.get("execution_count") for c in code), "a code cell did not run"
     setup = "".join(o.get("text", "") for o in code[2]["outputs"])
     assert "figures -> $FEDPL_FIGURES" in setup and "profile smoke:" in setup
-    written = {p.suffix for p in figures.glob("00_*")}
+    written = {p.suffix for p in figures.glob("00_probe*")}
     assert {".png", ".csv"} <= written
     assert "00_introduction.ipynb" in capsys.readouterr().out
-    shown = json.dumps([o for c in code for o in c.get("outputs", []) if o["output_type"] != "stream"
-                        or "Warning" not in o.get("text", "")])
+    shown = json.dumps(
+        [
+            o
+            for c in code
+            for o in c.get("outputs", [])
+            if o["output_type"] != "stream" or "Warning" not in o.get("text", "")
+        ]
+    )
     assert str(tmp_path) not in shown and str(ROOT) not in shown, "an output shows a machine path"
 
 
@@ -266,9 +336,9 @@ def _partial_nih(root: Path, n: int = 240, missing_every: int = 2, seed: int = 0
     """An NIH ChestX-ray14 folder in the published layout (``Data_Entry_2017.csv``, ``images_00N/images``,
     the split lists) holding only part of the images it lists: every ``missing_every``-th is absent."""
     import numpy as np
+    from fixtures_data import write_nih, write_text  # tests/ is on sys.path
 
     from fedpl_core.data import synthetic as S
-    from fixtures_data import write_nih, write_text  # tests/ is on sys.path
 
     rng = np.random.default_rng(seed)
     rows, skip = [], []
@@ -281,25 +351,45 @@ def _partial_nih(root: Path, n: int = 240, missing_every: int = 2, seed: int = 0
     write_nih(root, rows=rows, skip_images=tuple(skip), split_files=False)
     names = [r[0] for r in rows]
     write_text(root / "train_val_list.txt", "\n".join(names[: 3 * n // 4]) + "\n")
-    write_text(root / "test_list.txt", "\n".join(names[3 * n // 4:]) + "\n")
+    write_text(root / "test_list.txt", "\n".join(names[3 * n // 4 :]) + "\n")
     return root
 
 
 @pytest.mark.notebook
 def test_notebook_04_reads_a_partial_nih_download_with_skip_missing_from_a_parameter(tmp_path, monkeypatch):
     """``data_roots={"CXR": <NIH folder holding part of the images>}`` with
-    ``dataset_kwargs={"CXR": {"skip_missing": true}}`` runs notebook 04 to the end on the
-    real loader; without the option the loader's own message says what is missing."""
+    ``dataset_kwargs={"CXR": {"skip_missing": true}}`` reach notebook 04's CXR runs on the real
+    loader, which train and are tabled (the head of the notebook and its Table 2 cell, with one
+    method); a misspelt option or a key of no folder is refused in the setup cell."""
     import papermill as pm
 
     nih = _partial_nih(tmp_path / "nih")
-    for k, v in {"FEDPL_FIGURES": tmp_path / "figures", "FEDPL_RESULTS": tmp_path / "results",
-                 "FEDPL_CACHE": tmp_path / "cache"}.items():
+    for k, v in {
+        "FEDPL_FIGURES": tmp_path / "figures",
+        "FEDPL_RESULTS": tmp_path / "results",
+        "FEDPL_CACHE": tmp_path / "cache",
+    }.items():
         monkeypatch.setenv(k, str(v))
-    params = {"profile": "smoke", "data_roots": json.dumps({"CXR": str(nih)}),
-              "dataset_kwargs": json.dumps({"CXR": {"skip_missing": True}})}
-    pm.execute_notebook(str(ROOT / "notebooks" / "04_fedmlp.ipynb"), str(tmp_path / "o.ipynb"), parameters=params,
-                        cwd=str(ROOT), progress_bar=False, kernel_name="python3")
+    params = {
+        "profile": "smoke",
+        "data_roots": json.dumps({"CXR": str(nih)}),
+        "dataset_kwargs": json.dumps({"CXR": {"skip_missing": True}}),
+    }
+    table2 = (
+        "res2 = run_many(base['CXR'], study.methods(S)[:1], seeds, results_dir,"
+        " settings=study.level_settings(S, 'CXR'), progress=False)\n"
+        "show(study.results_table(res2), '04_table2_cxr', 'Table 2, CXR', FIG)"
+    )
+    (tmp_path / "nb").mkdir()
+    probe = notebook_head("04_fedmlp.ipynb", tmp_path / "nb", [table2])
+    pm.execute_notebook(
+        str(probe),
+        str(tmp_path / "o.ipynb"),
+        parameters=params,
+        cwd=str(ROOT),
+        progress_bar=False,
+        kernel_name="python3",
+    )
     results = [json.loads(p.read_text()) for p in (tmp_path / "results" / "04_fedmlp").glob("*.json")]
     cxr = [r["config"] for r in results if r["config"]["dataset"] == "nih"]
     assert cxr and all(c["dataset_kwargs"] == {"skip_missing": True} and c["data_root"] == str(nih) for c in cxr)
@@ -307,11 +397,21 @@ def test_notebook_04_reads_a_partial_nih_download_with_skip_missing_from_a_param
 
     head = notebook_head("04_fedmlp.ipynb", tmp_path)  # the options are checked in the setup cell
     with pytest.raises(pm.PapermillExecutionError, match="the nih loader has no option 'skip_mising'"):
-        pm.execute_notebook(str(head), str(tmp_path / "o2.ipynb"), progress_bar=False, kernel_name="python3",
-                            parameters=dict(params, dataset_kwargs='{"CXR": {"skip_mising": true}}'))
+        pm.execute_notebook(
+            str(head),
+            str(tmp_path / "o2.ipynb"),
+            progress_bar=False,
+            kernel_name="python3",
+            parameters=dict(params, dataset_kwargs='{"CXR": {"skip_mising": true}}'),
+        )
     with pytest.raises(pm.PapermillExecutionError, match="dataset_kwargs\\['ICH'\\] names no folder of data_roots"):
-        pm.execute_notebook(str(head), str(tmp_path / "o3.ipynb"), progress_bar=False, kernel_name="python3",
-                            parameters=dict(params, dataset_kwargs='{"ICH": {"skip_missing": true}}'))
+        pm.execute_notebook(
+            str(head),
+            str(tmp_path / "o3.ipynb"),
+            progress_bar=False,
+            kernel_name="python3",
+            parameters=dict(params, dataset_kwargs='{"ICH": {"skip_missing": true}}'),
+        )
 
 
 def test_dataset_kwargs_reach_the_config_of_a_real_data_folder_only(tmp_path):

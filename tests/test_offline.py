@@ -2,6 +2,7 @@
 installed; tools/wheelhouse.py's resolution helpers; tools/offline_install.sh refuses a missing
 wheelhouse with one line.  The install itself is rehearsed end to end by
 tools/offline_rehearsal.sh (minutes; its numbers are in docs/gpu.md)."""
+
 import importlib.util
 import os
 import subprocess
@@ -23,10 +24,26 @@ def _wheelhouse():
 def test_pytest_runs_without_nbval_and_the_notebooks_skip_saying_why():
     """``-p no:nbval`` stands for nbval not installed: pyproject's options must not name it
     (before: ``--nbval-lax`` in addopts, a usage error and exit status 4)."""
-    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:nbval", "-p", "no:cacheprovider", "-q", "-rs",
-                        "tests/test_gpu.py::test_a_run_records_its_peak_gpu_memory", "notebooks/00_introduction.ipynb"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:nbval",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-rs",
+            "tests/test_gpu.py::test_a_run_records_its_peak_gpu_memory",
+            "notebooks/00_introduction.ipynb",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-2000:]
     assert "nbval is not installed (pip install -e .[test]): the notebook is not executed" in out
@@ -36,9 +53,23 @@ def test_the_notebooks_run_under_nbval_lax_when_it_is_installed():
     import pytest
 
     pytest.importorskip("nbval")
-    p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                        "notebooks/00_introduction.ipynb"], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "notebooks/00_introduction.ipynb",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert p.returncode == 0 and "00_introduction.ipynb::Cell 0" in p.stdout, p.stdout[-2000:]
 
 
@@ -48,11 +79,20 @@ def test_reachable_follows_markers_and_extras_and_stops_at_the_machines_packages
     assert (env["python_version"], env["sys_platform"], env["platform_machine"]) == ("3.12", "linux", "x86_64")
     wheels = {
         "timm": ("1", ["torch", "huggingface-hub", "pyyaml"]),
-        "huggingface-hub": ("1", ["tqdm", "colorama; platform_system == 'Windows'",
-                                  "hf-xet; extra == 'xet'", "fsspec"]),
-        "pyyaml": ("1", []), "tqdm": ("1", []), "fsspec": ("1", []), "hf-xet": ("1", []),
-        "colorama": ("1", []), "tomli": ("1", []), "torch": ("9999", ["sympy"]), "sympy": ("1", []),
-        "numpy": ("1", []), "pandas": ("1", ["numpy", "tomli; python_version < '3.11'"]),
+        "huggingface-hub": (
+            "1",
+            ["tqdm", "colorama; platform_system == 'Windows'", "hf-xet; extra == 'xet'", "fsspec"],
+        ),
+        "pyyaml": ("1", []),
+        "tqdm": ("1", []),
+        "fsspec": ("1", []),
+        "hf-xet": ("1", []),
+        "colorama": ("1", []),
+        "tomli": ("1", []),
+        "torch": ("9999", ["sympy"]),
+        "sympy": ("1", []),
+        "numpy": ("1", []),
+        "pandas": ("1", ["numpy", "tomli; python_version < '3.11'"]),
     }
     roots = [Requirement(r) for r in ("timm", "pandas", "huggingface-hub[xet]", "papermill")]
     wheels["papermill"] = ("2.7", ["aiohttp>=3.9; python_version == '3.12'", "tqdm"])
@@ -70,9 +110,14 @@ def test_a_stand_in_wheel_is_a_wheel_pip_reads(tmp_path):
 
 
 def test_the_install_without_a_wheelhouse_is_one_line(tmp_path):
-    p = subprocess.run(["bash", str(ROOT / "tools" / "offline_install.sh"), str(tmp_path / "env")], cwd=ROOT,
-                       capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "WHEELHOUSE": str(tmp_path / "none")})
+    p = subprocess.run(
+        ["bash", str(ROOT / "tools" / "offline_install.sh"), str(tmp_path / "env")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "WHEELHOUSE": str(tmp_path / "none")},
+    )
     assert p.returncode == 2
     assert p.stderr.startswith("offline_install: error: no ") and p.stderr.count("\n") == 1
     assert not (tmp_path / "env").exists()

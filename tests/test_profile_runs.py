@@ -14,6 +14,7 @@ prints it (with the step times ``gpu-checks`` measured on a GPU, once the checko
 ``figures/gpu/step_times.json``; ``--gpu-budget FILE`` reads another record, ``--gpu-budget
 --on-paper`` none), and a test keeps every notebook within 10 minutes on one H100 and all six
 within an hour."""
+
 from __future__ import annotations
 
 import contextlib
@@ -42,8 +43,9 @@ def _setup(nb: str, results_dir: str, profile: str = "cpu") -> dict:
 
 
 def _cells(nb: str) -> list[str]:
-    return [c.source for c in nbformat.read(ROOT / "notebooks" / f"{nb}.ipynb", as_version=4).cells
-            if c.cell_type == "code"]
+    return [
+        c.source for c in nbformat.read(ROOT / "notebooks" / f"{nb}.ipynb", as_version=4).cells if c.cell_type == "code"
+    ]
 
 
 def profile_configs(results_dir: str, profile: str = "cpu") -> dict[str, list]:
@@ -64,9 +66,9 @@ def profile_configs(results_dir: str, profile: str = "cpu") -> dict[str, list]:
 
     ns = _setup("00_introduction", results_dir)
     src = next(s for s in _cells("00_introduction") if "\ncfg = ExperimentConfig" in s)
-    exec(src[src.index("cfg = "):src.index("data = load_data")], ns)
+    exec(src[src.index("cfg = ") : src.index("data = load_data")], ns)
     src = next(s for s in _cells("00_introduction") if s.startswith("settings = {"))
-    exec(src[:src.index("parts = {")], ns)
+    exec(src[: src.index("parts = {")], ns)
     grid("00", ns["cfg"], ["fedavg", "fedavg_pl", "surgical", "centralized", "oracle"], ns["seeds"], ns["settings"])
 
     ns = _setup("01_fedpsl", results_dir)
@@ -75,9 +77,18 @@ def profile_configs(results_dir: str, profile: str = "cpu") -> dict[str, list]:
         fed2 = st.paper_methods(["FedAvg (wBCE)", "FedPSL"], first_order=S.first_order)
         grid("01", base2, ns["METHODS"], S.seeds, st.table2_settings(S))
         grid("01", base2, st.tadl_variants(S.first_order), S.seeds, st.table2_settings(S))
-        grid("01", S.config("IV", data_seed=ns["data_seed"]),
-             st.paper_methods(S.table4_labels, first_order=S.first_order, rounds=S.engine.rounds,
-                              cache_dir=f"{ns['results_dir']}/simsiam"), S.seeds, st.table2_settings(S))
+        grid(
+            "01",
+            S.config("IV", data_seed=ns["data_seed"]),
+            st.paper_methods(
+                S.table4_labels,
+                first_order=S.first_order,
+                rounds=S.engine.rounds,
+                cache_dir=f"{ns['results_dir']}/simsiam",
+            ),
+            S.seeds,
+            st.table2_settings(S),
+        )
         grid("01", base2, fed2, S.seeds, st.fig3_settings(S))
         grid("01", base2, st.paper_methods(["FedAvg (wBCE)", "FedPSL w/ TDMA"]), S.seeds, st.fig4_settings(S))
         grid("01", base2, fed2, S.seeds, st.table5_settings(S))
@@ -88,14 +99,22 @@ def profile_configs(results_dir: str, profile: str = "cpu") -> dict[str, list]:
     grid("02", base["Task 1"], m["Task 1"], seeds)
     grid("02", base["Task 2"], m["Task 2"], seeds)
     grid("02", base["Task 1"], st.tdma_methods(), seeds)
-    tried = {"Task 1": [("FedLSM, reachable thresholds", {"tau_p": 0.7, "tau_n": 0.05, "tau_lp": 0.6, "tau_ln": 0.1}),
-                        ("FedLSM, both", {"pos_weight": False, "tau_p": 0.7, "tau_n": 0.05, "tau_lp": 0.6,
-                                          "tau_ln": 0.1})],
-             "Task 2": [("FedLSM, reachable thresholds", {"tau": 0.8, "tau_l": 0.7})]}
+    tried = {
+        "Task 1": [
+            ("FedLSM, reachable thresholds", {"tau_p": 0.7, "tau_n": 0.05, "tau_lp": 0.6, "tau_ln": 0.1}),
+            ("FedLSM, both", {"pos_weight": False, "tau_p": 0.7, "tau_n": 0.05, "tau_lp": 0.6, "tau_ln": 0.1}),
+        ],
+        "Task 2": [("FedLSM, reachable thresholds", {"tau": 0.8, "tau_l": 0.7})],
+    }
     for t in st.TASKS:
         grid("02", base[t], [x for x in m[t] if x[0] in ("FedAvg-PL", "FedAvg*")] + st.code_mode_methods(), seeds)
-        grid("02", base[t], [x for x in m[t] if x[0] in ("FedAvg-PL", "FedAvg*", "FedLSM")]
-             + [(lab, {"method": "fedlsm", "method_kwargs": kw}) for lab, kw in tried[t]], seeds)
+        grid(
+            "02",
+            base[t],
+            [x for x in m[t] if x[0] in ("FedAvg-PL", "FedAvg*", "FedLSM")]
+            + [(lab, {"method": "fedlsm", "method_kwargs": kw}) for lab, kw in tried[t]],
+            seeds,
+        )
         grid("02", base[t], st.ablation_methods(), seeds)
 
     ns = _setup("03_surgical_aggregation", results_dir)
@@ -113,14 +132,26 @@ def profile_configs(results_dir: str, profile: str = "cpu") -> dict[str, list]:
     for t in st.TABLES:
         grid("04", base[t], M, seeds, st.level_settings(S, t))
         top = f"m={S.missing[t][-1]}"
-        grid("04", base[t], [x for x in M if x[0] in ("FedAvg", "FedAvg-PL", "FedMLP")]
-             + [("FedMLP, paper T0/T1", {"method": "fedmlp", "method_kwargs": S.fedmlp_kwargs(t0=0.005, t1=0.01)}),
-                ("FedMLP without MLD", {"method": "fedmlp", "method_kwargs": S.fedmlp_kwargs(mld=False)})],
-             seeds, {top: st.level_settings(S, t)[top]})
+        grid(
+            "04",
+            base[t],
+            [x for x in M if x[0] in ("FedAvg", "FedAvg-PL", "FedMLP")]
+            + [
+                ("FedMLP, paper T0/T1", {"method": "fedmlp", "method_kwargs": S.fedmlp_kwargs(t0=0.005, t1=0.01)}),
+                ("FedMLP without MLD", {"method": "fedmlp", "method_kwargs": S.fedmlp_kwargs(mld=False)}),
+            ],
+            seeds,
+            {top: st.level_settings(S, t)[top]},
+        )
         lvl = S.hot_cool_levels.get(t)
         if lvl is not None and lvl not in S.missing[t]:
-            grid("04", base[t], st.methods(S, ["FedAvg-PL", "FedMLP"]), seeds,
-                 {f"m={lvl}": {"partition_kwargs": {"missing": lvl}}})
+            grid(
+                "04",
+                base[t],
+                st.methods(S, ["FedAvg-PL", "FedMLP"]),
+                seeds,
+                {f"m={lvl}": {"partition_kwargs": {"missing": lvl}}},
+            )
         one = st.one_class_setting(t, len(base[t].classes))
         grid("04", base[t], st.ablation_methods(S), seeds, one)
         grid("04", base[t], st.methods(S, ["FedAvg"]), seeds, one)
@@ -154,8 +185,13 @@ def pretrained_configs(results_dir: str, profile: str = "gpu") -> dict[str, dict
         return _setup_profile(nb, results_dir, profile)
 
     ns = _setup("01_fedpsl", results_dir)
-    grid("01", ns["base2"], ns["study"].imagenet_pair(ns["S"]), ns["S"].seeds,
-         ns["study"].table2_settings(ns["S"])["table"])
+    grid(
+        "01",
+        ns["base2"],
+        ns["study"].imagenet_pair(ns["S"]),
+        ns["S"].seeds,
+        ns["study"].table2_settings(ns["S"])["table"],
+    )
     ns = _setup("02_fedlsm", results_dir)
     grid("02", ns["base"]["Task 1"], ns["study"].imagenet_pair(ns["S"]), ns["S"].seeds)
     ns = _setup("03_surgical_aggregation", results_dir)
@@ -164,8 +200,13 @@ def pretrained_configs(results_dir: str, profile: str = "gpu") -> dict[str, dict
     grid("03", b, st.imagenet_pair(s, st.class_orders(b) if profile == "cpu" else None), s.seeds)
     ns = _setup("04_fedmlp", results_dir)
     S = ns["S"]
-    grid("04", ns["base"]["ICH"], ns["study"].imagenet_pair(S), S.seeds,
-         ns["study"].level_settings(S, "ICH")[f"m={S.missing['ICH'][-1]}"])
+    grid(
+        "04",
+        ns["base"]["ICH"],
+        ns["study"].imagenet_pair(S),
+        S.seeds,
+        ns["study"].level_settings(S, "ICH")[f"m={S.missing['ICH'][-1]}"],
+    )
     return out
 
 
@@ -206,11 +247,14 @@ def compare(got: dict, want: dict) -> tuple[list[str], list[str]]:
 def test_compare_reports_new_methods_and_fails_changed_ones():
     want = {"05": {"fedavg": {"runs": 2, "sha256": "a"}}}
     assert compare({"05": {"fedavg": {"runs": 2, "sha256": "a"}, "mine": {"runs": 3, "sha256": "b"}}}, want) == (
-        [], ["05 mine (3 runs)"])
+        [],
+        ["05 mine (3 runs)"],
+    )
     assert compare({"05": {"fedavg": {"runs": 2, "sha256": "c"}}}, want) == (["05 fedavg"], [])
     assert compare({}, want) == (["05 fedavg"], [])
-    assert digest({"00": ["b-s0-1", "a_b-s0-2", "b-s1-3"]}) == {"00": {"a_b": _hash(["a_b-s0-2"]),
-                                                                      "b": _hash(["b-s0-1", "b-s1-3"])}}
+    assert digest({"00": ["b-s0-1", "a_b-s0-2", "b-s1-3"]}) == {
+        "00": {"a_b": _hash(["a_b-s0-2"]), "b": _hash(["b-s0-1", "b-s1-3"])}
+    }
 
 
 def test_the_cpu_profile_builds_the_pinned_runs(tmp_path, monkeypatch):
@@ -227,8 +271,10 @@ def test_the_cpu_profile_builds_the_pinned_runs(tmp_path, monkeypatch):
     changed, new = compare(got, json.loads(PINNED.read_text()))
     assert not changed, "the cpu profile's run ids changed (see the module docstring): " + ", ".join(changed)
     if new:
-        warnings.warn("runs of methods not pinned yet (new results to make; pin them with "
-                      "`python tests/test_profile_runs.py`): " + ", ".join(new))
+        warnings.warn(
+            "runs of methods not pinned yet (new results to make; pin them with "
+            "`python tests/test_profile_runs.py`): " + ", ".join(new)
+        )
 
 
 #: notebook -> the study module that holds its profile table (and the gpu row's arithmetic)
@@ -285,8 +331,9 @@ def test_the_gpu_profile_fits_its_budget_on_paper(tmp_path, monkeypatch):
         if nb == "05":  # every registered method: a new method grows it, so it is printed, not stated
             assert not stated and "--gpu-budget" in doc
             continue
-        assert stated and abs(stated[0] - est["seconds"] / 60) <= 0.3, \
+        assert stated and abs(stated[0] - est["seconds"] / 60) <= 0.3, (
             f"{STUDIES[nb]}: states {stated}, the estimate is {est['seconds'] / 60:.1f} min"
+        )
     assert total <= 3600, f"all six: {total / 60:.1f} min on paper"
 
 
@@ -310,8 +357,8 @@ def test_the_imagenet_start_shares_the_notebooks_runs_and_fits_the_budget(tmp_pa
         pre = pretrained_configs(str(tmp_path / "results"), "gpu")
     finally:
         torch.set_num_threads(threads)
-    from fedpl_core.studies.parameters import PRETRAINED_BACKBONE
     from fedpl_core.studies.budget import gpu_estimate
+    from fedpl_core.studies.parameters import PRETRAINED_BACKBONE
 
     assert sorted(pre) == ["01", "02", "03", "04"]
     for nb, settings in pre.items():
@@ -326,8 +373,9 @@ def test_the_imagenet_start_shares_the_notebooks_runs_and_fits_the_budget(tmp_pa
         assert gpu_estimate(nbs[nb], measured=None)["seconds"] + added <= 600, nb
         doc = inspect.getdoc(importlib.import_module(f"fedpl_core.studies.{STUDIES[nb]}").imagenet_start)
         stated = [float(m) for m in re.findall(r"estimate\s+(\d+\.\d)\s+min", doc)]
-        assert stated and abs(stated[0] - added / 60) <= 0.15, \
+        assert stated and abs(stated[0] - added / 60) <= 0.15, (
             f"{STUDIES[nb]}.imagenet_start states {stated}, the Lite0 runs' estimate is {added / 60:.2f} min"
+        )
 
 
 if __name__ == "__main__":  # re-pin
@@ -341,21 +389,30 @@ if __name__ == "__main__":  # re-pin
 
         arg = sys.argv[2] if len(sys.argv) > 2 else None
         measured = None if arg == "--on-paper" else measured_step_times(arg)
-        print("step times: " + (f"measured on {measured.get('device_name')} ({measured.get('device_type')}, "
-                                f"{measured.get('date')}; {arg or STEP_TIMES_FILE}) where a backbone was timed, "
-                                "else on paper" if measured else "on paper (fedpl_core.studies.budget.GPU_ASSUMPTIONS)"))
+        print(
+            "step times: "
+            + (
+                f"measured on {measured.get('device_name')} ({measured.get('device_type')}, "
+                f"{measured.get('date')}; {arg or STEP_TIMES_FILE}) where a backbone was timed, "
+                "else on paper"
+                if measured
+                else "on paper (fedpl_core.studies.budget.GPU_ASSUMPTIONS)"
+            )
+        )
         with tempfile.TemporaryDirectory() as tmp:
             os.environ.setdefault("FEDPL_FIGURES", str(Path(tmp) / "figures"))
             total = 0.0
             for nb, e in gpu_budget(str(Path(tmp) / "results"), measured=measured).items():
                 total += e["seconds"] if not nb.endswith("+") else 0.0
                 name = STUDIES[nb.rstrip("+")] + (": ImageNet start, its Lite0 runs" if nb.endswith("+") else "")
-                print(f"{nb} ({name}): {int(e['runs'])} runs ({int(e['measured_runs'])} timed from measurements), "
-                      f"{e['steps']:,.0f} training steps, "
-                      f"{e['train_images'] / 1e6:.2f} M training / {e['eval_images'] / 1e6:.2f} M evaluation "
-                      "images, "
-                      f"{e['pflop']:.1f} PFLOP ({e['flop_s']:.0f} s), floors {e['floor_s']:.0f} s: "
-                      f"{e['seconds'] / 60:.1f} min")
+                print(
+                    f"{nb} ({name}): {int(e['runs'])} runs ({int(e['measured_runs'])} timed from measurements), "
+                    f"{e['steps']:,.0f} training steps, "
+                    f"{e['train_images'] / 1e6:.2f} M training / {e['eval_images'] / 1e6:.2f} M evaluation "
+                    "images, "
+                    f"{e['pflop']:.1f} PFLOP ({e['flop_s']:.0f} s), floors {e['floor_s']:.0f} s: "
+                    f"{e['seconds'] / 60:.1f} min"
+                )
             print(f"all six (without the ImageNet starts): {total / 60:.1f} min")
         sys.exit(0)
 

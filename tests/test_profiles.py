@@ -1,6 +1,7 @@
 """Profiles are declared one way: each study's ``PROFILES`` table (smoke / cpu / gpu / full rows of
 named fields) and :func:`fedpl_core.studies.parameters.apply_parameters`, which applies a notebook's
 parameters to a row; every notebook's parameters cell has the same names."""
+
 import importlib
 import re
 from pathlib import Path
@@ -9,14 +10,26 @@ import nbformat
 import pytest
 
 from fedpl_core.base.validation import ConfigError
-from fedpl_core.studies.parameters import (NOTEBOOK_PARAMETERS, PROFILES, ROW_FIELDS, apply_parameters, check_table,
-                                           fields_of)
+from fedpl_core.studies.parameters import (
+    NOTEBOOK_PARAMETERS,
+    PROFILES,
+    ROW_FIELDS,
+    apply_parameters,
+    check_table,
+    fields_of,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDIES = ["introduction", "fedpsl", "fedlsm", "surgical", "fedmlp", "benchmark"]
 #: study -> the notebook that applies its table
-NOTEBOOKS = {"introduction": "00_introduction", "fedpsl": "01_fedpsl", "fedlsm": "02_fedlsm",
-             "surgical": "03_surgical_aggregation", "fedmlp": "04_fedmlp", "benchmark": "05_benchmark"}
+NOTEBOOKS = {
+    "introduction": "00_introduction",
+    "fedpsl": "01_fedpsl",
+    "fedlsm": "02_fedlsm",
+    "surgical": "03_surgical_aggregation",
+    "fedmlp": "04_fedmlp",
+    "benchmark": "05_benchmark",
+}
 EXTRAS = {"data_root", "data_roots", "first_order", "pretrained", "exclude", "dataset_kwargs", "plugins"}
 
 
@@ -49,10 +62,17 @@ def test_every_study_declares_its_profiles_in_one_table(name):
 def test_apply_parameters_overrides_rounds_lr_and_seeds_and_keeps_the_rest(name):
     table = _study(name).PROFILES
     row = apply_parameters(table, "smoke", seeds="[3, 4]", rounds="5", lr="0.02", data_seed=1, device="cpu")
-    assert (row["seeds"], row["rounds"], row["lr"], row["data_seed"], row["device"], row["profile"]) == \
-        ([3, 4], 5, 0.02, 1, "cpu", "smoke")
-    assert {k: v for k, v in row.items() if k not in {*ROW_FIELDS, "data_seed", "device", "profile"}} == \
-        {k: v for k, v in table["smoke"].items() if k not in ROW_FIELDS}
+    assert (row["seeds"], row["rounds"], row["lr"], row["data_seed"], row["device"], row["profile"]) == (
+        [3, 4],
+        5,
+        0.02,
+        1,
+        "cpu",
+        "smoke",
+    )
+    assert {k: v for k, v in row.items() if k not in {*ROW_FIELDS, "data_seed", "device", "profile"}} == {
+        k: v for k, v in table["smoke"].items() if k not in ROW_FIELDS
+    }
     same = apply_parameters(table, "cpu", seeds=None, rounds=None, lr=None)  # None: the profile's value
     assert {k: same[k] for k in ROW_FIELDS} == {k: table["cpu"][k] for k in ROW_FIELDS}
     row["seeds"].append(9)  # a copy: the table is never changed
@@ -90,16 +110,19 @@ def test_surgical_full_row_follows_the_data_and_the_weights_and_the_notebook_lr_
     assert (st.lr, st.model, st.normalize, st.calibrate_bn) == (1e-4, "densenet121", "imagenet", False)
 
 
-@pytest.mark.parametrize("params,error,needle", [
-    (dict(round=4), TypeError, "unknown notebook parameter(s) ['round']"),
-    (dict(rounds=0), ConfigError, "rounds must be >= 1, got 0"),
-    (dict(rounds="many"), ConfigError, "rounds"),
-    (dict(lr=0), ConfigError, "lr must be a positive number"),
-    (dict(lr="-1e-3"), ConfigError, "lr must be a positive number"),
-    (dict(lr="fast"), ConfigError, "lr"),
-    (dict(seeds="[0, 0]"), ConfigError, "lists a seed twice"),
-    (dict(data_root="/nonexistent/folder"), ConfigError, "data_root: folder not found"),
-])
+@pytest.mark.parametrize(
+    "params,error,needle",
+    [
+        (dict(round=4), TypeError, "unknown notebook parameter(s) ['round']"),
+        (dict(rounds=0), ConfigError, "rounds must be >= 1, got 0"),
+        (dict(rounds="many"), ConfigError, "rounds"),
+        (dict(lr=0), ConfigError, "lr must be a positive number"),
+        (dict(lr="-1e-3"), ConfigError, "lr must be a positive number"),
+        (dict(lr="fast"), ConfigError, "lr"),
+        (dict(seeds="[0, 0]"), ConfigError, "lists a seed twice"),
+        (dict(data_root="/nonexistent/folder"), ConfigError, "data_root: folder not found"),
+    ],
+)
 def test_apply_parameters_refuses_an_unknown_parameter_or_a_bad_value(params, error, needle):
     from fedpl_core.studies import fedpsl
 
@@ -121,8 +144,14 @@ def test_apply_parameters_refuses_an_unknown_profile_and_a_table_that_is_not_one
 
 # ============================================================================ the gpu profile (issue 27)
 #: study -> the backbone of its gpu row: the papers' (ResNet-18 for FedMLP, DenseNet-121 for the others)
-GPU_MODELS = {"introduction": "densenet121", "fedpsl": "densenet121", "fedlsm": "densenet121",
-              "surgical": "densenet121", "fedmlp": "resnet18", "benchmark": "densenet121"}
+GPU_MODELS = {
+    "introduction": "densenet121",
+    "fedpsl": "densenet121",
+    "fedlsm": "densenet121",
+    "surgical": "densenet121",
+    "fedmlp": "resnet18",
+    "benchmark": "densenet121",
+}
 
 
 def _size(row):
@@ -160,9 +189,20 @@ def test_the_gpu_rows_keep_the_papers_proportions():
 def _shrink(row: dict) -> dict:
     """A gpu row in smoke size: its model, image size, seeds and schedule's shape, with a few
     images and rounds, for the CPU."""
-    small = {"n_train": 200, "n_test": 100, "n": 20, "pool": 30, "test_pos": 20, "test_neg": 20,
-             "n_external": 100, "n_nih": 100, "n_chexpert": 150, "n_noniid_test": 100, "n_public": 64,
-             "fig4_base": 20}
+    small = {
+        "n_train": 200,
+        "n_test": 100,
+        "n": 20,
+        "pool": 30,
+        "test_pos": 20,
+        "test_neg": 20,
+        "n_external": 100,
+        "n_nih": 100,
+        "n_chexpert": 150,
+        "n_noniid_test": 100,
+        "n_public": 64,
+        "fig4_base": 20,
+    }
     out = {}
     for k, v in row.items():
         if k in small and isinstance(v, int):
@@ -179,8 +219,8 @@ def _shrink(row: dict) -> dict:
 
 def test_the_gpu_rows_build_valid_configs_in_smoke_size():
     from fedpl_core.runs.experiment_config import ExperimentConfig
-    from fedpl_core.studies.parameters import engine_options
     from fedpl_core.studies import benchmark, fedlsm, fedmlp, fedpsl, surgical
+    from fedpl_core.studies.parameters import engine_options
 
     assert engine_options("gpu") == {"amp": True, "channels_last": True}
 
@@ -193,8 +233,11 @@ def test_the_gpu_rows_build_valid_configs_in_smoke_size():
     assert s.seeds == [0, 1, 2] and s.first_order and s.engine.local_epochs == 2
     for t in ("II", "IV"):
         check(s.config(t), "densenet121")
-    assert {k: v["local_epochs"] * v["rounds"] for k, v in fedpsl.table5_settings(s).items()} == \
-        {"E=2": 20, "E=10": 20, "E=20": 20}
+    assert {k: v["local_epochs"] * v["rounds"] for k, v in fedpsl.table5_settings(s).items()} == {
+        "E=2": 20,
+        "E=10": 20,
+        "E=20": 20,
+    }
     s = fedlsm.settings(_shrink(apply_parameters(fedlsm.PROFILES, "gpu", device="cpu")))
     for t in fedlsm.TASKS:
         check(s.config(t), "densenet121")
@@ -219,14 +262,28 @@ def test_a_gpu_row_runs_on_the_cpu_in_smoke_size():
     from fedpl_core.runs.runner import run
     from fedpl_core.studies import fedlsm, fedmlp
 
-    s = fedmlp.settings({**_shrink(apply_parameters(fedmlp.PROFILES, "gpu", device="cpu")), "rounds": 1,
-                         "image_size": 64, "n_train": {"ICH": 40, "CXR": 40}, "n_test": {"ICH": 30, "CXR": 30}})
+    s = fedmlp.settings(
+        {
+            **_shrink(apply_parameters(fedmlp.PROFILES, "gpu", device="cpu")),
+            "rounds": 1,
+            "image_size": 64,
+            "n_train": {"ICH": 40, "CXR": 40},
+            "n_test": {"ICH": 30, "CXR": 30},
+        }
+    )
     cfg = s.config("ICH").replace(method="fedmlp", method_kwargs=s.fedmlp_kwargs(warmup_rounds=0))
     res = run(cfg)
     assert res.final["auroc_mean"] == res.final["auroc_mean"]  # a number, not NaN
-    s = fedlsm.settings({**_shrink(apply_parameters(fedlsm.PROFILES, "gpu", device="cpu")), "rounds": 1,
-                         "image_size": 64, "local_iters": {"Task 1": 1, "Task 2": 1},
-                         "n_train": {"Task 1": 40, "Task 2": 40}, "n_test": {"Task 1": 30, "Task 2": 30}})
+    s = fedlsm.settings(
+        {
+            **_shrink(apply_parameters(fedlsm.PROFILES, "gpu", device="cpu")),
+            "rounds": 1,
+            "image_size": 64,
+            "local_iters": {"Task 1": 1, "Task 2": 1},
+            "n_train": {"Task 1": 40, "Task 2": 40},
+            "n_test": {"Task 1": 30, "Task 2": 30},
+        }
+    )
     res = run(s.config("Task 2").replace(method="fedlsm"))
     assert res.final["auroc_mean"] == res.final["auroc_mean"]
 
@@ -241,10 +298,10 @@ def _cells(nb):
 def test_every_parameters_cell_has_the_same_names_and_applies_them_one_way(name):
     params, setup = _cells(NOTEBOOKS[name])
     names = re.findall(r"^(\w+)(?:: [^=]+)? = ", params, flags=re.M)  # typed: name: type = value
-    assert tuple(names[:len(NOTEBOOK_PARAMETERS)]) == NOTEBOOK_PARAMETERS, names
-    assert set(names[len(NOTEBOOK_PARAMETERS):]) <= EXTRAS, names
-    call = setup[setup.index("apply_parameters("):]
-    call = call[:call.index(")\n")]
+    assert tuple(names[: len(NOTEBOOK_PARAMETERS)]) == NOTEBOOK_PARAMETERS, names
+    assert set(names[len(NOTEBOOK_PARAMETERS) :]) <= EXTRAS, names
+    call = setup[setup.index("apply_parameters(") :]
+    call = call[: call.index(")\n")]
     assert "PROFILES" in call or "profiles(" in call
     for k in names[1:]:  # every parameter goes through the one function
         assert f"{k}={k}" in call, (name, k)
@@ -258,8 +315,15 @@ def _gpu_config(model="densenet121", batch=32):
     from fedpl_core.fl.engine_config import EngineConfig
     from fedpl_core.runs.experiment_config import ExperimentConfig
 
-    return ExperimentConfig(dataset="synthetic-cxr", image_size=128, n_train=400, n_test=200, num_clients=4,
-                            model=model, engine=EngineConfig(rounds=3, batch_size=batch, progress=False))
+    return ExperimentConfig(
+        dataset="synthetic-cxr",
+        image_size=128,
+        n_train=400,
+        n_test=200,
+        num_clients=4,
+        model=model,
+        engine=EngineConfig(rounds=3, batch_size=batch, progress=False),
+    )
 
 
 def _record(rows, device_type="cuda"):
@@ -272,23 +336,25 @@ def test_gpu_estimate_uses_the_measured_step_times_of_a_timed_backbone():
     cfg = _gpu_config()
     paper = gpu_estimate([cfg], measured=None)
     assert paper["measured_runs"] == 0
-    rec = _record([{"model": "densenet121", "image_size": 128, "batch_size": 32, "train_step_s": 0.03,
-                    "eval512_s": 0.05}])
+    rec = _record(
+        [{"model": "densenet121", "image_size": 128, "batch_size": 32, "train_step_s": 0.03, "eval512_s": 0.05}]
+    )
     got = gpu_estimate([cfg], measured=rec)
     c = run_cost(cfg)
     assert got["measured_runs"] == 1
-    assert got["seconds"] == pytest.approx(c["steps"] * 0.03 + c["eval_images"] * 0.05 / 512
-                                           + GPU_ASSUMPTIONS["run_overhead_s"])
-    other = _record([{"model": "resnet18", "image_size": 128, "batch_size": 32, "train_step_s": 9.0,
-                      "eval512_s": 9.0}])
+    assert got["seconds"] == pytest.approx(
+        c["steps"] * 0.03 + c["eval_images"] * 0.05 / 512 + GPU_ASSUMPTIONS["run_overhead_s"]
+    )
+    other = _record([{"model": "resnet18", "image_size": 128, "batch_size": 32, "train_step_s": 9.0, "eval512_s": 9.0}])
     assert gpu_estimate([cfg], measured=other) == {**paper}  # another backbone timed: on paper
 
 
 def test_measured_step_takes_the_nearest_batch_and_never_makes_a_step_cheaper():
     from fedpl_core.studies.budget import measured_step
 
-    rec = _record([{"model": "densenet121", "image_size": 128, "batch_size": 32, "train_step_s": 0.02,
-                    "eval512_s": 0.05}])
+    rec = _record(
+        [{"model": "densenet121", "image_size": 128, "batch_size": 32, "train_step_s": 0.02, "eval512_s": 0.05}]
+    )
     assert measured_step(rec, "densenet121", 128, 32)["train_step_s"] == 0.02
     assert measured_step(rec, "densenet121", 128, 64)["train_step_s"] == pytest.approx(0.04)
     assert measured_step(rec, "densenet121", 128, 16)["train_step_s"] == 0.02

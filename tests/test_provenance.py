@@ -1,20 +1,28 @@
 """Results record their provenance and the fingerprint of their code; a cached result of
 other code is stale: recomputed with one warning, or kept on request (issue 25, section 2)."""
+
 import json
 import warnings
 
 import pytest
 
+from fedpl_core.apps.cli import build_parser
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.runs import provenance as P
 from fedpl_core.runs.experiment_config import ExperimentConfig
 from fedpl_core.runs.results import ResultFileError, StaleResultWarning, parse_result, read_result
 from fedpl_core.runs.runner import run
 from fedpl_core.runs.study import run_many
-from fedpl_core.runs import provenance as P
-from fedpl_core.apps.cli import build_parser
-from fedpl_core.fl.engine_config import EngineConfig
 
-TINY = dict(dataset="synthetic-cxr", classes=["Cardiomegaly", "Effusion", "Pneumothorax"], image_size=28,
-            n_train=240, n_test=120, num_clients=3, model_kwargs={"width": 8})
+TINY = dict(
+    dataset="synthetic-cxr",
+    classes=["Cardiomegaly", "Effusion", "Pneumothorax"],
+    image_size=28,
+    n_train=240,
+    n_test=120,
+    num_clients=3,
+    model_kwargs={"width": 8},
+)
 
 
 def tiny(**kw):
@@ -121,9 +129,19 @@ def test_old_result_without_provenance_is_stale(tmp_path):
 
 def test_bad_provenance_is_a_corrupt_file():
     with pytest.raises(ResultFileError, match="provenance"):
-        parse_result(json.dumps({"config": {"method": "fedavg", "seed": 0}, "history": [{"round": 1}],
-                                   "final": {"round": 1}, "best": {}, "class_names": ["a"],
-                                   "timings": {"total_s": 1.0}, "provenance": [1]}))
+        parse_result(
+            json.dumps(
+                {
+                    "config": {"method": "fedavg", "seed": 0},
+                    "history": [{"round": 1}],
+                    "final": {"round": 1},
+                    "best": {},
+                    "class_names": ["a"],
+                    "timings": {"total_s": 1.0},
+                    "provenance": [1],
+                }
+            )
+        )
 
 
 def test_grid_warns_once_for_all_stale_results(tmp_path, monkeypatch):

@@ -10,6 +10,7 @@
   rewrites it); the test count it states is a lower bound of what pytest collects in ``tests/``
   (a new method adds tests without a README edit).
 """
+
 import json
 import re
 import subprocess
@@ -26,16 +27,18 @@ README = (ROOT / "README.md").read_text()
 
 def test_the_findings_block_is_generated_from_the_committed_headline_tables():
     block = README.split(README_START, 1)[1].split(README_END, 1)[0].strip()
-    assert block == readme_block(ROOT / "figures").strip(), \
+    assert block == readme_block(ROOT / "figures").strip(), (
         "run `python -m fedpl_core.report.findings` after the notebooks"
+    )
     assert "| paper | claim | this run | verdict |" in block
 
 
 def test_the_committed_findings_page_is_the_generated_one():
     from fedpl_core.report.findings import findings_page
 
-    assert (ROOT / "docs" / "findings.md").read_text() == findings_page(ROOT / "figures"), \
+    assert (ROOT / "docs" / "findings.md").read_text() == findings_page(ROOT / "figures"), (
         "run `python -m fedpl_core.report.findings` after the notebooks"
+    )
 
 
 def test_the_readme_is_a_front_page():
@@ -60,9 +63,14 @@ def test_the_python_snippet_runs_as_printed(tmp_path, monkeypatch):
 def test_the_reproduce_time_is_the_committed_runs():
     rec = json.loads((ROOT / "reports" / "RUN.json").read_text())
     every = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
-    runs = [i for i in rec["invocations"] if i["profile"] == "cpu" and not i["parameters"]
-            and sorted(i["notebooks"]) == every]  # what `make reproduce` runs
-    minutes = round(runs[0]["seconds"] / 60)  # the first: tools/rerun_committed.sh starts the record from an empty cache
+    runs = [
+        i
+        for i in rec["invocations"]
+        if i["profile"] == "cpu" and not i["parameters"] and sorted(i["notebooks"]) == every
+    ]  # what `make reproduce` runs
+    minutes = round(
+        runs[0]["seconds"] / 60
+    )  # the first: tools/rerun_committed.sh starts the record from an empty cache
     stated = re.search(r"cpu profile, ~(\d+) min on 2 cores", README)
     assert stated and int(stated.group(1)) == minutes
 
@@ -82,8 +90,13 @@ def test_readme_states_a_lower_bound_of_the_tests_pytest_collects():
     method (and the tests it adds to every parametrized check) needs no README edit."""
     stated = re.search(r"`make test` runs `pytest` over `tests/` \(more than (\d[\d,]*) tests", README)
     assert stated, "the Tests section states a lower bound of the tests tests/ holds"
-    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    ).stdout
     collected = re.search(r"(\d+) tests? collected", out)
     assert collected, out[-500:]
     assert int(stated.group(1).replace(",", "")) < int(collected.group(1))

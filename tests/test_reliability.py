@@ -1,6 +1,7 @@
 """What the Reliability page (docs/reliability.md) promises: safe checkpoints, results that survive
 corrupt files and concurrent processes, validated settings, divergence stops, honest
 summaries.  Each case failed on the code before it was hardened."""
+
 import json
 import os
 import subprocess
@@ -14,20 +15,41 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+from fedpl_core.base.validation import ConfigError
+from fedpl_core.fl.checkpoint import CheckpointError, read_checkpoint
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.fl.federation import DivergenceError
 from fedpl_core.runs.build import build_partition, build_simulation, load_data
 from fedpl_core.runs.experiment_config import ExperimentConfig
 from fedpl_core.runs.results import RunResult, atomic_write_json
 from fedpl_core.runs.runner import clean_stale_files, run
 from fedpl_core.runs.study import run_many
-from fedpl_core.fl.checkpoint import CheckpointError, read_checkpoint
-from fedpl_core.base.validation import ConfigError
-from fedpl_core.fl.engine_config import EngineConfig
-from fedpl_core.fl.federation import DivergenceError
 
-TINY = dict(dataset="synthetic-cxr", classes=["Cardiomegaly", "Effusion", "Pneumothorax"], image_size=28,
-            n_train=240, n_test=120, num_clients=3, model_kwargs={"width": 8})
-FLAGS = ["--classes", "Cardiomegaly,Effusion,Pneumothorax", "--image-size", "28", "--n-train", "240",
-         "--n-test", "120", "--num-clients", "3", "--model-kwargs", '{"width": 8}', "--progress", "false"]
+TINY = dict(
+    dataset="synthetic-cxr",
+    classes=["Cardiomegaly", "Effusion", "Pneumothorax"],
+    image_size=28,
+    n_train=240,
+    n_test=120,
+    num_clients=3,
+    model_kwargs={"width": 8},
+)
+FLAGS = [
+    "--classes",
+    "Cardiomegaly,Effusion,Pneumothorax",
+    "--image-size",
+    "28",
+    "--n-train",
+    "240",
+    "--n-test",
+    "120",
+    "--num-clients",
+    "3",
+    "--model-kwargs",
+    '{"width": 8}',
+    "--progress",
+    "false",
+]
 
 
 def tiny(**kw):
@@ -68,8 +90,10 @@ def test_planted_checkpoint_is_refused_and_runs_nothing(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------ 2. corrupt files
 def test_corrupt_result_and_truncated_checkpoint_are_redone(tmp_path):
-    a, b = tiny(method="fedavg"), tiny(method="fedavg_pl", engine=EngineConfig(rounds=2, batch_size=32,
-                                                                               progress=False, checkpoint_every=1))
+    a, b = (
+        tiny(method="fedavg"),
+        tiny(method="fedavg_pl", engine=EngineConfig(rounds=2, batch_size=32, progress=False, checkpoint_every=1)),
+    )
     (tmp_path / f"{a.run_id()}.json").write_text('{"config": {"meth')
     good = run(b)
     sim = build_simulation(b, checkpoint_path=tmp_path / f"{b.run_id()}.ckpt")
@@ -78,8 +102,9 @@ def test_corrupt_result_and_truncated_checkpoint_are_redone(tmp_path):
     ck.write_bytes(ck.read_bytes()[:200])  # truncated by a crash
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        df = run_many(tiny(), ["fedavg", ("pl", {"method": "fedavg_pl", "checkpoint_every": 1})], [0], tmp_path,
-                        progress=False)
+        df = run_many(
+            tiny(), ["fedavg", ("pl", {"method": "fedavg_pl", "checkpoint_every": 1})], [0], tmp_path, progress=False
+        )
     said = " ".join(str(x.message) for x in w)
     assert "corrupt result file" in said and "unreadable" in said
     assert len(df) == 2
@@ -123,36 +148,44 @@ def test_config_round_trip_and_type_conversion(tmp_path):
 
 def test_cli_config_file_runs(tmp_path):
     f = tmp_path / "exp.yaml"
-    f.write_text("method: fedavg\nclasses: [Cardiomegaly, Effusion, Pneumothorax]\nimage_size: 28\nn_train: 240\n"
-                 "n_test: 120\nnum_clients: 3\nmodel_kwargs: {width: 8}\nengine:\n  rounds: 1\n  progress: false\n")
+    f.write_text(
+        "method: fedavg\nclasses: [Cardiomegaly, Effusion, Pneumothorax]\nimage_size: 28\nn_train: 240\n"
+        "n_test: 120\nnum_clients: 3\nmodel_kwargs: {width: 8}\nengine:\n  rounds: 1\n  progress: false\n"
+    )
     p = cli("run", "--config", str(f), "--out", str(tmp_path / "r.json"))
     assert p.returncode == 0, p.stderr
     assert json.loads((tmp_path / "r.json").read_text())["config"]["method"] == "fedavg"
 
 
-@pytest.mark.parametrize("text,needle", [
-    ("method: [fedavg\n", "not valid YAML"),
-    ("- method: fedavg\n", "must be a mapping"),
-    ("lr: fast\n", "lr must be a number"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ("method: [fedavg\n", "not valid YAML"),
+        ("- method: fedavg\n", "must be a mapping"),
+        ("lr: fast\n", "lr must be a number"),
+    ],
+)
 def test_bad_config_file_is_one_line_error(tmp_path, text, needle):
     f = tmp_path / "bad.yaml"
     f.write_text(text)
     one_error_line(cli("run", "--config", str(f)), needle)
 
 
-@pytest.mark.parametrize("over,needle", [
-    (dict(num_clients=0), "num_clients must be >=1"),
-    (dict(rounds=0), "rounds must be >=1"),
-    (dict(batch_size=0), "batch_size must be >=1"),
-    (dict(eval_every=0), "eval_every must be >=1"),
-    (dict(lr=0.0), "lr must be >0"),
-    (dict(local_epochs=-1.0), "local_epochs must be >0"),
-    (dict(client_fraction=1.5), "client_fraction must be (0, 1]"),
-    (dict(selection="auroc"), "unknown selection key 'auroc'"),
-    (dict(selection_mode="maximum"), "selection_mode must be one of"),
-    (dict(seed=-1), "seed -1 is out of range"),
-])
+@pytest.mark.parametrize(
+    "over,needle",
+    [
+        (dict(num_clients=0), "num_clients must be >=1"),
+        (dict(rounds=0), "rounds must be >=1"),
+        (dict(batch_size=0), "batch_size must be >=1"),
+        (dict(eval_every=0), "eval_every must be >=1"),
+        (dict(lr=0.0), "lr must be >0"),
+        (dict(local_epochs=-1.0), "local_epochs must be >0"),
+        (dict(client_fraction=1.5), "client_fraction must be (0, 1]"),
+        (dict(selection="auroc"), "unknown selection key 'auroc'"),
+        (dict(selection_mode="maximum"), "selection_mode must be one of"),
+        (dict(seed=-1), "seed -1 is out of range"),
+    ],
+)
 def test_settings_are_validated_before_any_work(over, needle):
     with pytest.raises(ConfigError) as e:
         tiny().replace(**over)
@@ -167,9 +200,13 @@ def test_client_without_classes_warns():
     from fedpl_core.partitions import PartitionWarning
 
     with pytest.warns(PartitionWarning, match=r"client B annotate\(s\) no class"):
-        build_partition(tiny(partition="explicit", partition_kwargs={
-            "client_classes": {"A": ["Cardiomegaly", "Effusion", "Pneumothorax"], "B": []}}),
-            load_data(tiny()).train)
+        build_partition(
+            tiny(
+                partition="explicit",
+                partition_kwargs={"client_classes": {"A": ["Cardiomegaly", "Effusion", "Pneumothorax"], "B": []}},
+            ),
+            load_data(tiny()).train,
+        )
 
 
 # ------------------------------------------------------------------ 7. --out
@@ -198,8 +235,9 @@ def test_divergence_stops_with_round_and_client():
 
 
 def test_results_json_never_holds_nan(tmp_path):
-    atomic_write_json({"a": float("nan"), "b": [1.0, float("inf")], "c": torch.tensor(float("nan"))},
-                        tmp_path / "x.json")
+    atomic_write_json(
+        {"a": float("nan"), "b": [1.0, float("inf")], "c": torch.tensor(float("nan"))}, tmp_path / "x.json"
+    )
     assert json.loads((tmp_path / "x.json").read_text()) == {"a": None, "b": [1.0, None], "c": None}
 
 
@@ -215,11 +253,26 @@ def test_dataset_kwargs_reach_the_data_source():
 def test_summary_leads_with_auroc_map_and_names_unscored_classes():
     from fedpl_core.apps.cli import summary_line
 
-    res = RunResult(config={}, history=[], best={}, class_names=["A", "B", "C"], run_id="x",
-                      timings={"total_s": 1.0},
-                      final={"round": 3, "auroc_mean": 0.8, "map": 0.5, "bacc": 0.6, "threshold": 0.5, "n_defined": 2,
-                             "class_names": ["A", "B", "C"], "auroc_per_class": [0.7, None, 0.9],
-                             "n_positives": [12, 0, 3], "few_positives": ["B", "C"]})
+    res = RunResult(
+        config={},
+        history=[],
+        best={},
+        class_names=["A", "B", "C"],
+        run_id="x",
+        timings={"total_s": 1.0},
+        final={
+            "round": 3,
+            "auroc_mean": 0.8,
+            "map": 0.5,
+            "bacc": 0.6,
+            "threshold": 0.5,
+            "n_defined": 2,
+            "class_names": ["A", "B", "C"],
+            "auroc_per_class": [0.7, None, 0.9],
+            "n_positives": [12, 0, 3],
+            "few_positives": ["B", "C"],
+        },
+    )
     line = summary_line("fedavg", res)
     assert line.index("auroc_mean=0.8000") < line.index("map=0.5000") < line.index("bacc@0.5=0.6000")
     assert "2/3 classes scored (B: no positives)" in line and "fewer than 5 test positives: B, C" in line
@@ -239,9 +292,27 @@ def test_real_data_log_says_n_train_does_not_apply(tmp_path):
     from fixtures_data import write_medmnist  # noqa: E402
 
     write_medmnist(tmp_path, "pneumoniamnist")
-    p = cli("run", "--dataset", "medmnist:pneumoniamnist", "--data-root", str(tmp_path), "--image-size", "28",
-            "--num-clients", "2", "--partition", "iid", "--rounds", "1", "--batch-size", "4",
-            "--model-kwargs", '{"width": 4}', "--progress", "false")
+    p = cli(
+        "run",
+        "--dataset",
+        "medmnist:pneumoniamnist",
+        "--data-root",
+        str(tmp_path),
+        "--image-size",
+        "28",
+        "--num-clients",
+        "2",
+        "--partition",
+        "iid",
+        "--rounds",
+        "1",
+        "--batch-size",
+        "4",
+        "--model-kwargs",
+        '{"width": 4}',
+        "--progress",
+        "false",
+    )
     assert p.returncode == 0, p.stderr
     assert "n_train / n_test do not apply" in p.stderr
 
@@ -272,7 +343,8 @@ def test_readme_cli_examples_run(tmp_path, monkeypatch):
     assert len(cmds) >= 4 and all(c.startswith("python -m fedpl_core ") for c in cmds)
     (tmp_path / "my_experiment.yaml").write_text(
         "method: fedavg_pl\nclasses: [Effusion, Pneumothorax, Nodule]\nimage_size: 28\nn_train: 300\nn_test: 150\n"
-        "num_clients: 3\nmodel_kwargs: {width: 8}\nengine: {rounds: 2, progress: false}\n")
+        "num_clients: 3\nmodel_kwargs: {width: 8}\nengine: {rounds: 2, progress: false}\n"
+    )
     for cmd in cmds:
         p = cli(*shlex.split(cmd)[3:], cwd=tmp_path)
         assert p.returncode == 0, f"{cmd}\n{p.stderr}"

@@ -5,6 +5,7 @@ workers of a killed driver moved to pid 1, finished their runs and then slept fo
 and a threads grid waited for whole runs, then printed a ``KeyboardInterrupt`` traceback.
 
 Linux only (the process tree is read from ``/proc``)."""
+
 import os
 import signal
 import subprocess
@@ -18,9 +19,11 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="re
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Runs far longer than a test: a driver that waited for them would not end in time.
-CONFIG = ("dataset: synthetic-cxr\nn_train: 200\nn_test: 60\nimage_size: 28\nnum_clients: 2\n"
-          "classes: [Effusion, Pneumothorax]\nmodel_kwargs: {width: 4}\nrounds: 2000\ncheckpoint_every: 1\n"
-          "progress: false\n")
+CONFIG = (
+    "dataset: synthetic-cxr\nn_train: 200\nn_test: 60\nimage_size: 28\nnum_clients: 2\n"
+    "classes: [Effusion, Pneumothorax]\nmodel_kwargs: {width: 4}\nrounds: 2000\ncheckpoint_every: 1\n"
+    "progress: false\n"
+)
 
 
 def children(pid: int) -> list[int]:
@@ -59,9 +62,29 @@ def start_grid(tmp_path, backend: str, workers: int = 2) -> subprocess.Popen:
     cfg = tmp_path / "long.yaml"
     cfg.write_text(CONFIG)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FEDPL_CACHE": str(tmp_path / "cache")}
-    return subprocess.Popen([sys.executable, "-m", "fedpl_core", "grid", str(cfg), "--methods", "fedavg", "fedavg_pl",
-                             "--backend", backend, "--workers", str(workers), "--results-dir", str(tmp_path / "r")],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fedpl_core",
+            "grid",
+            str(cfg),
+            "--methods",
+            "fedavg",
+            "fedavg_pl",
+            "--backend",
+            backend,
+            "--workers",
+            str(workers),
+            "--results-dir",
+            str(tmp_path / "r"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def checkpoints(tmp_path) -> list[Path]:
@@ -98,16 +121,18 @@ def test_process_workers_end_with_their_driver(tmp_path, how):
 def test_a_worker_stops_when_its_parent_is_gone(tmp_path):
     """:func:`watch_driver` itself: a child that watches a parent that exits ends within
     the poll interval, even while busy (here: sleeping in a loop)."""
-    code = ("import os, sys, time\n"
-            "sys.path.insert(0, %r)\n"
-            "pid = os.fork()\n"
-            "if pid == 0:\n"
-            "    from fedpl_core.runs.grid import watch_driver\n"
-            "    watch_driver(os.getppid(), poll_s=0.1)\n"
-            "    print(os.getpid(), flush=True)\n"
-            "    while True: time.sleep(0.05)\n"
-            "else:\n"
-            "    time.sleep(60)\n") % str(ROOT)
+    code = (
+        "import os, sys, time\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    from fedpl_core.runs.grid import watch_driver\n"
+        "    watch_driver(os.getppid(), poll_s=0.1)\n"
+        "    print(os.getpid(), flush=True)\n"
+        "    while True: time.sleep(0.05)\n"
+        "else:\n"
+        "    time.sleep(60)\n"
+    )
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
     try:

@@ -2,6 +2,7 @@
 "duplicate grid entries"): stale locks do not hang a run, planted links are never
 written through, cached results are type-checked, a grid refuses repeated entries.
 Each case failed on the code before it was hardened."""
+
 import json
 import os
 import socket
@@ -17,11 +18,11 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from test_reliability import FLAGS, cli, one_error_line, tiny  # noqa: E402
 
+from fedpl_core.base import fileio  # noqa: E402
+from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
 from fedpl_core.runs.results import atomic_write_json, read_result
 from fedpl_core.runs.runner import clean_stale_files, run
 from fedpl_core.runs.study import run_many  # noqa: E402
-from fedpl_core.base import fileio  # noqa: E402
-from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
 
 
 def cli_config(*args):
@@ -43,8 +44,12 @@ def test_cli_run_behind_a_live_lock_names_its_holder_and_goes_on_once_it_is_kill
     rid = cli_config("--rounds", "1").run_id()
     lock = rd / f"{rid}.lock"
     holder = hold(lock)
-    p = subprocess.Popen([sys.executable, "-m", "fedpl_core", "run", *FLAGS, "--rounds", "1", "--results-dir", str(rd)],
-                         stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "fedpl_core", "run", *FLAGS, "--rounds", "1", "--results-dir", str(rd)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     err: list[str] = []
     reader = threading.Thread(target=lambda: err.extend(p.stderr), daemon=True)
     reader.start()
@@ -65,8 +70,9 @@ def test_cli_run_behind_a_live_lock_names_its_holder_and_goes_on_once_it_is_kill
     reader.join(timeout=10)
     text = "".join(err)
     assert p.returncode == 0, text
-    assert f"waiting for run {rid}: its lock {lock} is held by host {socket.gethostname()} pid {holder.pid}, " \
-        in text, text
+    assert (
+        f"waiting for run {rid}: its lock {lock} is held by host {socket.gethostname()} pid {holder.pid}, " in text
+    ), text
     assert took < 60, took
     assert (rd / f"{rid}.json").is_file() and not lock.exists()
 
@@ -80,16 +86,24 @@ def test_the_issues_planted_lock_of_pid_1_does_not_block(tmp_path):
     rid = cli_config("--rounds", "1").run_id()
     (rd / f"{rid}.lock").write_text(f"{socket.gethostname()} 1 0\n")
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "fedpl_core", "run", *FLAGS, "--rounds", "1", "--results-dir", str(rd)],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "fedpl_core", "run", *FLAGS, "--rounds", "1", "--results-dir", str(rd)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert "waiting" not in p.stderr, p.stderr
     assert time.monotonic() - t0 < 60 and (rd / f"{rid}.json").is_file() and not (rd / f"{rid}.lock").exists()
 
 
 def test_bad_lock_age_setting_is_one_line(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "fedpl_core", "run", *FLAGS, "--rounds", "1", "--results-dir",
-                        str(tmp_path)], capture_output=True, text=True, env={**os.environ, fileio.STALE_ENV: "soon"})
+    p = subprocess.run(
+        [sys.executable, "-m", "fedpl_core", "run", *FLAGS, "--rounds", "1", "--results-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, fileio.STALE_ENV: "soon"},
+    )
     one_error_line(p, "FEDPL_LOCK_STALE_S must be a number of seconds, got 'soon'")
 
 
@@ -117,9 +131,16 @@ def test_links_planted_at_temporary_and_final_names_are_never_written_through(tm
     args = ["--rounds", "2", "--checkpoint-every", "1"]
     rid = cli_config(*args).run_id()
     pid = os.getpid()
-    names = [shared / f".{rid}.json.{pid}.tmp", shared / f".{rid}.ckpt.{pid}.tmp", shared / f".{rid}.lock.{pid}.tmp",
-             shared / f".{rid}.lock.stale.{pid}.tmp", shared_out / f".run.json.{pid}.tmp",
-             shared / f"{rid}.json", shared / f"{rid}.ckpt", shared_out / "run.json"]
+    names = [
+        shared / f".{rid}.json.{pid}.tmp",
+        shared / f".{rid}.ckpt.{pid}.tmp",
+        shared / f".{rid}.lock.{pid}.tmp",
+        shared / f".{rid}.lock.stale.{pid}.tmp",
+        shared_out / f".run.json.{pid}.tmp",
+        shared / f"{rid}.json",
+        shared / f"{rid}.ckpt",
+        shared_out / "run.json",
+    ]
     victims = _outside(tmp_path, len(names))
     for link, victim in zip(names, victims):
         link.symlink_to(victim)
@@ -193,12 +214,18 @@ def _valid_result(tmp_path):
 
 CORRUPTIONS = {
     "final_string": (lambda d, t: json.dumps({**d, "final": "abc"}), "final is a str"),
-    "nan_literal": (lambda d, t: t.replace(f'"auroc_mean": {d["final"]["auroc_mean"]!r}', '"auroc_mean": NaN'),
-                    "holds NaN"),
-    "infinity": (lambda d, t: t.replace(f'"auroc_mean": {d["final"]["auroc_mean"]!r}', '"auroc_mean": 1e999'),
-                 "is inf"),
-    "metric_string": (lambda d, t: t.replace(f'"auroc_mean": {d["final"]["auroc_mean"]!r}', '"auroc_mean": "high"'),
-                      "auroc_mean is 'high', not a number"),
+    "nan_literal": (
+        lambda d, t: t.replace(f'"auroc_mean": {d["final"]["auroc_mean"]!r}', '"auroc_mean": NaN'),
+        "holds NaN",
+    ),
+    "infinity": (
+        lambda d, t: t.replace(f'"auroc_mean": {d["final"]["auroc_mean"]!r}', '"auroc_mean": 1e999'),
+        "is inf",
+    ),
+    "metric_string": (
+        lambda d, t: t.replace(f'"auroc_mean": {d["final"]["auroc_mean"]!r}', '"auroc_mean": "high"'),
+        "auroc_mean is 'high', not a number",
+    ),
     "history_dict": (lambda d, t: json.dumps({**d, "history": {"0": 1}}), "history is not a non-empty list"),
     "history_item": (lambda d, t: json.dumps({**d, "history": [1, 2]}), "history[0] is a int"),
     "class_names": (lambda d, t: json.dumps({**d, "class_names": [1, 2, 3]}), "class_names is not a list of names"),
@@ -259,24 +286,34 @@ def test_a_link_at_the_lock_name_is_not_followed(tmp_path):
 
 
 # ------------------------------------------------------------------ duplicate grid entries
-@pytest.mark.parametrize("methods, seeds, needle", [
-    (["fedavg"], [0, 0], "seed 0 is listed twice"),
-    (["fedavg", "fedavg"], [0], "method 'fedavg' is listed twice"),
-    (["fedavg", ("fedavg", {"method": "fedprox"})], [0], "method 'fedavg' is listed twice"),
-])
+@pytest.mark.parametrize(
+    "methods, seeds, needle",
+    [
+        (["fedavg"], [0, 0], "seed 0 is listed twice"),
+        (["fedavg", "fedavg"], [0], "method 'fedavg' is listed twice"),
+        (["fedavg", ("fedavg", {"method": "fedprox"})], [0], "method 'fedavg' is listed twice"),
+    ],
+)
 def test_grid_refuses_repeated_seeds_and_methods(tmp_path, methods, seeds, needle):
     with pytest.raises(ValueError, match=needle):
         run_many(tiny(), methods, seeds, tmp_path, progress=False)
     assert not list(tmp_path.iterdir())  # before any work
 
 
-@pytest.mark.parametrize("extra, needle", [(["--seeds", "0", "0"], "seed 0 is listed twice"),
-                                           (["--methods", "fedavg", "fedavg"], "method 'fedavg' is listed twice")])
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--seeds", "0", "0"], "seed 0 is listed twice"),
+        (["--methods", "fedavg", "fedavg"], "method 'fedavg' is listed twice"),
+    ],
+)
 def test_cli_grid_refuses_repeated_entries_in_one_line(tmp_path, extra, needle):
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("dataset: synthetic-cxr\nclasses: [Cardiomegaly, Effusion, Pneumothorax]\nimage_size: 28\n"
-                   "n_train: 240\nn_test: 120\nnum_clients: 3\nmodel_kwargs: {width: 8}\nrounds: 1\n"
-                   "batch_size: 32\nprogress: false\n")
+    cfg.write_text(
+        "dataset: synthetic-cxr\nclasses: [Cardiomegaly, Effusion, Pneumothorax]\nimage_size: 28\n"
+        "n_train: 240\nn_test: 120\nnum_clients: 3\nmodel_kwargs: {width: 8}\nrounds: 1\n"
+        "batch_size: 32\nprogress: false\n"
+    )
     argv = ["grid", str(cfg), "--backend", "serial", "--results-dir", str(tmp_path / "r")]
     argv += extra if extra[0] == "--methods" else ["--methods", "fedavg", *extra]
     p = cli(*argv)

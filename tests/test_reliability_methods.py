@@ -2,6 +2,7 @@
 split and partial participation, resumes to identical numbers, refuses a checkpoint that
 does not fit, stops on a loss that explodes, and refuses out-of-range options.  Each test
 failed on the code before the fix."""
+
 import math
 import os
 import sys
@@ -14,12 +15,12 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from test_reliability import FLAGS, cli, one_error_line, tiny  # noqa: E402
 
-from fedpl_core.runs.build import build_simulation
-from fedpl_core.runs.experiment_config import ExperimentConfig
-from fedpl_core.runs.runner import run  # noqa: E402
 from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
 from fedpl_core.fl.federation import DivergenceError  # noqa: E402
 from fedpl_core.methods import METHODS, available_methods  # noqa: E402
+from fedpl_core.runs.build import build_simulation
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.runner import run  # noqa: E402
 
 NAMES = available_methods()
 TIME_KEYS = ("train_time", "eval_time")
@@ -58,8 +59,14 @@ def test_every_method_resumes_to_identical_numbers(tmp_path, name):
     """Interrupted after round 1 of 2 and resumed from the checkpoint: the same history
     and the same global arrays as the run left alone (validation split, partial
     participation, augmentation, kept optimizer state)."""
-    cfg = config(name, client_val_fraction=0.2, client_fraction=0.5, augment="flip_shift",
-                 optimizer_state="keep", checkpoint_every=1)
+    cfg = config(
+        name,
+        client_val_fraction=0.2,
+        client_fraction=0.5,
+        augment="flip_shift",
+        optimizer_state="keep",
+        checkpoint_every=1,
+    )
     ck = tmp_path / "run.ckpt"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -120,35 +127,46 @@ def test_checkpoint_of_another_class_list_is_redone(tmp_path):
 def test_a_loss_that_explodes_stops_the_run(method, optimizer):
     """lr = 1e6 trains to a loss of 1e8 - 1e12 (finite) and used to end with AUROC 0.5 and
     exit status 0."""
-    with pytest.raises(DivergenceError, match=r"round 1, client .*: the training loss is .*e\+\d+, over 10000 times "
-                       rf"its start .*diverged; lower the learning rate \(lr=1e\+06\) of the {optimizer} optimizer"):
+    with pytest.raises(
+        DivergenceError,
+        match=r"round 1, client .*: the training loss is .*e\+\d+, over 10000 times "
+        rf"its start .*diverged; lower the learning rate \(lr=1e\+06\) of the {optimizer} optimizer",
+    ):
         run(config(method, lr=1e6, optimizer=optimizer))
 
 
 def test_a_model_blown_up_by_its_last_step_stops_the_run():
     """One local step per round: the recorded training loss is the one before the step
     (0.69), the aggregated model's is 1e8."""
-    with pytest.raises(DivergenceError, match=r"after round 1, the global model's loss is .*e\+\d+, over 10000 times "
-                       r"its start .*diverged; lower the learning rate \(lr=1e\+06\) of the sgd optimizer"):
+    with pytest.raises(
+        DivergenceError,
+        match=r"after round 1, the global model's loss is .*e\+\d+, over 10000 times "
+        r"its start .*diverged; lower the learning rate \(lr=1e\+06\) of the sgd optimizer",
+    ):
         run(config("fedavg", lr=1e6, optimizer="sgd", local_iters=1))
 
 
 def test_a_loss_that_explodes_is_one_error_line():
     """The issue's command: one round, SGD at lr 1e6."""
-    one_error_line(cli("run", *FLAGS, "--rounds", "1", "--optimizer", "sgd", "--lr", "1e6"),
-                   "the training diverged; lower the learning rate (lr=1e+06) of the sgd optimizer")
+    one_error_line(
+        cli("run", *FLAGS, "--rounds", "1", "--optimizer", "sgd", "--lr", "1e6"),
+        "the training diverged; lower the learning rate (lr=1e+06) of the sgd optimizer",
+    )
 
 
 # ------------------------------------------------------------ 5. method options are range-checked
-@pytest.mark.parametrize("name,options,needle", [
-    ("fedprox", {"mu": -1}, "option mu must be >=0, got -1"),
-    ("fedprox", {"mu": float("nan")}, "option mu must be >=0, got nan"),
-    ("fedprox_star", {"mu": float("inf")}, "option mu must be >=0, got inf"),
-    ("fedlsm", {"tau_p": 1.5}, "option tau_p must be [0, 1], got 1.5"),
-    ("fedmlp", {"warmup_rounds": 2.5}, "option warmup_rounds must be a whole number >=0, got 2.5"),
-    ("surgical", {"warmup_lr": 0}, "option warmup_lr must be >0, got 0"),
-    ("fedssp", {"ssp_lr": -0.1}, "option ssp_lr must be >0, got -0.1"),
-])
+@pytest.mark.parametrize(
+    "name,options,needle",
+    [
+        ("fedprox", {"mu": -1}, "option mu must be >=0, got -1"),
+        ("fedprox", {"mu": float("nan")}, "option mu must be >=0, got nan"),
+        ("fedprox_star", {"mu": float("inf")}, "option mu must be >=0, got inf"),
+        ("fedlsm", {"tau_p": 1.5}, "option tau_p must be [0, 1], got 1.5"),
+        ("fedmlp", {"warmup_rounds": 2.5}, "option warmup_rounds must be a whole number >=0, got 2.5"),
+        ("surgical", {"warmup_lr": 0}, "option warmup_lr must be >0, got 0"),
+        ("fedssp", {"ssp_lr": -0.1}, "option ssp_lr must be >0, got -0.1"),
+    ],
+)
 def test_method_options_out_of_range_are_refused(name, options, needle):
     from fedpl_core.base.validation import ConfigError
     from fedpl_core.methods import get_method

@@ -9,6 +9,7 @@ finished run as failed; on a full disk the error named no path and left an empty
 ``.lock`` behind.  And every result written since results recorded their numeric
 platform was refused when read back (its ``provenance.numeric_platform`` is a mapping),
 so the cache never hit.  Each case failed on the code before."""
+
 import errno
 import json
 import os
@@ -23,11 +24,11 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from test_reliability import one_error_line, tiny  # noqa: E402
 
+from fedpl_core.base import fileio  # noqa: E402
+from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
 from fedpl_core.runs.results import read_result
 from fedpl_core.runs.runner import run
 from fedpl_core.runs.study import run_many  # noqa: E402
-from fedpl_core.base import fileio  # noqa: E402
-from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
 
 ENGINE = dict(rounds=2, batch_size=32, progress=False, selection="auroc_mean")  # a best round too
 
@@ -67,14 +68,17 @@ def _edit_final(d, **values):
 EDITS = {
     "auroc_5": (lambda d: _edit_final(d, auroc_mean=5.0, map=-3.0), "final.auroc_mean is 5.0, outside [0, 1]"),
     "map_negative": (lambda d: _edit_final(d, map=-3.0), "final.map is -3.0, outside [0, 1]"),
-    "per_class": (lambda d: d["history"][0]["auroc_per_class"].__setitem__(0, 1.5) or d,
-                  "history[0].auroc_per_class[0] is 1.5, outside [0, 1]"),
+    "per_class": (
+        lambda d: d["history"][0]["auroc_per_class"].__setitem__(0, 1.5) or d,
+        "history[0].auroc_per_class[0] is 1.5, outside [0, 1]",
+    ),
     "negative_time": (lambda d: d["history"][1].__setitem__("train_time", -4.0) or d, "train_time is -4.0, below 0"),
     "round_zero": (lambda d: d["history"][0].__setitem__("round", 0) or d, "history[0].round is 0"),
-    "final_not_history": (lambda d: _edit_final(d, auroc_mean=0.99),
-                          "final (round 2) is not the history's last evaluated record"),
-    "best_not_history": (lambda d: d["best"].__setitem__("auroc_mean", 0.99) or d,
-                         "is not a record of the history"),
+    "final_not_history": (
+        lambda d: _edit_final(d, auroc_mean=0.99),
+        "final (round 2) is not the history's last evaluated record",
+    ),
+    "best_not_history": (lambda d: d["best"].__setitem__("auroc_mean", 0.99) or d, "is not a record of the history"),
     "no_run_id": (lambda d: d.pop("run_id") and d, "it names no run_id (this run is "),
 }
 
@@ -90,11 +94,14 @@ def test_an_impossible_cached_result_is_redone_with_one_warning(tmp_path, case):
     assert read_result(out, cfg.to_dict()).final == res.final  # and written again
 
 
-@pytest.mark.parametrize("other, needle", [
-    (dict(method="fedprox"), 'method "fedprox" (this run: "fedavg")'),
-    (dict(seed=1), "seed 1 (this run: 0)"),
-    (dict(rounds=1), "engine.rounds 1 (this run: 2)"),
-])
+@pytest.mark.parametrize(
+    "other, needle",
+    [
+        (dict(method="fedprox"), 'method "fedprox" (this run: "fedavg")'),
+        (dict(seed=1), "seed 1 (this run: 0)"),
+        (dict(rounds=1), "engine.rounds 1 (this run: 2)"),
+    ],
+)
 def test_a_result_of_another_run_is_not_used_as_this_runs(tmp_path, other, needle):
     """Another run's file under this run's name, its run id rewritten to match."""
     cfg, first, out = finished(tmp_path)
@@ -144,8 +151,11 @@ def test_the_command_line_names_a_folder_at_the_result_in_one_line(tmp_path):
 
     rid = cli_config("--rounds", "1").run_id()
     (tmp_path / "r" / f"{rid}.json").mkdir(parents=True)
-    p = subprocess.run([sys.executable, "-m", "fedpl_core", "run", *FLAGS, "--rounds", "1", "--results-dir",
-                        str(tmp_path / "r")], capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "fedpl_core", "run", *FLAGS, "--rounds", "1", "--results-dir", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+    )
     one_error_line(p, f"{rid}.json is a folder, where run {rid}'s result file goes")
     assert "round" not in p.stdout
 
@@ -191,8 +201,11 @@ def full_disk(tmp_path):
     """A 64 KiB tmpfs filled to the last byte (needs the right to mount: root)."""
     mnt = tmp_path / "full"
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a small tmpfs here")
     try:
         fd = os.open(mnt / "fill", os.O_WRONLY | os.O_CREAT)
@@ -211,10 +224,13 @@ def full_disk(tmp_path):
 def test_a_run_on_a_really_full_disk_says_where(full_disk):
     from test_reliability import FLAGS
 
-    for flags, needle in ((["--results-dir", str(full_disk / "r")], f"cannot write the run lock {full_disk / 'r'}/"),
-                          (["--out", str(full_disk / "o.json")], f"no space left in {full_disk} to write o.json")):
-        p = subprocess.run([sys.executable, "-m", "fedpl_core", "run", *FLAGS, "--rounds", "1", *flags],
-                           capture_output=True, text=True)
+    for flags, needle in (
+        (["--results-dir", str(full_disk / "r")], f"cannot write the run lock {full_disk / 'r'}/"),
+        (["--out", str(full_disk / "o.json")], f"no space left in {full_disk} to write o.json"),
+    ):
+        p = subprocess.run(
+            [sys.executable, "-m", "fedpl_core", "run", *FLAGS, "--rounds", "1", *flags], capture_output=True, text=True
+        )
         one_error_line(p, needle)
     assert sorted(p.name for p in full_disk.rglob("*") if p.is_file()) == ["fill"]
     assert Path(full_disk / "r").is_dir()

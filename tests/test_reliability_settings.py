@@ -6,11 +6,11 @@ as one line.  Each case failed on the code before.
 
 The command line is called in this process (``fedpl_core.apps.cli.main``), as in
 ``tests/test_reliability_inputs.py``."""
+
 import json
 import os
 import sys
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
@@ -19,13 +19,27 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from test_reliability import one_error_line  # noqa: E402
 
-from fedpl_core.runs.experiment_config import ExperimentConfig  # noqa: E402
 from fedpl_core.base.validation import ConfigError
 from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
+from fedpl_core.runs.experiment_config import ExperimentConfig  # noqa: E402
 
 #: The data of a tiny run, and a tiny run (three clients, a 4-channel CNN, one round).
-DATA = ["--n-train", "200", "--n-test", "100", "--rounds", "1", "--image-size", "28",
-        "--classes", "Effusion,Pneumothorax,Nodule", "--progress", "false", "--model-kwargs", '{"width": 4}']
+DATA = [
+    "--n-train",
+    "200",
+    "--n-test",
+    "100",
+    "--rounds",
+    "1",
+    "--image-size",
+    "28",
+    "--classes",
+    "Effusion,Pneumothorax,Nodule",
+    "--progress",
+    "false",
+    "--model-kwargs",
+    '{"width": 4}',
+]
 BASE = DATA + ["--num-clients", "3"]
 
 
@@ -40,8 +54,9 @@ def laughs(key: str | None, depth: int = 9, width: int = 9) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.parametrize("key", ["method_kwargs", "dataset_kwargs", "partition_kwargs", "split_kwargs",
-                                 "model_kwargs", None])
+@pytest.mark.parametrize(
+    "key", ["method_kwargs", "dataset_kwargs", "partition_kwargs", "split_kwargs", "model_kwargs", None]
+)
 def test_a_billion_laughs_config_is_refused_under_any_key(tmp_path, key):
     """Round 3 refused it under an unknown key only; under a known key it passed the
     checks and ``to_dict`` expanded it (2 GB after 45 s and growing)."""
@@ -54,7 +69,8 @@ def test_a_billion_laughs_config_is_refused_under_any_key(tmp_path, key):
 
 def test_merge_keys_and_self_reference_are_bounded_too(tmp_path):
     merge = "method_kwargs:\n  a0: &a0 {a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i: 9}\n" + "".join(
-        f"  a{i}: &a{i} {{<<: [{', '.join([f'*a{i - 1}'] * 9)}]}}\n" for i in range(1, 9))
+        f"  a{i}: &a{i} {{<<: [{', '.join([f'*a{i - 1}'] * 9)}]}}\n" for i in range(1, 9)
+    )
     (tmp_path / "merge.yaml").write_text(merge)
     with pytest.raises(ConfigError, match="expands to more than"):
         ExperimentConfig.from_file(tmp_path / "merge.yaml")
@@ -98,17 +114,20 @@ def test_a_config_file_over_a_mebibyte_is_refused(tmp_path):
 
 
 # ------------------------------------------------------------------ settings that would be ignored
-@pytest.mark.parametrize("flags,needle", [
-    (["--backend", "serial", "--workers", "3"], "workers 3 would be ignored: the serial backend"),
-    (["--backend", "threads", "--ray-address", "auto"], "ray_address 'auto' would be ignored"),
-    (["--keep-stale"], "keep_stale would be ignored"),
-    (["--checkpoint-every", "1"], "--checkpoint-every 1 would be ignored"),
-    (["--split-kwargs", '{"alpha": 0.1}'], "split_kwargs {'alpha': 0.1} would be ignored"),
-    (["--momentum", "0.5"], "momentum 0.5 would be ignored: it is sgd's momentum, and optimizer is adam"),
-    (["--local-iters", "3", "--local-epochs", "2"], "local_epochs 2.0 would be ignored"),
-    (["--selection", "none", "--patience", "3"], "patience 3 would be ignored"),
-    (["--selection", "none", "--selection-mode", "max"], "selection_mode 'max' would be ignored"),
-])
+@pytest.mark.parametrize(
+    "flags,needle",
+    [
+        (["--backend", "serial", "--workers", "3"], "workers 3 would be ignored: the serial backend"),
+        (["--backend", "threads", "--ray-address", "auto"], "ray_address 'auto' would be ignored"),
+        (["--keep-stale"], "keep_stale would be ignored"),
+        (["--checkpoint-every", "1"], "--checkpoint-every 1 would be ignored"),
+        (["--split-kwargs", '{"alpha": 0.1}'], "split_kwargs {'alpha': 0.1} would be ignored"),
+        (["--momentum", "0.5"], "momentum 0.5 would be ignored: it is sgd's momentum, and optimizer is adam"),
+        (["--local-iters", "3", "--local-epochs", "2"], "local_epochs 2.0 would be ignored"),
+        (["--selection", "none", "--patience", "3"], "patience 3 would be ignored"),
+        (["--selection", "none", "--selection-mode", "max"], "selection_mode 'max' would be ignored"),
+    ],
+)
 def test_grid_settings_that_would_be_ignored_are_refused(main, tmp_path, flags, needle):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("n_train: 200\nn_test: 100\nimage_size: 28\nnum_clients: 3\nprogress: false\n")
@@ -122,8 +141,10 @@ def test_run_refuses_settings_that_need_a_results_folder(main, tmp_path):
 
 
 def test_calibrate_bn_without_public_images_is_refused(main):
-    one_error_line(main("run", *BASE, "--calibrate-bn", "true"),
-                   "calibrate_bn would be ignored: data set 'synthetic-cxr' provides no public images")
+    one_error_line(
+        main("run", *BASE, "--calibrate-bn", "true"),
+        "calibrate_bn would be ignored: data set 'synthetic-cxr' provides no public images",
+    )
 
 
 def test_settings_that_apply_are_accepted():
@@ -141,12 +162,17 @@ def test_a_single_label_method_on_multi_label_data_is_refused_before_the_grid(ma
     started = []
     monkeypatch.setattr(grid, "make_backend", lambda *a, **k: started.append(a) or pytest.fail("a backend started"))
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("n_train: 200\nn_test: 100\nimage_size: 28\nnum_clients: 3\nprogress: false\n"
-                   "classes: [Effusion, Pneumothorax, Nodule]\n")
+    cfg.write_text(
+        "n_train: 200\nn_test: 100\nimage_size: 28\nnum_clients: 3\nprogress: false\n"
+        "classes: [Effusion, Pneumothorax, Nodule]\n"
+    )
     for method in ("fedrs", "fedpu"):
         p = main("grid", cfg, "--methods", "fedavg", method, "--rounds", "1", "--results-dir", tmp_path / "r")
-        one_error_line(p, f"method {method!r} is defined for single-label tasks only, not for data set "
-                          "'synthetic-cxr', a multi-label data set")
+        one_error_line(
+            p,
+            f"method {method!r} is defined for single-label tasks only, not for data set "
+            "'synthetic-cxr', a multi-label data set",
+        )
     assert not started and not list((tmp_path / "r").glob("*.json"))
 
 
@@ -168,8 +194,14 @@ def test_a_grid_does_not_retry_a_run_that_fails_the_same_way_every_time(tmp_path
         raise ValueError("a setting this run cannot have")
 
     monkeypatch.setattr(grid, "run", broken)
-    cfg = ExperimentConfig(classes=["Effusion", "Nodule"], image_size=28, n_train=100, n_test=50, num_clients=2,
-                             engine=EngineConfig(rounds=1, progress=False))
+    cfg = ExperimentConfig(
+        classes=["Effusion", "Nodule"],
+        image_size=28,
+        n_train=100,
+        n_test=50,
+        num_clients=2,
+        engine=EngineConfig(rounds=1, progress=False),
+    )
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         with pytest.raises(grid.GridError, match="a setting this run cannot have"):
@@ -179,8 +211,10 @@ def test_a_grid_does_not_retry_a_run_that_fails_the_same_way_every_time(tmp_path
 
 def test_reproduce_refuses_an_unknown_kernel_before_starting(main, tmp_path):
     out = tmp_path / "nbs"
-    one_error_line(main("reproduce", "--notebooks", "00", "--kernel", "no-such-kernel", "--output", out),
-                   "--kernel 'no-such-kernel' is not an installed Jupyter kernel; installed: ")
+    one_error_line(
+        main("reproduce", "--notebooks", "00", "--kernel", "no-such-kernel", "--output", out),
+        "--kernel 'no-such-kernel' is not an installed Jupyter kernel; installed: ",
+    )
     assert not out.exists()
 
 
@@ -190,8 +224,10 @@ def test_reproduce_output_at_a_file_or_a_dangling_link(main, tmp_path):
     one_error_line(main("reproduce", "--notebooks", "00", "--output", f), f"--output {f} is a file, not a folder")
     link = tmp_path / "dangling"
     link.symlink_to(tmp_path / "nowhere")
-    one_error_line(main("reproduce", "--notebooks", "00", "--output", link),
-                   f"--output {link} is a link to {tmp_path / 'nowhere'}, which does not exist")
+    one_error_line(
+        main("reproduce", "--notebooks", "00", "--output", link),
+        f"--output {link} is a link to {tmp_path / 'nowhere'}, which does not exist",
+    )
     assert f.read_text() == "keep me\n" and not (tmp_path / "nowhere").exists()
 
 
@@ -208,11 +244,20 @@ def test_a_non_finite_initial_model_is_not_blamed_on_the_learning_rate():
     from fedpl_core.fl.federation import DivergenceError
     from fedpl_core.runs.build import build_simulation
 
-    cfg = ExperimentConfig(classes=["Effusion", "Nodule"], image_size=28, n_train=100, n_test=50, num_clients=2,
-                             model_kwargs={"width": 4}, engine=EngineConfig(rounds=1, progress=False))
+    cfg = ExperimentConfig(
+        classes=["Effusion", "Nodule"],
+        image_size=28,
+        n_train=100,
+        n_test=50,
+        num_clients=2,
+        model_kwargs={"width": 4},
+        engine=EngineConfig(rounds=1, progress=False),
+    )
     sim = build_simulation(cfg)
-    state = {k: (torch.full_like(v, float("inf")) if v.is_floating_point() else v)
-             for k, v in sim.server.global_state.items()}
+    state = {
+        k: (torch.full_like(v, float("inf")) if v.is_floating_point() else v)
+        for k, v in sim.server.global_state.items()
+    }
     sim.server.global_state = state
     with pytest.raises(DivergenceError, match="before any training the initial model's loss is") as e:
         sim.run()
@@ -223,8 +268,16 @@ def test_a_non_finite_initial_model_is_not_blamed_on_the_learning_rate():
 def test_dirichlet_with_a_tiny_alpha_ends_in_its_own_message_only(main, alpha):
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        p = main("run", *DATA, "--num-clients", "8", "--partition", "dirichlet", "--partition-kwargs",
-                 json.dumps({"alpha": alpha}))
+        p = main(
+            "run",
+            *DATA,
+            "--num-clients",
+            "8",
+            "--partition",
+            "dirichlet",
+            "--partition-kwargs",
+            json.dumps({"alpha": alpha}),
+        )
     one_error_line(p, "dirichlet: no split with min_size 10 in 1000 tries")
     assert not [str(w.message) for w in rec if issubclass(w.category, RuntimeWarning)]
 
@@ -253,12 +306,15 @@ def test_every_method_accepts_its_own_defaults():
 
     assert len(available_methods()) > 30
 
-    for name, cls in METHODS.items():
+    for cls in METHODS.values():
         for c in cls.__mro__:
             if "__init__" not in vars(c):
                 continue
-            defaults = {k: p.default for k, p in inspect.signature(c.__init__).parameters.items()
-                        if p.default is not p.empty and p.default is not None}
+            defaults = {
+                k: p.default
+                for k, p in inspect.signature(c.__init__).parameters.items()
+                if p.default is not p.empty and p.default is not None
+            }
             cls.check_options(defaults)  # raises naming the option when a default is out of its own range
 
 
@@ -268,8 +324,17 @@ def test_warnings_print_as_one_line_on_the_command_line(tmp_path):
     ``return fn(train, ...)``.  (A subprocess: pytest records warnings instead of printing them.)"""
     from test_reliability import cli
 
-    p = cli("run", *DATA, "--num-clients", "3", "--partition", "dirichlet", "--partition-kwargs",
-            '{"alpha": 0.001, "min_size": 1}', cwd=tmp_path)
+    p = cli(
+        "run",
+        *DATA,
+        "--num-clients",
+        "3",
+        "--partition",
+        "dirichlet",
+        "--partition-kwargs",
+        '{"alpha": 0.001, "min_size": 1}',
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     said = [ln for ln in p.stderr.splitlines() if "partition 'dirichlet'" in ln]
     assert said and all(ln.startswith("fedpl: warning: partition 'dirichlet': class") for ln in said), p.stderr
@@ -298,8 +363,10 @@ def test_notebooks_print_warnings_as_one_line():
 
     try:
         prepare("smoke", device="cpu")
-        assert warnings.formatwarning("a partition warning", UserWarning, messages.__file__, 1,
-                                      "return fn(train)") == "fedpl: warning: a partition warning\n"
+        assert (
+            warnings.formatwarning("a partition warning", UserWarning, messages.__file__, 1, "return fn(train)")
+            == "fedpl: warning: a partition warning\n"
+        )
     finally:
         messages.use_one_line_warnings(False)
     assert warnings.formatwarning("w", UserWarning, "x.py", 1, "src").startswith("x.py:1: UserWarning: w")

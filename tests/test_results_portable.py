@@ -3,6 +3,7 @@ another host (the next allocation of a GPU node) is reused there as it is, with 
 numbers, not done again.  Found by this check: every result written since provenance
 recorded its ``numeric_platform`` (a mapping) was refused as corrupt when read back, so no
 run was ever reused."""
+
 import json
 import shutil
 import subprocess
@@ -40,9 +41,14 @@ def _checkout_copy(dest: Path) -> Path:
 
 
 def _run(checkout: Path, results: Path, host: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(results), host], cwd=checkout, capture_output=True,
-                         text=True, timeout=300, env={"PYTHONPATH": str(checkout), "PATH": "/usr/bin:/bin",
-                                                      "OMP_NUM_THREADS": "1"})
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(results), host],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(checkout), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -63,9 +69,16 @@ def test_provenance_values_must_be_plain_values(tmp_path):
     from fedpl_core.runs.experiment_config import ExperimentConfig
     from fedpl_core.runs.runner import run
 
-    cfg = ExperimentConfig(dataset="synthetic-cxr", classes=["Effusion", "Nodule"], image_size=28, n_train=120,
-                           n_test=60, num_clients=2, model_kwargs={"width": 8},
-                           engine=EngineConfig(rounds=1, batch_size=30, progress=False))
+    cfg = ExperimentConfig(
+        dataset="synthetic-cxr",
+        classes=["Effusion", "Nodule"],
+        image_size=28,
+        n_train=120,
+        n_test=60,
+        num_clients=2,
+        model_kwargs={"width": 8},
+        engine=EngineConfig(rounds=1, batch_size=30, progress=False),
+    )
     run(cfg, results_dir=tmp_path)
     d = json.loads((tmp_path / f"{cfg.run_id()}.json").read_text())
     assert isinstance(d["provenance"]["numeric_platform"], str)

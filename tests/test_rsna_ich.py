@@ -1,5 +1,6 @@
 """RSNA ICH loader on fixture DICOM slices in the Kaggle layout, its registry entry, and
 the built-in ICH-like synthetic data (fedpl_core.data.loaders.rsna_ich, .synthetic.make_ich)."""
+
 from __future__ import annotations
 
 import sys
@@ -34,8 +35,17 @@ def hu_image(i: int, even: bool = False) -> np.ndarray:
     return np.resize(np.roll(np.array(vals), i), (8, 8)).astype(np.int64)
 
 
-def write_dicom(path: Path, stored: np.ndarray, *, slope=1, intercept=-1024, patient="ID_x", study="1.2.3.4",
-                bits_stored=16, signed=True) -> None:
+def write_dicom(
+    path: Path,
+    stored: np.ndarray,
+    *,
+    slope=1,
+    intercept=-1024,
+    patient="ID_x",
+    study="1.2.3.4",
+    bits_stored=16,
+    signed=True,
+) -> None:
     pydicom = pytest.importorskip("pydicom")
     from pydicom.dataset import Dataset, FileMetaDataset
     from pydicom.uid import CTImageStorage, ExplicitVRLittleEndian, generate_uid
@@ -80,8 +90,14 @@ def write_rsna(root: Path, slices=SLICES, lines=None, skip=()) -> Path:
         if img in skip:
             continue
         hu = hu_image(i, even=slope == 2)
-        write_dicom(root / "stage_2_train" / f"{img}.dcm", (hu - icpt) // slope, slope=slope, intercept=icpt,
-                    patient=patient, study="1.2.3." + patient[3:].translate(str.maketrans("abcdef", "123456")))
+        write_dicom(
+            root / "stage_2_train" / f"{img}.dcm",
+            (hu - icpt) // slope,
+            slope=slope,
+            intercept=icpt,
+            patient=patient,
+            study="1.2.3." + patient[3:].translate(str.maketrans("abcdef", "123456")),
+        )
     return root
 
 
@@ -234,8 +250,13 @@ def test_registry_rsna_ich_split_by_patient(rsna, tmp_path):
 # ============================================================================ synthetic
 def test_ich_prevalence_constants():
     assert syn.ICH_CLASSES == ["epidural", "intraparenchymal", "intraventricular", "subarachnoid", "subdural"]
-    assert syn.ICH_PREVALENCE == {"epidural": 0.05, "intraparenchymal": 0.192, "intraventricular": 0.1392,
-                                  "subarachnoid": 0.1896, "subdural": 0.2508}  # RSNA x 4, epidural 5 %
+    assert syn.ICH_PREVALENCE == {
+        "epidural": 0.05,
+        "intraparenchymal": 0.192,
+        "intraventricular": 0.1392,
+        "subarachnoid": 0.1896,
+        "subdural": 0.2508,
+    }  # RSNA x 4, epidural 5 %
 
 
 def test_make_ich_deterministic_shape_dtype():
@@ -275,7 +296,7 @@ def test_ich_prevalences_within_tolerance():
 def test_ich_bleeds_are_drawn_where_labelled():
     lab = np.zeros((6, 5), np.float32)
     lab[np.arange(1, 6), np.arange(5)] = 1
-    rows = [syn.render_ich(lab[i:i + 1], image_size=64, seed=2)[0, 0].astype(int) for i in range(6)]
+    rows = [syn.render_ich(lab[i : i + 1], image_size=64, seed=2)[0, 0].astype(int) for i in range(6)]
     base = rows[0]
     for j in range(5):  # same anatomy; each subtype brightens its pixels towards blood
         diff = rows[j + 1] - base
@@ -283,5 +304,5 @@ def test_ich_bleeds_are_drawn_where_labelled():
     lesion = np.abs(rows[3] - base) > 20  # intraventricular: within the ventricles, near the middle
     ys, xs = np.nonzero(lesion)
     assert abs(xs.mean() - 32) < 10
-    invisible = [syn.render_ich(lab[i:i + 1], image_size=32, seed=2, strength=0.0) for i in range(6)]
+    invisible = [syn.render_ich(lab[i : i + 1], image_size=32, seed=2, strength=0.0) for i in range(6)]
     assert all(np.array_equal(invisible[0], x) for x in invisible)

@@ -1,24 +1,34 @@
 """Single-label semantics: fedavg and fedavg_pl coincide (and the grid says so); the
 federated 100%-label upper bound."""
+
 import warnings
 
 import pytest
 import torch
 
 from fedpl_core.fl.engine_config import EngineConfig
-from fedpl_core.runs.experiment_config import ExperimentConfig
-from fedpl_core.runs.study import SingleLabelWarning, Study, warn_single_label_twins
-from fedpl_core.runs.build import build_simulation
-from fedpl_core.runs.runner import run
 from fedpl_core.runs import study as study_module
+from fedpl_core.runs.build import build_simulation
+from fedpl_core.runs.experiment_config import ExperimentConfig
+from fedpl_core.runs.runner import run
+from fedpl_core.runs.study import SingleLabelWarning, Study, warn_single_label_twins
 
 ENG = EngineConfig(rounds=1, batch_size=16, progress=False, selection=None)
 
 
 def skin(**kw):
-    return ExperimentConfig(dataset="synthetic-skin", image_size=28, n_train=100, n_test=60, num_clients=5,
-                            partition="label_set_mismatch", partition_kwargs={"classes_per_client": 3, "seed": 523},
-                            model_kwargs={"width": 4}, engine=ENG, **kw)
+    return ExperimentConfig(
+        dataset="synthetic-skin",
+        image_size=28,
+        n_train=100,
+        n_test=60,
+        num_clients=5,
+        partition="label_set_mismatch",
+        partition_kwargs={"classes_per_client": 3, "seed": 523},
+        model_kwargs={"width": 4},
+        engine=ENG,
+        **kw,
+    )
 
 
 def test_fedavg_and_fedavg_pl_are_one_method_on_single_label_data():
@@ -31,8 +41,9 @@ def test_fedavg_and_fedavg_pl_are_one_method_on_single_label_data():
 
 
 def test_no_twin_warning_on_multi_label_data():
-    cxr = skin().replace(dataset="synthetic-cxr", partition_kwargs={"classes_per_client": 3, "seed": 523},
-                         num_clients=8)
+    cxr = skin().replace(
+        dataset="synthetic-cxr", partition_kwargs={"classes_per_client": 3, "seed": 523}, num_clients=8
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error", SingleLabelWarning)
         assert warn_single_label_twins(Study(cxr, ["fedavg", "fedavg_pl"], [0]).jobs()) == []

@@ -6,6 +6,7 @@ formatted value reading a module-level dict literal for each of the dict's value
 that imports another module of the package depends on it; importing a package depends on
 its ``__init__``.  Every layer is a folder: the package's top level holds only
 ``__init__.py`` and ``__main__.py``."""
+
 import ast
 import re
 from pathlib import Path
@@ -88,7 +89,7 @@ def imports(path: Path, modules: set[str]) -> set[str]:
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")
-                anchor = anchor[:len(anchor) - (node.level - 1)]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join(anchor + ([base] if base else []))
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
         else:
@@ -152,9 +153,11 @@ def test_imports_resolve_relative_and_function_level_imports(tmp_path, monkeypat
 
 def test_imports_follow_a_module_loaded_by_name():
     modules = {"p", "p.a", "p.b", "p.c.d", "p.lazy"}
-    tree = ast.parse("import importlib\nLAZY = {'x': 'a', 'y': 'c.d'}\n"
-                     "def f(k, m):\n    importlib.import_module(f'.{LAZY[k]}', __name__)\n"
-                     "    importlib.import_module(f'p.{m}')\n    __import__('p.lazy')\n")
+    tree = ast.parse(
+        "import importlib\nLAZY = {'x': 'a', 'y': 'c.d'}\n"
+        "def f(k, m):\n    importlib.import_module(f'.{LAZY[k]}', __name__)\n"
+        "    importlib.import_module(f'p.{m}')\n    __import__('p.lazy')\n"
+    )
     assert dynamic_imports(tree, "p", modules) == {"p.a", "p.c.d", "p.b", "p.lazy"}
     assert dynamic_imports(ast.parse("import importlib\nimportlib.import_module(name)\n"), "p", modules) == set()
     g = graph()  # the package's own: the lazy names of the root, the catalogue's loaders
@@ -184,6 +187,7 @@ LAYERS = [
     ("apps", ["fedpl_core.apps", "fedpl_core.__main__", "fedpl_core"]),
 ]
 
+
 def layer(module: str) -> int | None:
     best = None
     for i, (_, prefixes) in enumerate(LAYERS):
@@ -194,13 +198,19 @@ def layer(module: str) -> int | None:
 
 
 def upward_imports(g: dict[str, set[str]]) -> list[str]:
-    return [f"{m} ({LAYERS[layer(m)][0]}) -> {d} ({LAYERS[layer(d)][0]})"
-            for m, deps in sorted(g.items()) for d in sorted(deps) if layer(d) > layer(m)]
+    return [
+        f"{m} ({LAYERS[layer(m)][0]}) -> {d} ({LAYERS[layer(d)][0]})"
+        for m, deps in sorted(g.items())
+        for d in sorted(deps)
+        if layer(d) > layer(m)
+    ]
 
 
 def test_every_module_has_a_layer_and_imports_only_downward():
     g = graph()
-    assert not [m for m in g if layer(m) is None], "a module of no layer: add it to LAYERS and the table of docs/architecture.md"
+    assert not [m for m in g if layer(m) is None], (
+        "a module of no layer: add it to LAYERS and the table of docs/architecture.md"
+    )
     up = upward_imports(g)
     assert not up, "imports that go up a layer: " + "; ".join(up)
     # the check can fail: a planted import from the data layer up into the runner
@@ -211,9 +221,12 @@ def test_a_circle_through_a_module_loaded_by_name_is_found(tmp_path):
     """The circle the data layer had: the named sources loading two studies by name, the
     studies importing the sources (``importlib`` edges count)."""
     modules = {"p.sources", "p.study"}
-    g = {"p.sources": dynamic_imports(ast.parse("import importlib\nfor m in ('study',):\n"
-                                                "    importlib.import_module(f'p.{m}')\n"), "p", modules),
-         "p.study": {"p.sources"}}
+    g = {
+        "p.sources": dynamic_imports(
+            ast.parse("import importlib\nfor m in ('study',):\n    importlib.import_module(f'p.{m}')\n"), "p", modules
+        ),
+        "p.study": {"p.sources"},
+    }
     assert circles(g) == [["p.sources", "p.study"]]
 
 
@@ -235,7 +248,11 @@ def test_the_architecture_page_names_every_room_and_module():
             folder = rel.parts[1] + "/"
         if f"`{folder}`" not in page:
             missing.append(folder)
-        elif module_name(p) not in families and rel.parts[:2] != ("data", "loaders") \
-                and not (rel.parts[0] == "studies" and len(rel.parts) == 3) and f"`{p.name}`" not in page:
+        elif (
+            module_name(p) not in families
+            and rel.parts[:2] != ("data", "loaders")
+            and not (rel.parts[0] == "studies" and len(rel.parts) == 3)
+            and f"`{p.name}`" not in page
+        ):
             missing.append(str(rel))
     assert not missing, f"docs/architecture.md does not name: {sorted(set(missing))}"

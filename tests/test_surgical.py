@@ -1,19 +1,25 @@
 """Surgical Aggregation: head aggregation by hand, per-client heads, FedAvg equivalence,
 warm-up, FedBN+ and the validation protocol."""
+
 import numpy as np
 import pytest
 import torch
 
 from fedpl_core.fl.engine_config import EngineConfig
-from fedpl_core.fl.simulation import Simulation
 from fedpl_core.fl.federation import FederationInfo
 from fedpl_core.fl.server import Server
-from fedpl_core.nn.losses import masked_bce
+from fedpl_core.fl.simulation import Simulation
 from fedpl_core.methods import get_method
 from fedpl_core.methods.base import ClientUpdate
 from fedpl_core.methods.blocks import warm_up_head
-from fedpl_core.methods.surgical import (SurgicalAggregation, client_class_order, paper_method,
-                                         rebuild_local_head, surgical_head_aggregate)
+from fedpl_core.methods.surgical import (
+    SurgicalAggregation,
+    client_class_order,
+    paper_method,
+    rebuild_local_head,
+    surgical_head_aggregate,
+)
+from fedpl_core.nn.losses import masked_bce
 from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import ClientSpec, Partition, iid
 
@@ -34,23 +40,27 @@ def three_heads():
     """Client 0 has (c, a), client 1 (a, b, c), client 2 (b, d): d is unique to client 2,
     e belongs to nobody this round."""
     return [
-        (["c", "a"], torch.tensor([[1., 2.], [3., 4.]]), torch.tensor([10., 20.])),
-        (["a", "b", "c"], torch.tensor([[5., 6.], [7., 8.], [9., 10.]]), torch.tensor([30., 40., 50.])),
-        (["b", "d"], torch.tensor([[11., 12.], [13., 14.]]), torch.tensor([60., 70.])),
+        (["c", "a"], torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([10.0, 20.0])),
+        (["a", "b", "c"], torch.tensor([[5.0, 6.0], [7.0, 8.0], [9.0, 10.0]]), torch.tensor([30.0, 40.0, 50.0])),
+        (["b", "d"], torch.tensor([[11.0, 12.0], [13.0, 14.0]]), torch.tensor([60.0, 70.0])),
     ]
 
 
-PREVIOUS = (torch.arange(10.).view(5, 2) - 100, torch.tensor([-1., -2., -3., -4., -5.]))
+PREVIOUS = (torch.arange(10.0).view(5, 2) - 100, torch.tensor([-1.0, -2.0, -3.0, -4.0, -5.0]))
 
 
 def test_head_aggregate_three_clients_by_hand():
     W, b = surgical_head_aggregate(three_heads(), GLOBAL, previous=PREVIOUS)
-    expected_W = torch.tensor([[4., 5.],     # a: mean of client 0 row 1 and client 1 row 0
-                               [9., 10.],    # b: clients 1 and 2
-                               [5., 6.],     # c: client 0 row 0 and client 1 row 2
-                               [13., 14.],   # d: unique to client 2 (Eq. 3)
-                               [-92., -91.]])  # e: nobody -> previous global row
-    expected_b = torch.tensor([25., 50., 30., 70., -5.])
+    expected_W = torch.tensor(
+        [
+            [4.0, 5.0],  # a: mean of client 0 row 1 and client 1 row 0
+            [9.0, 10.0],  # b: clients 1 and 2
+            [5.0, 6.0],  # c: client 0 row 0 and client 1 row 2
+            [13.0, 14.0],  # d: unique to client 2 (Eq. 3)
+            [-92.0, -91.0],
+        ]
+    )  # e: nobody -> previous global row
+    expected_b = torch.tensor([25.0, 50.0, 30.0, 70.0, -5.0])
     assert torch.equal(W, expected_W)
     assert torch.equal(b, expected_b)
     # without a previous head, a class nobody has is zero
@@ -61,9 +71,9 @@ def test_head_aggregate_three_clients_by_hand():
 
 def test_head_aggregate_size_weights_and_errors():
     W, b = surgical_head_aggregate(three_heads(), GLOBAL, previous=PREVIOUS, weights=[1, 3, 1])
-    assert torch.allclose(W[0], torch.tensor([4.5, 5.5]))            # (1*[3,4] + 3*[5,6]) / 4
-    assert torch.allclose(b[1], torch.tensor((3 * 40. + 60.) / 4))   # b: clients 1 (w 3) and 2 (w 1)
-    assert torch.equal(W[3], torch.tensor([13., 14.]))               # unique: weight irrelevant
+    assert torch.allclose(W[0], torch.tensor([4.5, 5.5]))  # (1*[3,4] + 3*[5,6]) / 4
+    assert torch.allclose(b[1], torch.tensor((3 * 40.0 + 60.0) / 4))  # b: clients 1 (w 3) and 2 (w 1)
+    assert torch.equal(W[3], torch.tensor([13.0, 14.0]))  # unique: weight irrelevant
     heads = three_heads()
     with pytest.raises(ValueError, match="unknown class"):
         surgical_head_aggregate(heads + [(["z"], torch.ones(1, 2), torch.ones(1))], GLOBAL)
@@ -76,9 +86,9 @@ def test_head_aggregate_size_weights_and_errors():
 def test_rebuild_local_head_gives_own_rows_in_own_order():
     W, b = surgical_head_aggregate(three_heads(), GLOBAL, previous=PREVIOUS)
     w0, b0 = rebuild_local_head(W, b, GLOBAL, ["c", "a"])
-    assert torch.equal(w0, torch.tensor([[5., 6.], [4., 5.]])) and torch.equal(b0, torch.tensor([30., 25.]))
+    assert torch.equal(w0, torch.tensor([[5.0, 6.0], [4.0, 5.0]])) and torch.equal(b0, torch.tensor([30.0, 25.0]))
     w2, b2 = rebuild_local_head(W, b, GLOBAL, ["b", "d"])
-    assert torch.equal(w2, torch.tensor([[9., 10.], [13., 14.]])) and torch.equal(b2, torch.tensor([50., 70.]))
+    assert torch.equal(w2, torch.tensor([[9.0, 10.0], [13.0, 14.0]])) and torch.equal(b2, torch.tensor([50.0, 70.0]))
     w2[0, 0] = 123.0  # a copy, not a view into the global head
     assert W[1, 0] == 9.0
     with pytest.raises(ValueError, match="unknown class"):
@@ -94,17 +104,24 @@ def test_server_aggregates_by_name_and_sends_each_client_its_own_head():
     # before hearing from a client the server can only send the initial head
     first = server.payload(1)
     assert "head" not in first and torch.equal(first["init_head"][0], PREVIOUS[0])
-    updates = [ClientUpdate(k, {"enc.w": torch.full((3,), float(k)), "head.weight": W, "head.bias": b}, 10 * (k + 1),
-                            {"class_names": names}) for k, (names, W, b) in enumerate(three_heads())]
+    updates = [
+        ClientUpdate(
+            k,
+            {"enc.w": torch.full((3,), float(k)), "head.weight": W, "head.bias": b},
+            10 * (k + 1),
+            {"class_names": names},
+        )
+        for k, (names, W, b) in enumerate(three_heads())
+    ]
     server.aggregate(updates)
     # encoder: size-weighted FedAvg (10, 20, 30)
-    assert torch.allclose(server.global_state["enc.w"], torch.full((3,), (0 * 10 + 1 * 20 + 2 * 30) / 60.))
+    assert torch.allclose(server.global_state["enc.w"], torch.full((3,), (0 * 10 + 1 * 20 + 2 * 30) / 60.0))
     # head: plain mean over the clients having each class (Eq. 2), not size-weighted
-    assert torch.equal(server.global_state["head.weight"][0], torch.tensor([4., 5.]))
+    assert torch.equal(server.global_state["head.weight"][0], torch.tensor([4.0, 5.0]))
     assert torch.equal(server.global_state["head.weight"][4], PREVIOUS[0][4])
     p0 = server.payload(0)
     assert p0["head_classes"] == ["c", "a"]
-    assert torch.equal(p0["head"][0], torch.tensor([[5., 6.], [4., 5.]]))
+    assert torch.equal(p0["head"][0], torch.tensor([[5.0, 6.0], [4.0, 5.0]]))
     assert "head.weight" not in p0["state"] and "enc.w" in p0["state"]
     p2 = server.payload(2)
     assert p2["head_classes"] == ["b", "d"] and p2["head"][0].shape == (2, 2)
@@ -137,8 +154,10 @@ def test_equals_fedavg_exactly_with_identical_label_sets(toy):
 
 def test_equals_fedavg_with_unequal_clients_only_with_size_weighted_head(toy):
     train = toy[0]
-    part = Partition([ClientSpec(np.arange(0, 60), np.ones(4, bool)), ClientSpec(np.arange(60, 300), np.ones(4, bool))],
-                     train.class_names)
+    part = Partition(
+        [ClientSpec(np.arange(0, 60), np.ones(4, bool)), ClientSpec(np.arange(60, 300), np.ones(4, bool))],
+        train.class_names,
+    )
     fedavg = make_sim(toy, part, get_method("fedavg"))
     fedavg.run()
     size = make_sim(toy, part, get_method("surgical", warmup_epochs=0, head_weighting="size"))
@@ -218,8 +237,10 @@ def test_fedbn_plus_freezes_batchnorm_everywhere(toy):
     sim = make_sim(toy, shared_partition(toy[0]), get_method("surgical", warmup_epochs=1, bn_policy="frozen"))
     init = {k: v.clone() for k, v in sim.server.global_state.items()}
     bn_keys = [k for k in init if k in sim.method.local_keys]
-    assert bn_keys and all(".running_mean" in k or ".weight" in k or ".bias" in k or "num_batches" in k
-                           or "running_var" in k for k in bn_keys)
+    assert bn_keys and all(
+        ".running_mean" in k or ".weight" in k or ".bias" in k or "num_batches" in k or "running_var" in k
+        for k in bn_keys
+    )
     opt_params = {id(p) for g in sim.optimizer.param_groups for p in g["params"]}
     bn_params = [p for n, p in sim.model.named_parameters() if n in bn_keys]
     assert bn_params and not any(id(p) in opt_params for p in bn_params)
@@ -307,8 +328,9 @@ def test_real_data_path_on_the_published_layouts(tmp_path):
     fx.write_nih(tmp_path / "nih")
     fx.write_chexpert(tmp_path / "chexpert")
     fx.write_mimic(tmp_path)
-    st = study.make_settings("smoke", data_root=str(tmp_path), image_size=28, n_public=1,
-                             data_kwargs={"cache_dir": str(tmp_path / "cache")})
+    st = study.make_settings(
+        "smoke", data_root=str(tmp_path), image_size=28, n_public=1, data_kwargs={"cache_dir": str(tmp_path / "cache")}
+    )
     data = study.load_real_data(str(tmp_path), st)
     nih, chx = data["NIH"][0], data["CheXpert"][0]
     assert "Pleural Effusion" in nih.class_names and "Effusion" not in nih.class_names
@@ -343,8 +365,17 @@ def test_study_grid_goes_through_run_many_and_its_cache(tmp_path, monkeypatch):
     from fedpl_core.runs.study import run_many
     from fedpl_core.studies import surgical as study
 
-    st = study.make_settings("smoke", n_train=96, n_test=60, n_external=60, n_public=32, k_values=[2, 3],
-                             rounds=1, batch_size=16, warmup_epochs=0.5)
+    st = study.make_settings(
+        "smoke",
+        n_train=96,
+        n_test=60,
+        n_external=60,
+        n_public=32,
+        k_values=[2, 3],
+        rounds=1,
+        batch_size=16,
+        warmup_epochs=0.5,
+    )
     base, sets, methods = study.ablation_config(st), study.ablation_settings(st, "clients"), study.ablation_methods(st)
     labels = ["Oracle", "Central", "FL", "FL + PL", "FL + SA"]
     assert [m[0] for m in methods] == labels
@@ -383,8 +414,13 @@ def test_gap_by_round_pairs_classes_and_splits_shared_from_unique():
     from fedpl_core.studies.surgical import gap_by_round
 
     def rec(r, nih, chx):
-        return {"round": r, "NIH/class_names": ["a", "s"], "NIH/auroc_per_class": nih,
-                "CheXpert/class_names": ["s", "c"], "CheXpert/auroc_per_class": chx}
+        return {
+            "round": r,
+            "NIH/class_names": ["a", "s"],
+            "NIH/auroc_per_class": nih,
+            "CheXpert/class_names": ["s", "c"],
+            "CheXpert/auroc_per_class": chx,
+        }
 
     df = pd.DataFrame()
     df.attrs["histories"] = {

@@ -3,6 +3,7 @@ code (see the audit in :mod:`fedpl_core.methods.surgical`): model selection on t
 of the clients' validation BCE (each method's own loss, global model), vanilla FL's
 missing labels as negatives, each test set scored on its own classes, the head warm-up
 (once, Adam at ``warmup_lr``, head only) and the study's paper-mode settings."""
+
 import math
 
 import numpy as np
@@ -12,9 +13,9 @@ from sklearn.metrics import roc_auc_score
 
 from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
-from fedpl_core.nn.losses import masked_bce
 from fedpl_core.methods import get_method
 from fedpl_core.methods import surgical as surgical_module
+from fedpl_core.nn.losses import masked_bce
 from fedpl_core.nn.models import build_model
 from fedpl_core.partitions import ClientSpec, Partition
 from fedpl_core.studies import surgical as study
@@ -38,8 +39,15 @@ def _sim(toy, method, **cfg):
     train, test = toy
     torch.manual_seed(0)
     model = build_model("cnn", train.num_classes, 1, 16, width=8)
-    kw = dict(rounds=1, batch_size=32, progress=False, seed=0, client_val_fraction=0.2, selection="val_loss",
-              selection_mode="min")
+    kw = dict(
+        rounds=1,
+        batch_size=32,
+        progress=False,
+        seed=0,
+        client_val_fraction=0.2,
+        selection="val_loss",
+        selection_mode="min",
+    )
     kw.update(cfg)
     return Simulation(method, model, train, _partition(train), test, EngineConfig(**kw))
 
@@ -87,9 +95,11 @@ def test_vanilla_fl_trains_with_missing_labels_as_negatives(toy):
     assert torch.equal(batch.y, y_true * c.class_mask)  # stored as 0
     logits = torch.randn(len(pos), 4, generator=torch.Generator().manual_seed(0))
     ctx = sim.client_context(2, 0)
-    for name, want in (("fedavg", masked_bce(logits, batch.y, None)),
-                       ("fedavg_pl", masked_bce(logits, batch.y, batch.mask)),
-                       ("surgical", masked_bce(logits, batch.y, batch.mask))):
+    for name, want in (
+        ("fedavg", masked_bce(logits, batch.y, None)),
+        ("fedavg_pl", masked_bce(logits, batch.y, batch.mask)),
+        ("surgical", masked_bce(logits, batch.y, batch.mask)),
+    ):
         got = get_method(name, warmup_epochs=0).loss(ctx, logits, None, batch)
         assert float(got) == pytest.approx(float(want), rel=1e-6), name
     assert abs(float(masked_bce(logits, batch.y, None)) - float(masked_bce(logits, batch.y, batch.mask))) > 1e-3

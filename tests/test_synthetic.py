@@ -1,31 +1,84 @@
 """Tests of the built-in synthetic data sets (fedpl_core.data.synthetic)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from fedpl_core.data.base import MULTICLASS, MULTILABEL, DataError
 from fedpl_core.data import synthetic as syn
+from fedpl_core.data.base import MULTICLASS, MULTILABEL, DataError
 from fedpl_core.data.synthetic import (
-    CHEXPERT_EXTRA, DOMAINS, FEDMLP_CXR8, FEDPSL6, FINDINGS, HAM10000_PRIORS, NIH14, SKIN_CLASSES,
-    DomainStyle, finding_atlas, make_balanced_test, make_cxr, make_skin, region_mask, render_cxr,
+    CHEXPERT_EXTRA,
+    DOMAINS,
+    FEDMLP_CXR8,
+    FEDPSL6,
+    FINDINGS,
+    HAM10000_PRIORS,
+    NIH14,
+    SKIN_CLASSES,
+    DomainStyle,
+    finding_atlas,
+    make_balanced_test,
+    make_cxr,
+    make_skin,
+    region_mask,
+    render_cxr,
     sample_labels,
 )
 
-NIH_PREVALENCE = {"Infiltration": 0.177, "Effusion": 0.119, "Atelectasis": 0.103, "Nodule": 0.056,
-                  "Mass": 0.052, "Pneumothorax": 0.047, "Consolidation": 0.042, "Pleural_Thickening": 0.030,
-                  "Cardiomegaly": 0.025, "Emphysema": 0.022, "Edema": 0.021, "Fibrosis": 0.015,
-                  "Pneumonia": 0.013, "Hernia": 0.002}
+NIH_PREVALENCE = {
+    "Infiltration": 0.177,
+    "Effusion": 0.119,
+    "Atelectasis": 0.103,
+    "Nodule": 0.056,
+    "Mass": 0.052,
+    "Pneumothorax": 0.047,
+    "Consolidation": 0.042,
+    "Pleural_Thickening": 0.030,
+    "Cardiomegaly": 0.025,
+    "Emphysema": 0.022,
+    "Edema": 0.021,
+    "Fibrosis": 0.015,
+    "Pneumonia": 0.013,
+    "Hernia": 0.002,
+}
 
 
 def test_registry_names():
-    assert NIH14 == ["Atelectasis", "Cardiomegaly", "Effusion", "Infiltration", "Mass", "Nodule", "Pneumonia",
-                     "Pneumothorax", "Consolidation", "Edema", "Emphysema", "Fibrosis", "Pleural_Thickening",
-                     "Hernia"]
-    assert CHEXPERT_EXTRA == ["Enlarged Cardiomediastinum", "Lung Opacity", "Lung Lesion", "Pleural Other",
-                              "Fracture", "Support Devices"]
-    assert FEDMLP_CXR8 == ["Infiltration", "Effusion", "Atelectasis", "Nodule", "Mass", "Pneumothorax",
-                           "Consolidation", "Pleural_Thickening"]
+    assert NIH14 == [
+        "Atelectasis",
+        "Cardiomegaly",
+        "Effusion",
+        "Infiltration",
+        "Mass",
+        "Nodule",
+        "Pneumonia",
+        "Pneumothorax",
+        "Consolidation",
+        "Edema",
+        "Emphysema",
+        "Fibrosis",
+        "Pleural_Thickening",
+        "Hernia",
+    ]
+    assert CHEXPERT_EXTRA == [
+        "Enlarged Cardiomediastinum",
+        "Lung Opacity",
+        "Lung Lesion",
+        "Pleural Other",
+        "Fracture",
+        "Support Devices",
+    ]
+    assert FEDMLP_CXR8 == [
+        "Infiltration",
+        "Effusion",
+        "Atelectasis",
+        "Nodule",
+        "Mass",
+        "Pneumothorax",
+        "Consolidation",
+        "Pleural_Thickening",
+    ]
     assert FEDPSL6 == ["Infiltration", "Effusion", "Atelectasis", "Nodule", "Consolidation", "Pneumothorax"]
     for c in NIH14 + CHEXPERT_EXTRA + ["Tuberculosis", "COVID-19"]:
         assert FINDINGS[c].name == c and FINDINGS[c].location in syn.ZONES
@@ -196,8 +249,12 @@ def test_each_finding_changes_its_own_region(name):
 
 def test_region_masks_discriminate():
     z = np.zeros((32, 1), np.float32)
-    for a, b in [("Hernia", "Pleural_Thickening"), ("Pleural_Thickening", "Hernia"),
-                 ("Enlarged Cardiomediastinum", "Effusion"), ("Effusion", "Pleural_Thickening")]:
+    for a, b in [
+        ("Hernia", "Pleural_Thickening"),
+        ("Pleural_Thickening", "Hernia"),
+        ("Enlarged Cardiomediastinum", "Effusion"),
+        ("Effusion", "Pleural_Thickening"),
+    ]:
         diff = np.abs(render_cxr(z + 1, [a], 32, seed=1).astype(float) - render_cxr(z, [a], 32, seed=1)).mean(0)[0]
         assert diff[region_mask(b, 32)].sum() / diff.sum() < 0.5, (a, b)
 

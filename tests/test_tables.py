@@ -2,6 +2,7 @@
 Holm through statsmodels, tables a reader sees with names (not registry keys) and columns that
 say their threshold, written atomically inside their folder; every expected string below is
 computed by hand."""
+
 import os
 
 import numpy as np
@@ -15,13 +16,15 @@ def runs():
     """Two settings; in "s": A over seeds 0.70, 0.74, B over one seed, C over two seeds a
     hair apart; in "t": A over 0.60, 0.60 (no spread) and no B or C; a "best" row that
     ``which="final"`` must drop."""
-    return pd.DataFrame({
-        "setting": ["s", "s", "s", "s", "s", "t", "t", "s"],
-        "label": ["A", "A", "B", "C", "C", "A", "A", "A"],
-        "which": ["final"] * 7 + ["best"],
-        "auroc_mean": [0.70, 0.74, 0.80, 0.50000, 0.50001, 0.60, 0.60, 0.99],
-        "auroc:X": [0.60, 0.64, 0.90, 0.5, 0.5, 0.1, 0.3, 0.99],
-    })
+    return pd.DataFrame(
+        {
+            "setting": ["s", "s", "s", "s", "s", "t", "t", "s"],
+            "label": ["A", "A", "B", "C", "C", "A", "A", "A"],
+            "which": ["final"] * 7 + ["best"],
+            "auroc_mean": [0.70, 0.74, 0.80, 0.50000, 0.50001, 0.60, 0.60, 0.99],
+            "auroc:X": [0.60, 0.64, 0.90, 0.5, 0.5, 0.1, 0.3, 0.99],
+        }
+    )
 
 
 def test_summarize_mean_sd_n_by_hand():
@@ -70,19 +73,22 @@ def test_to_markdown_index_missing_values_and_no_number_parsing():
         "|:---------|:--------------|:-------------|\n"
         "| A        | 72.00 ± 2.83  | 60.00 ± 0.00 |\n"
         "| B        | 80.00         |              |\n"
-        "| C        | 50.00 ± <0.01 |              |")
+        "| C        | 50.00 ± <0.01 |              |"
+    )
     d = pd.DataFrame({"x": [1.0, np.nan], "y": [None, "0.10"], "n": [3, 4]})
     assert to_markdown(d) == (  # an unnamed index is the column "index"; None and NaN are empty
         "| index   | x   | y    | n   |\n"
         "|:--------|:----|:-----|:----|\n"
         "| 0       | 1.0 |      | 3   |\n"
-        "| 1       |     | 0.10 | 4   |")
+        "| 1       |     | 0.10 | 4   |"
+    )
     assert to_markdown(d, index=False).splitlines()[0] == "| x   | y    | n   |"
     two = summarize(runs())[["auroc_mean", "n"]]
     assert to_markdown(two).splitlines()[:3] == [  # a MultiIndex: one column per level
         "| setting   | label   | auroc_mean    | n   |",
         "|:----------|:--------|:--------------|:----|",
-        "| s         | A       | 72.00 ± 2.83  | 2   |"]
+        "| s         | A       | 72.00 ± 2.83  | 2   |",
+    ]
 
 
 def test_to_latex_through_styler():
@@ -93,8 +99,9 @@ def test_to_latex_through_styler():
 def test_save_table_shows_two_digit_p_values_and_no_default_index(tmp_path):
     from fedpl_core.report.tables import difference_columns, paired_difference, save_table
 
-    df = pd.DataFrame({"label": ["x"] * 3 + ["y"] * 3, "seed": [0, 1, 2] * 2,
-                       "auroc_mean": [0.80, 0.82, 0.84, 0.78, 0.79, 0.83]})
+    df = pd.DataFrame(
+        {"label": ["x"] * 3 + ["y"] * 3, "seed": [0, 1, 2] * 2, "auroc_mean": [0.80, 0.82, 0.84, 0.78, 0.79, 0.83]}
+    )
     row = difference_columns(paired_difference(df, "x", "y", which=None))
     # differences 2, 3, 1 points: mean 2, sd 1, t = 2 sqrt(3) on 2 dof, CI 2 -+ 4.303 / sqrt(3)
     assert row["diff (points)"] == 2.0 and row["sd"] == 1.0 and row["pairs"] == 3
@@ -119,15 +126,17 @@ def _old_holm(pvalues):
 
 
 def test_holm_is_statsmodels_and_equals_the_old_adjustment_exactly():
-    import fedpl_core.report.tables as T
     from statsmodels.stats.multitest import multipletests
+
+    import fedpl_core.report.tables as T
 
     assert T.holm([0.01, 0.04, 0.03, None]) == [0.03, 0.06, 0.06, None]  # the old doctest's values
     assert T.holm([None, float("nan")]) == [None, None] and T.holm([]) == []
     rng = np.random.default_rng(0)
     for _ in range(25):  # families of 1-8 with ties, None and NaN
-        p = list(rng.choice([rng.uniform(0, 1), rng.uniform(0, 0.05), 0.5, None, float("nan")],
-                            size=rng.integers(1, 9)))
+        p = list(
+            rng.choice([rng.uniform(0, 1), rng.uniform(0, 0.05), 0.5, None, float("nan")], size=rng.integers(1, 9))
+        )
         assert T.holm(p) == _old_holm(p), p
     calls = []
     real = multipletests
@@ -137,6 +146,7 @@ def test_holm_is_statsmodels_and_equals_the_old_adjustment_exactly():
         return real(*a, **k)
 
     import statsmodels.stats.multitest as M
+
     M.multipletests, saved = spy, M.multipletests
     try:
         T.holm([0.2, 0.01])
@@ -148,15 +158,28 @@ def test_holm_is_statsmodels_and_equals_the_old_adjustment_exactly():
 def test_tables_a_reader_sees_use_names_not_registry_keys():
     from fedpl_core.report.tables import for_reading, save_table  # noqa: F401
 
-    df = pd.DataFrame({"label": ["fedavg_star", "fedavg_star", "FL + SA"], "setting": ["s"] * 3,
-                       "which": "final", "seed": [0, 1, 0], "auroc_mean": [0.7, 0.72, 0.8],
-                       "auroc:Pleural_Thickening": [0.6, 0.7, 0.8]})
+    df = pd.DataFrame(
+        {
+            "label": ["fedavg_star", "fedavg_star", "FL + SA"],
+            "setting": ["s"] * 3,
+            "which": "final",
+            "seed": [0, 1, 0],
+            "auroc_mean": [0.7, 0.72, 0.8],
+            "auroc:Pleural_Thickening": [0.6, 0.7, 0.8],
+        }
+    )
     t = pivot_mean_std(df)
     assert list(t.index) == ["FedAvg*", "FL + SA"] and t.index.name == "method"
     p = per_class_mean_std(df)
     assert list(p.columns) == ["Pleural Thickening", "Mean"] and list(p.index) == ["FedAvg*", "FL + SA"]
-    claims = pd.DataFrame({"metric": ["auroc_mean", "pl/coverage"], "vs": ["fedavg_pl", "FedAvg*"],
-                           "pairs": [3.0, float("nan")], "auroc_mean vs FedAvg": [1.0, 2.0]})
+    claims = pd.DataFrame(
+        {
+            "metric": ["auroc_mean", "pl/coverage"],
+            "vs": ["fedavg_pl", "FedAvg*"],
+            "pairs": [3.0, float("nan")],
+            "auroc_mean vs FedAvg": [1.0, 2.0],
+        }
+    )
     shown, index = for_reading(claims)
     assert list(shown.columns) == ["metric", "vs", "pairs", "mean AUROC vs FedAvg"] and not index
     assert shown["metric"].tolist() == ["mean AUROC", "pseudo-labels: share of missing entries tagged"]

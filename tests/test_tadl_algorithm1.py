@@ -14,6 +14,7 @@ meta-loss, the head stepped after the encoder, L_train's gradient in the encoder
 first order) give results far from the code's, so the 1e-6 comparison cannot pass by
 accident.
 """
+
 from types import SimpleNamespace
 
 import torch
@@ -21,8 +22,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from fedpl_core.fl.federation import Batch
-from fedpl_core.nn.losses import masked_bce
 from fedpl_core.methods.fedpsl import FedPSL, tadl_step
+from fedpl_core.nn.losses import masked_bce
 from fedpl_core.nn.models import FedModel
 
 PW = torch.tensor([2.0, 0.5], dtype=torch.float64)
@@ -46,9 +47,14 @@ def _model(bn=False, seed=0):
 
 def _halves(seed=0, n_tr=6, n_val=6):
     g = torch.Generator().manual_seed(seed)
-    mk = lambda n: SimpleNamespace(x=torch.randn(n, 3, generator=g, dtype=torch.float64),  # noqa: E731
-                                   y=(torch.rand(n, 2, generator=g) < 0.5).double(),
-                                   mask=torch.rand(n, 2, generator=g) < 0.8)
+
+    def mk(n):
+        return SimpleNamespace(
+            x=torch.randn(n, 3, generator=g, dtype=torch.float64),  # noqa: E731
+            y=(torch.rand(n, 2, generator=g) < 0.5).double(),
+            mask=torch.rand(n, 2, generator=g) < 0.8,
+        )
+
     return mk(n_tr), mk(n_val)
 
 
@@ -85,7 +91,7 @@ class _Adam:
         m = self.b1 * state.get("m", torch.zeros_like(p)) + (1 - self.b1) * g
         v = self.b2 * state.get("v", torch.zeros_like(p)) + (1 - self.b2) * g * g
         state.update(t=t, m=m, v=v)
-        mhat, vhat = m / (1 - self.b1 ** t), v / (1 - self.b2 ** t)
+        mhat, vhat = m / (1 - self.b1**t), v / (1 - self.b2**t)
         return p - self.lr * mhat / (vhat.sqrt() + self.eps)
 
 
@@ -158,22 +164,24 @@ def test_tadl_equals_algorithm1_with_sgd_alpha_and_beta_distinct():
     """SGD with lr beta = 0.3, look-ahead alpha = 0.5: the head moves by beta * grad_phi
     L_train (the optimiser's step), the encoder by beta * the second-order meta-gradient
     with the *updated* head, and by nothing else."""
-    (gt, gp), (ht, hp), others = _run_both(False, lambda ps: torch.optim.SGD(ps, lr=0.3),
-                                           lambda: _SGD(0.3), variants=VARIANTS)
+    (gt, gp), (ht, hp), others = _run_both(
+        False, lambda ps: torch.optim.SGD(ps, lr=0.3), lambda: _SGD(0.3), variants=VARIANTS
+    )
     assert _maxdiff(gt, ht) < TOL and _maxdiff(gp, hp) < TOL
     # the wrong readings are far from what the code did
-    for v, (vt, vp) in others.items():
+    for v, (vt, _vp) in others.items():
         assert _maxdiff(gt, vt) > 1e-3, v
 
 
 def test_tadl_equals_algorithm1_with_adam_over_two_steps():
     """The paper's optimiser: Adam, one step of the head then one of the encoder per
     minibatch, each parameter's moments carried to the next minibatch."""
-    (gt, gp), (ht, hp), others = _run_both(False, lambda ps: torch.optim.Adam(ps, lr=0.01),
-                                           lambda: _Adam(0.01), steps=3, variants=VARIANTS)
+    (gt, gp), (ht, hp), others = _run_both(
+        False, lambda ps: torch.optim.Adam(ps, lr=0.01), lambda: _Adam(0.01), steps=3, variants=VARIANTS
+    )
     assert _maxdiff(gt, ht) < TOL and _maxdiff(gp, hp) < TOL
     # Adam's first step is about lr * sign(g); later steps tell the readings apart
-    for v, (vt, vp) in others.items():
+    for v, (vt, _vp) in others.items():
         assert _maxdiff(gt, vt) > 1e-4, v
 
 
@@ -207,9 +215,15 @@ def test_fedpsl_train_step_is_tadl_on_the_two_halves_of_the_batch():
     batch = Batch(x, y, mask, torch.arange(n), torch.arange(n))
     model = _model()
     theta, phi = [[p.detach().clone() for p in ps] for ps in _params(model)]
-    ctx = SimpleNamespace(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.3),
-                          autocast=lambda: torch.autocast("cpu", enabled=False), info=SimpleNamespace(task="multilabel"),
-                          state={"pos_weight": PW.float()}, scratch={}, data=None)
+    ctx = SimpleNamespace(
+        model=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.3),
+        autocast=lambda: torch.autocast("cpu", enabled=False),
+        info=SimpleNamespace(task="multilabel"),
+        state={"pos_weight": PW.float()},
+        scratch={},
+        data=None,
+    )
     method = FedPSL(alpha=0.5)
     logged = method.train_step(ctx, batch)
     h = n // 2

@@ -1,4 +1,5 @@
 """Augmented views and the engine's conventions for pseudo-labelling methods."""
+
 import math
 
 import numpy as np
@@ -7,9 +8,9 @@ import torch
 
 from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.fl.simulation import Simulation
+from fedpl_core.fl.views import cutout, mixup, sample_lambda, strong_view, weak_view
 from fedpl_core.methods import FedAvg
 from fedpl_core.nn.models import build_model
-from fedpl_core.fl.views import cutout, mixup, sample_lambda, strong_view, weak_view
 
 
 def test_views_are_seeded_shaped_and_change_the_images():
@@ -42,8 +43,8 @@ def test_engine_shift_pads_by_reflection_and_keeps_every_value():
     assert (y > 0).all()  # zero padding would leave zeros on the border
     # a shift by (dy, dx) with reflection equals torch's reflect pad + crop
     for i in range(64):
-        pad = torch.nn.functional.pad(x[i:i + 1], (1, 1, 1, 1), mode="reflect")
-        assert any(torch.equal(y[i:i + 1], pad[..., r:r + 8, c:c + 8]) for r in range(3) for c in range(3))
+        pad = torch.nn.functional.pad(x[i : i + 1], (1, 1, 1, 1), mode="reflect")
+        assert any(torch.equal(y[i : i + 1], pad[..., r : r + 8, c : c + 8]) for r in range(3) for c in range(3))
 
 
 def test_flip_affine_moves_a_centred_dot_by_at_most_two_percent():
@@ -53,7 +54,7 @@ def test_flip_affine_moves_a_centred_dot_by_at_most_two_percent():
 
     n, s = 200, 64
     x = torch.zeros(n, 1, s, s)
-    x[..., s // 2 - 2:s // 2 + 2, s // 2 - 2:s // 2 + 2] = 1.0
+    x[..., s // 2 - 2 : s // 2 + 2, s // 2 - 2 : s // 2 + 2] = 1.0
     y = augment_batch(x.clone(), "flip_affine", torch.Generator().manual_seed(0))
     grid = torch.arange(s, dtype=torch.float32)
     mass = y.sum((1, 2, 3))
@@ -75,8 +76,13 @@ def test_cutout_square_by_hand():
 
 
 def test_mixup_and_lambda():
-    x, y = mixup(torch.full((2, 1, 1, 1), 2.0), torch.tensor([[1.0, 0.0]] * 2),
-                 torch.zeros(2, 1, 1, 1), torch.tensor([[0.0, 1.0]] * 2), 0.25)
+    x, y = mixup(
+        torch.full((2, 1, 1, 1), 2.0),
+        torch.tensor([[1.0, 0.0]] * 2),
+        torch.zeros(2, 1, 1, 1),
+        torch.tensor([[0.0, 1.0]] * 2),
+        0.25,
+    )
     assert torch.allclose(x, torch.full((2, 1, 1, 1), 0.5))
     assert torch.allclose(y, torch.tensor([[0.25, 0.75]] * 2))
     with pytest.raises(ValueError, match="equal shapes"):
@@ -112,8 +118,14 @@ class _Probe(FedAvg):
 def test_logs_and_pseudo_label_quality_by_hand(toy, toy_partition):
     train, test = toy
     torch.manual_seed(0)
-    sim = Simulation(_Probe(), build_model("cnn", train.num_classes, 1, 16, width=8), train, toy_partition, test,
-                     EngineConfig(rounds=1, batch_size=32, progress=False))
+    sim = Simulation(
+        _Probe(),
+        build_model("cnn", train.num_classes, 1, 16, width=8),
+        train,
+        toy_partition,
+        test,
+        EngineConfig(rounds=1, batch_size=32, progress=False),
+    )
     rec = sim.run()[-1]
     assert rec["log/client"] == pytest.approx(np.mean(range(len(sim.clients))))
     # every unannotated entry is called positive: precision = prevalence there, recall 1
@@ -126,8 +138,14 @@ def test_logs_and_pseudo_label_quality_by_hand(toy, toy_partition):
 
 def test_no_pseudo_labels_no_keys(toy, toy_partition):
     train, test = toy
-    sim = Simulation(FedAvg(), build_model("cnn", train.num_classes, 1, 16, width=8), train, toy_partition, test,
-                     EngineConfig(rounds=1, batch_size=32, progress=False))
+    sim = Simulation(
+        FedAvg(),
+        build_model("cnn", train.num_classes, 1, 16, width=8),
+        train,
+        toy_partition,
+        test,
+        EngineConfig(rounds=1, batch_size=32, progress=False),
+    )
     rec = sim.run()[-1]
     assert not any(k.startswith(("pl/", "log/")) for k in rec)
     assert math.isfinite(rec["train_loss"])

@@ -21,6 +21,7 @@ the kernel spec (name, display name, language) and the kernel's ``language_info`
 Python version).  Every code cell is saved without outputs and execution counts.
 ``--format`` rewrites the notebooks in that form without running them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,8 +53,10 @@ def kernel_metadata(kernel: str = KERNEL) -> dict:
     from jupyter_client.kernelspec import KernelSpecManager
 
     spec = KernelSpecManager().get_kernel_spec(kernel)
-    return {"kernelspec": {"display_name": spec.display_name, "language": spec.language, "name": kernel},
-            "language_info": copy.deepcopy(dict(IPythonKernel.language_info))}
+    return {
+        "kernelspec": {"display_name": spec.display_name, "language": spec.language, "name": kernel},
+        "language_info": copy.deepcopy(dict(IPythonKernel.language_info)),
+    }
 
 
 def clean(nb, metadata: dict | None = None):
@@ -97,8 +100,9 @@ def execute(nb_path: Path, work: Path):
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        NotebookClient(run, timeout=1800, kernel_name=KERNEL,
-                       resources={"metadata": {"path": str(nb_path.parent)}}).execute()
+        NotebookClient(
+            run, timeout=1800, kernel_name=KERNEL, resources={"metadata": {"path": str(nb_path.parent)}}
+        ).execute()
     finally:
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)

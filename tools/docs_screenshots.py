@@ -7,6 +7,7 @@ needs the network (a CDN, a remote font) shows it.
 
 Open the PNGs with an image viewer.  Prints the browser's version and one line per page.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,8 +18,17 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-         "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--host-resolver-rules=MAP * ~NOTFOUND"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--no-first-run",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,16 +47,30 @@ def main(argv: list[str] | None = None) -> int:
     if not (site / "index.html").is_file():
         print(f"fedpl: error: no site at {site} (run `make docs` first)", file=sys.stderr)
         return 2
-    pages = a.pages or sorted(str(p.relative_to(site)) for p in site.rglob("*.html")
-                              if not p.name.startswith(("genindex", "search", "py-modindex")))
+    pages = a.pages or sorted(
+        str(p.relative_to(site))
+        for p in site.rglob("*.html")
+        if not p.name.startswith(("genindex", "search", "py-modindex"))
+    )
     out.mkdir(parents=True, exist_ok=True)
     print(subprocess.run([browser, "--version"], capture_output=True, text=True).stdout.strip())
     with tempfile.TemporaryDirectory() as profile:
         for page in pages:
             png = out / (page.replace("/", "__").removesuffix(".html") + ".png")
-            r = subprocess.run([browser, *FLAGS, f"--user-data-dir={profile}", f"--window-size={a.width},{a.height}",
-                                "--virtual-time-budget=8000", f"--screenshot={png}", (site / page).resolve().as_uri()],
-                               capture_output=True, text=True, timeout=120)
+            r = subprocess.run(
+                [
+                    browser,
+                    *FLAGS,
+                    f"--user-data-dir={profile}",
+                    f"--window-size={a.width},{a.height}",
+                    "--virtual-time-budget=8000",
+                    f"--screenshot={png}",
+                    (site / page).resolve().as_uri(),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             print(f"{page}: {'ok' if png.is_file() and r.returncode == 0 else 'FAILED'} -> {png}")
     return 0
 

@@ -32,6 +32,7 @@ Writes ``<dest>/*.whl``, ``<dest>/SHA256SUMS`` and ``<dest>/MANIFEST.json`` (tar
 what was left out and why); prints the count and size.  Exit status 2 with one line
 ``wheelhouse: error: ...`` on bad input or a resolution pip cannot make.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,7 +61,7 @@ TORCH = ("torch", "torchvision")
 STAND_IN = "9999+offline"
 
 
-def error(msg: str) -> "NoReturn":  # noqa: F821
+def error(msg: str) -> NoReturn:  # noqa: F821
     print(f"wheelhouse: error: {msg}", file=sys.stderr)
     raise SystemExit(2)
 
@@ -86,13 +87,26 @@ def target_env(python_version: str, platform: str) -> dict[str, str]:
     """The marker environment of the target (PEP 508), from ``--python-version`` and the
     first ``--platform``."""
     machine = "aarch64" if "aarch64" in platform else "arm64" if "arm64" in platform else "x86_64"
-    system = ("Darwin", "darwin") if platform.startswith("macosx") else \
-        ("Windows", "win32") if platform.startswith("win") else ("Linux", "linux")
-    return {"python_version": python_version, "python_full_version": python_version + ".0",
-            "implementation_name": "cpython", "platform_python_implementation": "CPython",
-            "implementation_version": python_version + ".0", "os_name": "nt" if system[0] == "Windows" else "posix",
-            "platform_system": system[0], "sys_platform": system[1], "platform_machine": machine,
-            "platform_release": "", "platform_version": ""}
+    system = (
+        ("Darwin", "darwin")
+        if platform.startswith("macosx")
+        else ("Windows", "win32")
+        if platform.startswith("win")
+        else ("Linux", "linux")
+    )
+    return {
+        "python_version": python_version,
+        "python_full_version": python_version + ".0",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "implementation_version": python_version + ".0",
+        "os_name": "nt" if system[0] == "Windows" else "posix",
+        "platform_system": system[0],
+        "sys_platform": system[1],
+        "platform_machine": machine,
+        "platform_release": "",
+        "platform_version": "",
+    }
 
 
 def stand_in_wheel(folder: Path, name: str, version: str) -> Path:
@@ -100,9 +114,10 @@ def stand_in_wheel(folder: Path, name: str, version: str) -> Path:
     dist = f"{name.replace('-', '_')}-{version}"
     path = folder / f"{dist}-py3-none-any.whl"
     info = f"{dist}.dist-info"
-    files = {f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: fedpl-wheelhouse\nRoot-Is-Purelib: true\n"
-                             "Tag: py3-none-any\n"}
+    files = {
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: fedpl-wheelhouse\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
     record = "".join(f"{k},,\n" for k in files) + f"{info}/RECORD,,\n"
     with zipfile.ZipFile(path, "w") as z:
         for k, v in files.items():
@@ -119,8 +134,9 @@ def wheel_metadata(path: Path) -> tuple[str, str, list[str]]:
     return canonicalize_name(msg["Name"]), msg["Version"], msg.get_all("Requires-Dist") or []
 
 
-def reachable(roots: list[Requirement], wheels: dict[str, tuple[str, list[str]]], env: dict[str, str],
-              stop: set[str]) -> tuple[set[str], list[str]]:
+def reachable(
+    roots: list[Requirement], wheels: dict[str, tuple[str, list[str]]], env: dict[str, str], stop: set[str]
+) -> tuple[set[str], list[str]]:
     """``(names of wheels, requirements without a wheel)``: what ``roots`` need (markers
     evaluated for ``env``, extras followed), not passing through the names in ``stop``.  A
     requirement without a wheel comes from a marker of the target that pip did not see: pip
@@ -153,12 +169,20 @@ def reachable(roots: list[Requirement], wheels: dict[str, tuple[str, list[str]]]
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--python-version", default="3.12", help="the offline machine's Python, e.g. 3.12 (default)")
-    ap.add_argument("--platform", nargs="+", default=["manylinux_2_28_x86_64", "manylinux_2_17_x86_64",
-                                                      "manylinux2014_x86_64"],
-                    help="wheel platform tags it accepts (default: manylinux x86_64, glibc 2.17-2.28)")
+    ap.add_argument(
+        "--platform",
+        nargs="+",
+        default=["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"],
+        help="wheel platform tags it accepts (default: manylinux x86_64, glibc 2.17-2.28)",
+    )
     ap.add_argument("--extras", default="test,pretrained", help="extras of pyproject.toml (default: test,pretrained)")
-    ap.add_argument("--have", nargs="+", default=[], metavar="NAME[==VERSION]",
-                    help="packages the offline machine has: not downloaded")
+    ap.add_argument(
+        "--have",
+        nargs="+",
+        default=[],
+        metavar="NAME[==VERSION]",
+        help="packages the offline machine has: not downloaded",
+    )
     ap.add_argument("--have-from", metavar="FILE", help="a `pip freeze` of the offline machine: --have for each line")
     ap.add_argument("--lock", metavar="FILE", help="pin the versions this file pins (e.g. constraints.txt)")
     ap.add_argument("--dest", default="wheelhouse", help="folder of the wheels (default: wheelhouse)")
@@ -171,8 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     lines = list(a.have)
     if a.have_from:
         try:
-            lines += [ln.strip() for ln in Path(a.have_from).read_text().splitlines()
-                      if ln.strip() and not ln.startswith(("#", "-e ", "-"))]
+            lines += [
+                ln.strip()
+                for ln in Path(a.have_from).read_text().splitlines()
+                if ln.strip() and not ln.startswith(("#", "-e ", "-"))
+            ]
         except OSError as e:
             error(f"--have-from {a.have_from}: {e.strerror}")
     for ln in lines:
@@ -200,33 +227,73 @@ def main(argv: list[str] | None = None) -> int:
                 constraints.append(f"{name}=={version}")
         if a.lock:
             try:
-                locked = [ln.strip() for ln in Path(a.lock).read_text().splitlines()
-                          if ln.strip() and not ln.lstrip().startswith(("#", "-"))]
+                locked = [
+                    ln.strip()
+                    for ln in Path(a.lock).read_text().splitlines()
+                    if ln.strip() and not ln.lstrip().startswith(("#", "-"))
+                ]
             except OSError as e:
                 error(f"--lock {a.lock}: {e.strerror}")
-            constraints += [ln for ln in locked if canonicalize_name(Requirement(ln).name) not in have
-                            and not canonicalize_name(Requirement(ln).name).startswith(("nvidia-", "triton"))]
+            constraints += [
+                ln
+                for ln in locked
+                if canonicalize_name(Requirement(ln).name) not in have
+                and not canonicalize_name(Requirement(ln).name).startswith(("nvidia-", "triton"))
+            ]
         wanted = [str(r) for r in reqs + build]
         wheels: dict[str, tuple[str, list[str], Path]] = {}
         for _ in range(8):  # a round per layer of requirements only the target's markers reveal
-            (tmp / "constraints.txt").write_text("\n".join(constraints + [f"{n}=={v}" for n, (v, _, _) in
-                                                                         wheels.items() if n not in have]) + "\n")
+            (tmp / "constraints.txt").write_text(
+                "\n".join(constraints + [f"{n}=={v}" for n, (v, _, _) in wheels.items() if n not in have]) + "\n"
+            )
             (tmp / "requirements.txt").write_text("\n".join(wanted) + "\n")
-            cmd = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q", "-d", str(dl),
-                   "--only-binary=:all:", "--python-version", a.python_version, "--implementation", "cp",
-                   "--abi", abi, "--abi", "abi3", "--abi", "none", *[x for p in a.platform for x in ("--platform", p)],
-                   "--platform", "any", "--find-links", str(stubs), "-r", str(tmp / "requirements.txt")]
-            print(f"$ pip download {len(wanted)} requirement(s) (" + ", ".join(("python " + a.python_version,
-                                                                               *a.platform)) + ")", flush=True)
+            cmd = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--disable-pip-version-check",
+                "-q",
+                "-d",
+                str(dl),
+                "--only-binary=:all:",
+                "--python-version",
+                a.python_version,
+                "--implementation",
+                "cp",
+                "--abi",
+                abi,
+                "--abi",
+                "abi3",
+                "--abi",
+                "none",
+                *[x for p in a.platform for x in ("--platform", p)],
+                "--platform",
+                "any",
+                "--find-links",
+                str(stubs),
+                "-r",
+                str(tmp / "requirements.txt"),
+            ]
+            print(
+                f"$ pip download {len(wanted)} requirement(s) ("
+                + ", ".join(("python " + a.python_version, *a.platform))
+                + ")",
+                flush=True,
+            )
             # the constraints through the environment: they replace a constraint file of pip's
             # configuration (one that caps torch would refuse the stand-ins)
             penv = {**os.environ, "PIP_CONSTRAINT": str(tmp / "constraints.txt")}
             p = subprocess.run(cmd, capture_output=True, text=True, env=penv)
             if p.returncode != 0:
-                why = [ln for ln in p.stderr.splitlines() if ln.startswith("ERROR")] or \
-                    p.stderr.strip().splitlines()[-1:]
-                error("pip could not resolve the wheels: " + " ".join(why)[:400]
-                      + (" (try without --lock)" if a.lock else ""))
+                why = [ln for ln in p.stderr.splitlines() if ln.startswith("ERROR")] or p.stderr.strip().splitlines()[
+                    -1:
+                ]
+                error(
+                    "pip could not resolve the wheels: "
+                    + " ".join(why)[:400]
+                    + (" (try without --lock)" if a.lock else "")
+                )
             for w in dl.glob("*.whl"):
                 name, version, requires = wheel_metadata(w)
                 wheels[name] = (version, requires, w)
@@ -244,17 +311,36 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copy2(w, dest / w.name)
             sums.append(f"{hashlib.sha256(w.read_bytes()).hexdigest()}  {w.name}")
             kept.append({"name": name, "version": version, "file": w.name, "bytes": w.stat().st_size})
-        left_out = {n: ("the offline machine's (--have)" if n in have and n not in TORCH else
-                        "the offline machine's PyTorch" if n in TORCH else "needed only by packages left out")
-                    for n in wheels if n not in keep}
+        left_out = {
+            n: (
+                "the offline machine's (--have)"
+                if n in have and n not in TORCH
+                else "the offline machine's PyTorch"
+                if n in TORCH
+                else "needed only by packages left out"
+            )
+            for n in wheels
+            if n not in keep
+        }
     (dest / "SHA256SUMS").write_text("\n".join(sums) + "\n")
     total = sum(k["bytes"] for k in kept)
-    manifest = {"python_version": a.python_version, "platform": a.platform, "extras": extras,
-                "roots": [str(r) for r in reqs + build], "have": have, "lock": a.lock, "wheels": kept,
-                "left_out": left_out, "bytes": total}
+    manifest = {
+        "python_version": a.python_version,
+        "platform": a.platform,
+        "extras": extras,
+        "roots": [str(r) for r in reqs + build],
+        "have": have,
+        "lock": a.lock,
+        "wheels": kept,
+        "left_out": left_out,
+        "bytes": total,
+    }
     (dest / "MANIFEST.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    print(f"{len(kept)} wheels, {total / 2**20:.1f} MiB -> {dest}/ (left out: "
-          + ", ".join(f"{n} ({why})" for n, why in sorted(left_out.items())) + ")")
+    print(
+        f"{len(kept)} wheels, {total / 2**20:.1f} MiB -> {dest}/ (left out: "
+        + ", ".join(f"{n} ({why})" for n, why in sorted(left_out.items()))
+        + ")"
+    )
     return 0
 
 

@@ -17,6 +17,7 @@ itself answer without them (``methods`` reads the index that
 (repeatable) imports a user's module that registers methods or data sources before the
 command runs (:mod:`fedpl_core.base.plugins`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,25 +33,43 @@ import textwrap
 import threading
 import time
 import typing
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .. import __version__
 from ..base.messages import one_line_warnings
 from ..studies.parameters import PROFILES
 
 ROOT = Path(__file__).resolve().parents[2]
-DESCRIPTION = ("Federated learning with partial labels: run one experiment, a grid of methods x seeds, a data "
-               "and partition report, the notebooks, or list the methods.  Bad input ends with one line "
-               "'fedpl: error: ...' and exit status 2, before any training.")
+DESCRIPTION = (
+    "Federated learning with partial labels: run one experiment, a grid of methods x seeds, a data "
+    "and partition report, the notebooks, or list the methods.  Bad input ends with one line "
+    "'fedpl: error: ...' and exit status 2, before any training."
+)
 #: The subcommands, in the order of the help.
 COMMANDS = ("run", "grid", "report", "reproduce", "methods", "gpu-checks")
 #: Where ``reproduce`` writes the executed notebooks without ``--output``; ``make reproduce``
 #: passes ``--output reports`` (the committed cpu-profile copies).
 REPRODUCE_OUTPUT = "outputs/notebooks"
 #: The fields ``report`` reads (data and partition; ``progress`` shows the decoding of real data).
-REPORT_FIELDS = ("dataset", "data_root", "classes", "image_size", "n_train", "n_test", "data_seed", "dataset_kwargs",
-                 "partition", "num_clients", "partition_kwargs", "split", "split_kwargs", "seed", "progress")
+REPORT_FIELDS = (
+    "dataset",
+    "data_root",
+    "classes",
+    "image_size",
+    "n_train",
+    "n_test",
+    "data_seed",
+    "dataset_kwargs",
+    "partition",
+    "num_clients",
+    "partition_kwargs",
+    "split",
+    "split_kwargs",
+    "seed",
+    "progress",
+)
 #: Fields ``grid`` sets itself for every run (from ``--methods``, ``--seeds`` and the method).
 GRID_OWN = ("name", "method", "seed")
 _NONE = ("none", "null")
@@ -105,8 +124,12 @@ def _extra_help(name: str) -> str:
     return ""
 
 
-def _add_config_flags(p: argparse.ArgumentParser, only: Sequence[str] | None = None, exclude: Sequence[str] = (),
-                      config_option: bool = True) -> None:
+def _add_config_flags(
+    p: argparse.ArgumentParser,
+    only: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+    config_option: bool = True,
+) -> None:
     """A flag for every config field (or those in ``only``), its help the field's
     docstring and default.  Values stay strings here; the config classes convert and
     check them (strict booleans, numbers, fixed sets of values); "none" sets an optional
@@ -116,8 +139,10 @@ def _add_config_flags(p: argparse.ArgumentParser, only: Sequence[str] | None = N
     from ..base.validation import field_docs
     from ..nn.models import MODELS
 
-    groups = {"ExperimentConfig": p.add_argument_group("experiment (override the config file)"),
-              "EngineConfig": p.add_argument_group("engine (override the config file)")}
+    groups = {
+        "ExperimentConfig": p.add_argument_group("experiment (override the config file)"),
+        "EngineConfig": p.add_argument_group("engine (override the config file)"),
+    }
     if config_option:
         groups["ExperimentConfig"].add_argument("--config", help="YAML or JSON file with ExperimentConfig fields")
     docs, hints = {}, {}
@@ -183,8 +208,10 @@ def summary_line(method: str, res) -> str:
         head = f"auroc_mean={_r(fin.get('auroc_mean'))} accuracy={_r(fin.get('accuracy'))} f1={_r(fin.get('f1'))}"
     else:
         thr = fin.get("threshold", 0.5)
-        head = (f"auroc_mean={_r(fin.get('auroc_mean'))} map={_r(fin.get('map'))} "
-                f"(bacc@{thr:g}={_r(fin.get('bacc'))}); {scored_summary(fin)}")
+        head = (
+            f"auroc_mean={_r(fin.get('auroc_mean'))} map={_r(fin.get('map'))} "
+            f"(bacc@{thr:g}={_r(fin.get('bacc'))}); {scored_summary(fin)}"
+        )
         if fin.get("few_positives"):
             head += f"; fewer than 5 test positives: {', '.join(fin['few_positives'])}"
     return f"{method}: final {head} after {fin.get('round')} rounds ({res.timings['total_s']:.1f} s)"
@@ -222,11 +249,15 @@ def check_needs_results_dir(cfg, results_dir: str | None, keep_stale: bool | Non
     if results_dir is not None:
         return
     if cfg.engine.checkpoint_every:
-        raise ValueError(f"--checkpoint-every {cfg.engine.checkpoint_every} would be ignored: checkpoints are kept in "
-                         "the results folder; give --results-dir, or leave it out")
+        raise ValueError(
+            f"--checkpoint-every {cfg.engine.checkpoint_every} would be ignored: checkpoints are kept in "
+            "the results folder; give --results-dir, or leave it out"
+        )
     if keep_stale:
-        raise ValueError("--keep-stale would be ignored: cached results live in the results folder; give "
-                         "--results-dir, or leave it out")
+        raise ValueError(
+            "--keep-stale would be ignored: cached results live in the results folder; give "
+            "--results-dir, or leave it out"
+        )
 
 
 def preflight(cfg) -> None:
@@ -242,8 +273,9 @@ def preflight(cfg) -> None:
             raise ConfigError(f"device {dev!r} is not available on this machine (no CUDA GPU); use auto or cpu")
         idx = dev.split(":", 1)[1] if ":" in dev else "0"
         if int(idx) >= torch.cuda.device_count():
-            raise ConfigError(f"device {dev!r} is not available: this machine has {torch.cuda.device_count()} "
-                              "CUDA device(s)")
+            raise ConfigError(
+                f"device {dev!r} is not available: this machine has {torch.cuda.device_count()} CUDA device(s)"
+            )
     if dev == "mps":
         import torch
 
@@ -266,9 +298,16 @@ def cmd_run(a: argparse.Namespace) -> int:
     check_needs_results_dir(cfg, a.results_dir, a.keep_stale)
     preflight(cfg)
     res = run(cfg, results_dir=a.results_dir, keep_stale=a.keep_stale)
-    out = {"run_id": res.run_id, "config": res.config, "class_names": res.class_names,
-           "final": res.final, "best": res.best, "history": res.history, "timings": res.timings,
-           "provenance": res.provenance}
+    out = {
+        "run_id": res.run_id,
+        "config": res.config,
+        "class_names": res.class_names,
+        "final": res.final,
+        "best": res.best,
+        "history": res.history,
+        "timings": res.timings,
+        "provenance": res.provenance,
+    }
     if a.out:
         atomic_write_json(out, a.out)
     print(summary_line(cfg.method, res) + (f" -> {a.out}" if a.out else ""))
@@ -276,9 +315,9 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def cmd_grid(a: argparse.Namespace) -> int:
+    from ..report.tables import summarize
     from ..runs.grid import check_args
     from ..runs.study import run_many
-    from ..report.tables import summarize
 
     backend = check_args(a.backend, a.workers, a.retries, a.ray_address, a.keep_stale, a.results_dir)  # before any work
     cfg = config_from_args(a)  # CONFIG with the flags given on top
@@ -286,9 +325,18 @@ def cmd_grid(a: argparse.Namespace) -> int:
     check_needs_results_dir(cfg, a.results_dir)
     preflight(cfg)
     try:
-        df = run_many(cfg, a.methods, a.seeds, results_dir=a.results_dir, progress=cfg.engine.progress,
-                      workers=a.workers, backend=backend, ray_address=a.ray_address, retries=a.retries,
-                      keep_stale=a.keep_stale)
+        df = run_many(
+            cfg,
+            a.methods,
+            a.seeds,
+            results_dir=a.results_dir,
+            progress=cfg.engine.progress,
+            workers=a.workers,
+            backend=backend,
+            ray_address=a.ray_address,
+            retries=a.retries,
+            keep_stale=a.keep_stale,
+        )
     except ImportError as e:  # backend="ray" without Ray: the message says what to install
         raise RuntimeError(str(e)) from None
     s = summarize(df, by=("label",), scale=1.0, decimals=4)
@@ -307,11 +355,9 @@ UNANNOTATED = "n/a"
 
 def cmd_report(a: argparse.Namespace) -> int:
     from .. import partitions as P
-    from ..runs.build import build_partition, load_data
     from ..report.plotting import savefig
-    from ..report.tables import to_markdown
-
-    from ..report.tables import output_path
+    from ..report.tables import output_path, to_markdown
+    from ..runs.build import build_partition, load_data
 
     cfg = config_from_args(a)
     if Path(a.figure).name in ("", ".", ".."):
@@ -394,8 +440,8 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     import papermill as pm
     from tqdm.auto import tqdm
 
-    from ..runs.provenance import keep_stale_default
     from ..report import record
+    from ..runs.provenance import keep_stale_default
 
     nbs = discover_notebooks(a.notebooks)
     check_kernel(a.kernel)
@@ -409,8 +455,14 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         status = "ok"
         try:
-            pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters={"profile": a.profile, **params},
-                                cwd=str(ROOT), progress_bar=False, kernel_name=a.kernel)
+            pm.execute_notebook(
+                str(nb),
+                str(out_dir / nb.name),
+                parameters={"profile": a.profile, **params},
+                cwd=str(ROOT),
+                progress_bar=False,
+                kernel_name=a.kernel,
+            )
             if committed and (n := record.stale_warnings(out_dir / nb.name)):
                 status = f"FAILED: {n} stale-result warning(s) in the committed reports: re-run from empty results"
         except Exception as e:  # keep going: report every notebook
@@ -422,8 +474,10 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     record.write_record(out_dir, a.profile, [(Path(name).stem, sec, status, params) for name, status, sec in summary])
     from ..base.paths import figures_dir
 
-    print(f"executed notebooks -> {out_dir}/ (the run's record: {record.RECORD}), "
-          f"figures and tables -> {figures_dir(a.profile)}/")
+    print(
+        f"executed notebooks -> {out_dir}/ (the run's record: {record.RECORD}), "
+        f"figures and tables -> {figures_dir(a.profile)}/"
+    )
     return 0 if all(s == "ok" for _, s, _ in summary) else 1
 
 
@@ -476,8 +530,9 @@ def methods_text(width: int | None = None, index: dict[str, Any] | None = None) 
             text = methods[m]["summary"]
             if not set(tasks) <= set(methods[m]["tasks"]):
                 text += f" [{' and '.join(_TASK_NAMES[t] for t in methods[m]['tasks'])} only]"
-            lines += textwrap.wrap(text, width, initial_indent=f"  {m:{pad}s}", subsequent_indent=" " * (pad + 2),
-                                   break_on_hyphens=False)
+            lines += textwrap.wrap(
+                text, width, initial_indent=f"  {m:{pad}s}", subsequent_indent=" " * (pad + 2), break_on_hyphens=False
+            )
     return "\n".join(lines)
 
 
@@ -505,7 +560,7 @@ class _Sketch(Parser):
     def add_argument(self, *args: Any, **kw: Any) -> None:
         return None
 
-    def add_argument_group(self, *args: Any, **kw: Any) -> "_Sketch":
+    def add_argument_group(self, *args: Any, **kw: Any) -> _Sketch:
         return self
 
 
@@ -537,70 +592,120 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
     from ..base.paths import figures_dir
 
     BACKENDS = _grid_backends(commands)
-    p = Parser(prog="python -m fedpl_core", description=DESCRIPTION,
-                                epilog="python -m fedpl_core COMMAND --help: the options of a command.")
+    p = Parser(
+        prog="python -m fedpl_core",
+        description=DESCRIPTION,
+        epilog="python -m fedpl_core COMMAND --help: the options of a command.",
+    )
     p.add_argument("--version", action="version", version=f"fedpl_core {__version__}")
-    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                   help="import MODULE first: a module of yours that registers methods or data sources "
-                        "(repeatable; worker processes import it too; also $FEDPL_PLUGINS, comma-separated)")
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first: a module of yours that registers methods or data sources "
+        "(repeatable; worker processes import it too; also $FEDPL_PLUGINS, comma-separated)",
+    )
     sub = _Subcommands(p.add_subparsers(dest="cmd", required=True, metavar="COMMAND"), commands)
-    r = sub.add_parser("run", help="run one experiment and write a results JSON", usage="%(prog)s [options]",
-                       description="Run one experiment: the --config file (if any) with the flags on top.")
+    r = sub.add_parser(
+        "run",
+        help="run one experiment and write a results JSON",
+        usage="%(prog)s [options]",
+        description="Run one experiment: the --config file (if any) with the flags on top.",
+    )
     _add_config_flags(r)
     o = r.add_argument_group("output")
     o.add_argument("--out", help="results JSON path (final metrics and history) (default: none, only the summary line)")
-    o.add_argument("--results-dir", help="grid folder: skip the run if its result exists, resume its checkpoint "
-                                         "(default: none)")
-    o.add_argument("--keep-stale", action="store_true", default=None,
-                   help="reuse cached results made by other code (default: recompute them; $FEDPL_KEEP_STALE=1)")
+    o.add_argument(
+        "--results-dir", help="grid folder: skip the run if its result exists, resume its checkpoint (default: none)"
+    )
+    o.add_argument(
+        "--keep-stale",
+        action="store_true",
+        default=None,
+        help="reuse cached results made by other code (default: recompute them; $FEDPL_KEEP_STALE=1)",
+    )
     r.set_defaults(func=cmd_run)
-    g = sub.add_parser("grid", help="a grid of methods x seeds on one config; prints mean ± std of the final AUROC",
-                       usage="%(prog)s CONFIG --methods METHOD [METHOD ...] [options]",
-                       description="Run every method with every seed on CONFIG with the flags on top, and print "
-                                   "mean ± std of the final AUROC per method.")
+    g = sub.add_parser(
+        "grid",
+        help="a grid of methods x seeds on one config; prints mean ± std of the final AUROC",
+        usage="%(prog)s CONFIG --methods METHOD [METHOD ...] [options]",
+        description="Run every method with every seed on CONFIG with the flags on top, and print "
+        "mean ± std of the final AUROC per method.",
+    )
     g.add_argument("config", metavar="CONFIG", help="YAML or JSON file with ExperimentConfig fields")
     gg = g.add_argument_group("grid")
     gg.add_argument("--methods", nargs="+", required=True, help="method names (see: python -m fedpl_core methods)")
     gg.add_argument("--seeds", nargs="+", type=int, default=[0], help="seeds (default: 0)")
-    gg.add_argument("--backend", choices=BACKENDS,
-                    help="where runs execute (default: process with --workers > 1, else serial)")
-    gg.add_argument("--workers", type=int, default=1,
-                    help="worker processes or threads, or the CPUs of a local Ray (default: 1)")
+    gg.add_argument(
+        "--backend", choices=BACKENDS, help="where runs execute (default: process with --workers > 1, else serial)"
+    )
+    gg.add_argument(
+        "--workers", type=int, default=1, help="worker processes or threads, or the CPUs of a local Ray (default: 1)"
+    )
     gg.add_argument("--ray-address", help="join this Ray cluster (default: $RAY_ADDRESS, else start a local Ray)")
     gg.add_argument("--retries", type=int, default=1, help="attempts after a run fails (default: 1)")
-    gg.add_argument("--results-dir", help="results folder: finished runs are skipped, interrupted ones resumed "
-                                          "(default: none)")
-    gg.add_argument("--keep-stale", action="store_true", default=None,
-                    help="reuse cached results made by other code (default: recompute them; $FEDPL_KEEP_STALE=1)")
+    gg.add_argument(
+        "--results-dir", help="results folder: finished runs are skipped, interrupted ones resumed (default: none)"
+    )
+    gg.add_argument(
+        "--keep-stale",
+        action="store_true",
+        default=None,
+        help="reuse cached results made by other code (default: recompute them; $FEDPL_KEEP_STALE=1)",
+    )
     _add_config_flags(g, exclude=GRID_OWN, config_option=False)
     g.set_defaults(func=cmd_grid)
-    rep = sub.add_parser("report", help="data set and partition report (positives per client per class)",
-                         usage="%(prog)s [options]",
-                         description="Summarise the training and test data and the partition: positives per "
-                                     "class and client, and a heatmap.")
+    rep = sub.add_parser(
+        "report",
+        help="data set and partition report (positives per client per class)",
+        usage="%(prog)s [options]",
+        description="Summarise the training and test data and the partition: positives per "
+        "class and client, and a heatmap.",
+    )
     _add_config_flags(rep, only=REPORT_FIELDS)
-    rep.add_argument("--figure", default="partition_report.png",
-                     help="heatmap file; a relative name (without '..') is put under the figures folder "
-                          f"($FEDPL_FIGURES, else the checkout's figures/; now {figures_dir()}), an absolute path is "
-                          "used as is; a link at the name is replaced, not written through "
-                          "(default: partition_report.png)")
+    rep.add_argument(
+        "--figure",
+        default="partition_report.png",
+        help="heatmap file; a relative name (without '..') is put under the figures folder "
+        f"($FEDPL_FIGURES, else the checkout's figures/; now {figures_dir()}), an absolute path is "
+        "used as is; a link at the name is replaced, not written through "
+        "(default: partition_report.png)",
+    )
     rep.set_defaults(func=cmd_report)
-    rp = sub.add_parser("reproduce", help="execute the notebooks with papermill",
-                        description="Execute the notebooks with papermill in one profile.  Without --output the "
-                                    f"executed copies go to {REPRODUCE_OUTPUT}/ (git-ignored); `make reproduce` "
-                                    "runs the cpu profile with --output reports (the committed copies).  Figures "
-                                    "and tables go to the figures folder of the profile (printed at the end).")
-    rp.add_argument("--profile", default="cpu", choices=PROFILES,
-                    help="smoke: every cell in about a minute (tests); cpu: converged runs with 3 seeds on 2 cores, "
-                         "15 min or less a notebook (default); gpu: the papers' backbones, 10 min or less a "
-                         "notebook on one H100 (figures/gpu/, results/gpu/); full: the papers' settings (GPU, hours)")
+    rp = sub.add_parser(
+        "reproduce",
+        help="execute the notebooks with papermill",
+        description="Execute the notebooks with papermill in one profile.  Without --output the "
+        f"executed copies go to {REPRODUCE_OUTPUT}/ (git-ignored); `make reproduce` "
+        "runs the cpu profile with --output reports (the committed copies).  Figures "
+        "and tables go to the figures folder of the profile (printed at the end).",
+    )
+    rp.add_argument(
+        "--profile",
+        default="cpu",
+        choices=PROFILES,
+        help="smoke: every cell in about a minute (tests); cpu: converged runs with 3 seeds on 2 cores, "
+        "15 min or less a notebook (default); gpu: the papers' backbones, 10 min or less a "
+        "notebook on one H100 (figures/gpu/, results/gpu/); full: the papers' settings (GPU, hours)",
+    )
     rp.add_argument("--notebooks", nargs="*", help="names or prefixes (default: all in notebooks/)")
-    rp.add_argument("--output", default=REPRODUCE_OUTPUT,
-                    help=f"folder for the executed notebooks (default: {REPRODUCE_OUTPUT}; make reproduce: reports)")
+    rp.add_argument(
+        "--output",
+        default=REPRODUCE_OUTPUT,
+        help=f"folder for the executed notebooks (default: {REPRODUCE_OUTPUT}; make reproduce: reports)",
+    )
     rp.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
-    rp.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                    help="a notebook parameter, as papermill's -p (VALUE read as YAML: '{\"Task 2\": data/HAM10000}'); "
-                         "repeatable; every notebook run must have it (use --notebooks)")
+    rp.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="a notebook parameter, as papermill's -p (VALUE read as YAML: '{\"Task 2\": data/HAM10000}'); "
+        "repeatable; every notebook run must have it (use --notebooks)",
+    )
     rp.set_defaults(func=cmd_reproduce)
     m = sub.add_parser("methods", help="list the available methods by paper")
     m.set_defaults(func=cmd_methods)
@@ -669,8 +774,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (_terminate_as_interrupt): the workers are stopped by now
         how, code = ("terminated (SIGTERM)", 143) if isinstance(e, Terminated) else ("interrupted", 130)
-        print(f"fedpl: error: {how}; results and checkpoints written so far are kept, and the same command "
-              "resumes from them", file=sys.stderr)
+        print(
+            f"fedpl: error: {how}; results and checkpoints written so far are kept, and the same command "
+            "resumes from them",
+            file=sys.stderr,
+        )
         return code
 
 

@@ -52,24 +52,24 @@ Local), which have no federated form.
 every message serialised to protobuf and back, as on the wire (for tests and debugging;
 ``flwr run`` is the runtime).
 """
+
 from __future__ import annotations
 
 import json
 import math
 import time
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
-
-from flwr.app import (Array, ArrayRecord, ConfigRecord, Context, Message, MessageType, MetricRecord,
-                      RecordDict)
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MessageType, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
-from ..fl.engine_config import EngineConfig
 from ..data.base import ImageDataset
+from ..fl.engine_config import EngineConfig
 from ..fl.evaluation import client_logs
 from ..fl.federation import ClientData, ClientUpdate, FederationInfo, derive_seed
 from ..fl.server import Server, sample_clients
@@ -125,8 +125,10 @@ def _encode(obj: Any, path: str, arrays: dict[str, Array], config: dict[str, Any
         if all(type(v) in _CONFIG_SCALARS for v in obj) and len({type(v) for v in obj}) <= 1:
             config[claim(config)] = list(obj)
             return {"t": "cfg", "k": path, "seq": seq}
-        return {"t": seq, "items": [_encode(v, f"{path}/{i}" if path else str(i), arrays, config)
-                                    for i, v in enumerate(obj)]}
+        return {
+            "t": seq,
+            "items": [_encode(v, f"{path}/{i}" if path else str(i), arrays, config) for i, v in enumerate(obj)],
+        }
     if isinstance(obj, Mapping):
         items = []
         for k, v in obj.items():
@@ -134,8 +136,10 @@ def _encode(obj: Any, path: str, arrays: dict[str, Array], config: dict[str, Any
                 raise TypeError(f"{path or 'the root'}: dict key {k!r} is not a str or an int")
             items.append([k, _encode(v, f"{path}/{k}" if path else str(k), arrays, config)])
         return {"t": "dict", "items": items}
-    raise TypeError(f"{path or 'the root'}: a {type(obj).__name__} cannot travel in Flower records "
-                    "(tensors, arrays, numbers, strings, bools, None, and dicts / lists / tuples of them)")
+    raise TypeError(
+        f"{path or 'the root'}: a {type(obj).__name__} cannot travel in Flower records "
+        "(tensors, arrays, numbers, strings, bools, None, and dicts / lists / tuples of them)"
+    )
 
 
 def _decode(node: Any, arrays: ArrayRecord, config: ConfigRecord) -> Any:
@@ -210,8 +214,16 @@ class FlowerSite(Site):
     simulation's relative check needs the global model's starting loss).
     """
 
-    def __init__(self, method: Method, model: torch.nn.Module, images: np.ndarray | torch.Tensor | ImageDataset,
-                 data: ClientData, info: FederationInfo, cfg: EngineConfig, client_id: int):
+    def __init__(
+        self,
+        method: Method,
+        model: torch.nn.Module,
+        images: np.ndarray | torch.Tensor | ImageDataset,
+        data: ClientData,
+        info: FederationInfo,
+        cfg: EngineConfig,
+        client_id: int,
+    ):
         if not method.federated:
             raise ValueError(f"method {method.name!r} pools the clients' data; it has no federated form")
         if not 0 <= client_id < info.num_clients:
@@ -222,33 +234,46 @@ class FlowerSite(Site):
         model = place_model(model, cfg, device)
         images = torch.as_tensor(np.ascontiguousarray(images)) if not isinstance(images, torch.Tensor) else images
         if data.n and int(data.indices.max()) >= len(images):
-            raise ValueError(f"site {client_id}: data indices reach {int(data.indices.max())}, "
-                             f"but the site holds {len(images)} images")
+            raise ValueError(
+                f"site {client_id}: data indices reach {int(data.indices.max())}, "
+                f"but the site holds {len(images)} images"
+            )
         method.setup(model, info)
         super().__init__(client_id, data, method, WorkingModel(model, cfg, device), images, info, cfg)
 
     # ---------------------------------------------------------- constructors
     @classmethod
-    def from_dataset(cls, method: Method, model: torch.nn.Module, dataset: ImageDataset, annotated: Sequence[str],
-                     info: FederationInfo, cfg: EngineConfig, client_id: int) -> "FlowerSite":
+    def from_dataset(
+        cls,
+        method: Method,
+        model: torch.nn.Module,
+        dataset: ImageDataset,
+        annotated: Sequence[str],
+        info: FederationInfo,
+        cfg: EngineConfig,
+        client_id: int,
+    ) -> FlowerSite:
         """A site over its own :class:`ImageDataset` (columns: the federation's classes)
         that annotates the classes ``annotated``: labels of every other class are unknown
         (and zeroed), as in the engine's partitions."""
         if list(dataset.class_names) != list(info.class_names):
-            raise ValueError(f"the site's classes {dataset.class_names} differ from the federation's {info.class_names}")
+            raise ValueError(
+                f"the site's classes {dataset.class_names} differ from the federation's {info.class_names}"
+            )
         unknown = set(annotated) - set(info.class_names)
         if unknown:
             raise ValueError(f"unknown class(es) {sorted(unknown)}")
         mask = np.array([c in set(annotated) for c in info.class_names])
-        part = Partition([ClientSpec(np.arange(len(dataset)), mask, info.client_names[client_id])],
-                         list(info.class_names))
+        part = Partition(
+            [ClientSpec(np.arange(len(dataset)), mask, info.client_names[client_id])], list(info.class_names)
+        )
         data = make_client_data(dataset, part)[0]
         if cfg.client_val_fraction > 0:
             data = split_validation(data, cfg.client_val_fraction, derive_seed(cfg.seed, client_id, 104729))
         return cls(method, model, dataset, data, info, cfg, client_id)
 
     @classmethod
-    def from_simulation(cls, sim: Simulation, client_id: int) -> "FlowerSite":
+    def from_simulation(cls, sim: Simulation, client_id: int) -> FlowerSite:
         """Client ``client_id`` of an engine simulation as a site: its data (validation
         split included) with only its own images, the simulation's model and method."""
         d = sim.clients[client_id]
@@ -257,8 +282,8 @@ class FlowerSite(Site):
         val = None
         if d.val is not None:
             v = d.val
-            val = ClientData(remap[d.n:], v.labels, v.mask, v.class_mask, v.name)
-        data = ClientData(remap[:d.n], d.labels, d.mask, d.class_mask, d.name, val=val)
+            val = ClientData(remap[d.n :], v.labels, v.mask, v.class_mask, v.name)
+        data = ClientData(remap[: d.n], d.labels, d.mask, d.class_mask, d.name, val=val)
         images = sim.images.cpu()[idx]
         return cls(sim.method, sim.model, images, data, sim.info, sim.cfg, client_id)
 
@@ -280,8 +305,16 @@ def make_client_app(site_fn: Callable[[Context], FlowerSite]) -> ClientApp:
     @app.query()
     def hello(msg: Message, context: Context) -> Message:
         site = site_of(context)
-        return Message(RecordDict({FEDPL: ConfigRecord({"client-id": site.client_id, "client-name": site.data.name,
-                                                        "num-samples": site.data.n})}), reply_to=msg)
+        return Message(
+            RecordDict(
+                {
+                    FEDPL: ConfigRecord(
+                        {"client-id": site.client_id, "client-name": site.data.name, "num-samples": site.data.n}
+                    )
+                }
+            ),
+            reply_to=msg,
+        )
 
     @app.train()
     def train(msg: Message, context: Context) -> Message:
@@ -289,16 +322,22 @@ def make_client_app(site_fn: Callable[[Context], FlowerSite]) -> ClientApp:
         cfg = msg.content[FEDPL]
         k, round_idx = int(cfg["client-id"]), int(cfg["round"])
         if k != site.client_id:
-            raise RuntimeError(f"node {context.node_id} holds client {site.client_id} but was sent client {k}'s "
-                               "payload")
+            raise RuntimeError(
+                f"node {context.node_id} holds client {site.client_id} but was sent client {k}'s payload"
+            )
         payload = decode(msg.content, PAYLOAD)
         site.state = decode(context.state, STATE) if f"{STATE}.config" in context.state else {}
         update, logs = site.train(payload, round_idx)
         encode(site.state, STATE, into=context.state)
-        out = RecordDict({ARRAYS: state_to_record(update.state),
-                          FEDPL: ConfigRecord({"client-id": update.client_id, "num-samples": int(update.num_samples)}),
-                          METRICS: MetricRecord({**{n: float(v) for n, v in logs.items()},
-                                                 "num-examples": int(update.num_samples)})})
+        out = RecordDict(
+            {
+                ARRAYS: state_to_record(update.state),
+                FEDPL: ConfigRecord({"client-id": update.client_id, "num-samples": int(update.num_samples)}),
+                METRICS: MetricRecord(
+                    {**{n: float(v) for n, v in logs.items()}, "num-examples": int(update.num_samples)}
+                ),
+            }
+        )
         encode(update.metadata, METADATA, into=out)
         return Message(out, reply_to=msg)
 
@@ -339,8 +378,9 @@ class FedplStrategy(Strategy):
         return state_to_record(self.server.global_state)
 
     def summary(self) -> None:
-        from flwr.common.logger import log
         from logging import INFO
+
+        from flwr.common.logger import log
 
         log(INFO, "\t├── fedpl method: %s (%s)", self.method.name, type(self.method).__name__)
         log(INFO, "\t├── clients: %d (%s)", self.server.info.num_clients, ", ".join(self.server.info.client_names))
@@ -354,8 +394,10 @@ class FedplStrategy(Strategy):
         deadline = time.monotonic() + self.wait_s
         while len(nodes := list(grid.get_node_ids())) < K and time.monotonic() < deadline:
             time.sleep(self.poll_s)
-        msgs = [Message(RecordDict({FEDPL: ConfigRecord({"hello": True})}), dst_node_id=n,
-                        message_type=MessageType.QUERY) for n in nodes]
+        msgs = [
+            Message(RecordDict({FEDPL: ConfigRecord({"hello": True})}), dst_node_id=n, message_type=MessageType.QUERY)
+            for n in nodes
+        ]
         replies = list(grid.send_and_receive(msgs, timeout=self.wait_s))
         mapping: dict[int, int] = {}
         names = self.server.info.client_names
@@ -370,8 +412,9 @@ class FedplStrategy(Strategy):
             if k in mapping:
                 raise RuntimeError(f"nodes {mapping[k]} and {node} both claim client id {k}")
             if str(c["client-name"]) != names[k]:
-                raise RuntimeError(f"node {node} is client {k} named {c['client-name']!r}; the server expects "
-                                   f"{names[k]!r}")
+                raise RuntimeError(
+                    f"node {node} is client {k} named {c['client-name']!r}; the server expects {names[k]!r}"
+                )
             mapping[k] = node
         missing = sorted(set(range(K)) - set(mapping))
         if missing:
@@ -384,8 +427,9 @@ class FedplStrategy(Strategy):
         return sample_clients(self.server.info.num_clients, self.cfg.client_fraction, self.cfg.seed, round_idx)
 
     # ------------------------------------------------------------------ train
-    def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
-                        grid: Grid) -> Iterable[Message]:
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
         self._t0 = time.perf_counter()
         clients = self.sample_clients(self.round)
         live = set(grid.get_node_ids())
@@ -397,8 +441,7 @@ class FedplStrategy(Strategy):
             rd[FEDPL] = ConfigRecord({"client-id": k, "round": self.round, "server-round": server_round})
             node = self.node_of[k]
             self._sent[node] = k
-            messages.append(Message(rd, dst_node_id=node, message_type=MessageType.TRAIN,
-                                    group_id=str(server_round)))
+            messages.append(Message(rd, dst_node_id=node, message_type=MessageType.TRAIN, group_id=str(server_round)))
         return messages
 
     def updates_from(self, replies: Iterable[Message]) -> tuple[list[ClientUpdate], list[float], list[dict]]:
@@ -410,14 +453,16 @@ class FedplStrategy(Strategy):
                 raise RuntimeError(f"a reply from node {node}, which was sent nothing this round")
             k = self._sent[node]
             if r.has_error():
-                raise RuntimeError(f"client {k} ({self.server.info.client_names[k]}, node {node}) failed: "
-                                   f"{r.error.reason}")
+                raise RuntimeError(
+                    f"client {k} ({self.server.info.client_names[k]}, node {node}) failed: {r.error.reason}"
+                )
             c = r.content[FEDPL]
             if int(c["client-id"]) != k:
                 raise RuntimeError(f"node {node} answered as client {c['client-id']}, expected {k}")
             m = r.content[METRICS]
-            upd = ClientUpdate(k, record_to_state(r.content[ARRAYS]), int(c["num-samples"]),
-                               decode(r.content, METADATA))
+            upd = ClientUpdate(
+                k, record_to_state(r.content[ARRAYS]), int(c["num-samples"]), decode(r.content, METADATA)
+            )
             logs = {n: float(v) for n, v in m.items() if n.startswith("log/")}
             got.append((k, upd, float(m["train_loss"]), logs))
         missing = sorted(set(self._sent.values()) - {g[0] for g in got})
@@ -426,24 +471,26 @@ class FedplStrategy(Strategy):
         got.sort(key=lambda g: g[0])
         return [g[1] for g in got], [g[2] for g in got], [g[3] for g in got]
 
-    def aggregate_train(self, server_round: int,
-                        replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
         updates, losses, logs = self.updates_from(replies)
         self.server.aggregate(updates)
         self.round += 1
         loss = float(np.mean(losses))
         if not math.isfinite(loss):
             raise RuntimeError(f"round {self.round}: the training loss is {loss}")
-        record: dict[str, Any] = {"round": self.round, "train_loss": loss,
-                                  "train_time": time.perf_counter() - self._t0}
+        record: dict[str, Any] = {"round": self.round, "train_loss": loss, "train_time": time.perf_counter() - self._t0}
         record.update(client_logs(logs))
         self.history.append(record)
-        return self.global_arrays(), MetricRecord({k: float(v) for k, v in record.items()
-                                                   if isinstance(v, (int, float))})
+        return self.global_arrays(), MetricRecord(
+            {k: float(v) for k, v in record.items() if isinstance(v, (int, float))}
+        )
 
     # --------------------------------------------- evaluation: central only
-    def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
-                           grid: Grid) -> Iterable[Message]:
+    def configure_evaluate(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
         return []
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
@@ -457,8 +504,14 @@ class LocalGrid(Grid):
     processes.  ``node_configs``: one node config per node (``{"partition-id": k, ...}``);
     node ids are drawn at random (``seed``), unrelated to the partition ids."""
 
-    def __init__(self, client_app: ClientApp, node_configs: Sequence[Mapping[str, Any]], run_id: int = 1,
-                 run_config: Mapping[str, Any] | None = None, seed: int = 0):
+    def __init__(
+        self,
+        client_app: ClientApp,
+        node_configs: Sequence[Mapping[str, Any]],
+        run_id: int = 1,
+        run_config: Mapping[str, Any] | None = None,
+        seed: int = 0,
+    ):
         from flwr.common.serde import context_from_proto, context_to_proto, message_from_proto, message_to_proto
 
         self._to_msg, self._from_msg = message_to_proto, message_from_proto
@@ -471,9 +524,10 @@ class LocalGrid(Grid):
         self.app = client_app
         rng = np.random.default_rng(seed)
         ids = (rng.choice(2**62, size=len(node_configs), replace=False) + 2).tolist()
-        self.contexts = {int(n): context_to_proto(Context(run_id, int(n), dict(nc), RecordDict(),
-                                                          dict(run_config or {})))
-                         for n, nc in zip(ids, node_configs)}
+        self.contexts = {
+            int(n): context_to_proto(Context(run_id, int(n), dict(nc), RecordDict(), dict(run_config or {})))
+            for n, nc in zip(ids, node_configs)
+        }
         self._run = None
         self._counter = 0
 
@@ -515,5 +569,13 @@ class LocalGrid(Grid):
         return replies
 
 
-__all__ = ["FlowerSite", "FedplStrategy", "LocalGrid", "make_client_app", "encode", "decode",
-           "state_to_record", "record_to_state"]
+__all__ = [
+    "FlowerSite",
+    "FedplStrategy",
+    "LocalGrid",
+    "make_client_app",
+    "encode",
+    "decode",
+    "state_to_record",
+    "record_to_state",
+]

@@ -35,6 +35,7 @@ then uses) and the throughput tables to ``figures/bench_gpu_throughput_cuda.*``:
 GPU session commits.  ``--device cpu`` rehearses every step on a CPU with tiny sizes (the
 numbers mean nothing there and go to ``<out>`` only): the machinery, not the GPU.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,9 +48,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..base.fileio import atomic_write_text
 
@@ -67,7 +69,7 @@ class Step:
     limit_s: int
     min_s: int
     title: str
-    body: Callable[["Context"], tuple[bool, str]]
+    body: Callable[[Context], tuple[bool, str]]
 
 
 @dataclasses.dataclass
@@ -155,12 +157,17 @@ def environment(ctx: Context) -> tuple[bool, str]:
 
     cuda = torch.cuda.is_available()
     info: dict[str, Any] = {
-        "python": platform.python_version(), "executable": sys.executable, "torch": torch.__version__,
-        "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version() if cuda else None,
+        "python": platform.python_version(),
+        "executable": sys.executable,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if cuda else None,
         "gpu": torch.cuda.get_device_name(0) if cuda else None,
         "gpu_memory_gib": round(torch.cuda.get_device_properties(0).total_memory / 2**30, 1) if cuda else None,
-        "bf16": bool(cuda and torch.cuda.is_bf16_supported()), "device": ctx.device,
-        "cpu_count": os.cpu_count(), "platform": platform.platform(),
+        "bf16": bool(cuda and torch.cuda.is_bf16_supported()),
+        "device": ctx.device,
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
     }
     problems: list[str] = []
     rows = []
@@ -185,22 +192,24 @@ def environment(ctx: Context) -> tuple[bool, str]:
     info["packages"] = {n: {"needs": s, "has": h} for n, s, h in rows}
     probes = {
         "kernel python3": "from jupyter_client.kernelspec import KernelSpecManager as K; "
-                          "print(' '.join(K().get_kernel_spec('python3').argv[:3]))",
+        "print(' '.join(K().get_kernel_spec('python3').argv[:3]))",
         "papermill": "import papermill; print(papermill.__version__)",
         "run locks (filelock on_acquired)": "import tempfile, os; from fedpl_core.base.locks import try_lock; "
-                                            "l = try_lock(os.path.join(tempfile.mkdtemp(), 'x.lock')); "
-                                            "print('held' if l is not None else 'NOT HELD'); l.release()",
+        "l = try_lock(os.path.join(tempfile.mkdtemp(), 'x.lock')); "
+        "print('held' if l is not None else 'NOT HELD'); l.release()",
         "torchvision backbones": "import torch, torchvision; from fedpl_core.nn.models import build_model; "
-                                 "[build_model(n, 2, 1, 64)(torch.zeros(2, 1, 64, 64)) for n in "
-                                 "('resnet18', 'densenet121')]; print('torchvision', torchvision.__version__, "
-                                 "'builds ResNet-18 and DenseNet-121')",
+        "[build_model(n, 2, 1, 64)(torch.zeros(2, 1, 64, 64)) for n in "
+        "('resnet18', 'densenet121')]; print('torchvision', torchvision.__version__, "
+        "'builds ResNet-18 and DenseNet-121')",
     }
-    optional = {"pretrained extra": "import torch; from fedpl_core.nn.models import build_model, "
-                                    "missing_pretrained_extra as m; gone = m(); "
-                                    "print('not installed: ' + ', '.join(gone)) if gone else "
-                                    "(build_model('efficientnet_lite0', 2, 1, 64, pretrained=True)"
-                                    "(torch.zeros(2, 1, 64, 64)), print('EfficientNet-Lite0 loads its ImageNet "
-                                    "weights'))"}
+    optional = {
+        "pretrained extra": "import torch; from fedpl_core.nn.models import build_model, "
+        "missing_pretrained_extra as m; gone = m(); "
+        "print('not installed: ' + ', '.join(gone)) if gone else "
+        "(build_model('efficientnet_lite0', 2, 1, 64, pretrained=True)"
+        "(torch.zeros(2, 1, 64, 64)), print('EfficientNet-Lite0 loads its ImageNet "
+        "weights'))"
+    }
     for what, code in {**probes, **optional}.items():
         p = subprocess.run([_python(), "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
         said = (p.stdout.strip() or p.stderr.strip()).splitlines() or ["?"]
@@ -216,16 +225,33 @@ def environment(ctx: Context) -> tuple[bool, str]:
         print(f"  {n:28s} {s:14s} {h}")
     if ctx.device.startswith("cuda") and not cuda:
         problems.insert(0, "torch sees no CUDA GPU")
-    head = (f"torch {info['torch']}, CUDA {info['cuda']}, {info['gpu']} ({info['gpu_memory_gib']} GiB, "
-            f"bf16 {info['bf16']})" if cuda else f"torch {info['torch']}, no CUDA GPU (device {ctx.device})")
+    head = (
+        f"torch {info['torch']}, CUDA {info['cuda']}, {info['gpu']} ({info['gpu_memory_gib']} GiB, bf16 {info['bf16']})"
+        if cuda
+        else f"torch {info['torch']}, no CUDA GPU (device {ctx.device})"
+    )
     return not problems, head + ("; " + "; ".join(problems) if problems else "")
 
 
 def gpu_tests(ctx: Context) -> tuple[bool, str]:
     """``pytest tests/test_gpu.py`` (pyproject's addopts replaced: no nbval needed)."""
     junit = ctx.folder / "junit.xml"
-    rc = _run([_python(), "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "-q", "-rs",
-               f"--junitxml={junit}", "tests/test_gpu.py"], ctx)
+    rc = _run(
+        [
+            _python(),
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "-q",
+            "-rs",
+            f"--junitxml={junit}",
+            "tests/test_gpu.py",
+        ],
+        ctx,
+    )
     counts = _junit_counts(junit)
     text = ", ".join(f"{v} {k}" for k, v in counts.items() if v) or f"pytest exit status {rc}"
     return rc == 0, text
@@ -240,8 +266,12 @@ def _junit_counts(path: Path) -> dict[str, int]:
         return {}
     suites = [root] if root.tag == "testsuite" else list(root)
     tot = {k: sum(int(s.get(k, 0)) for s in suites) for k in ("tests", "failures", "errors", "skipped")}
-    return {"passed": tot["tests"] - tot["failures"] - tot["errors"] - tot["skipped"], "failed": tot["failures"],
-            "errors": tot["errors"], "skipped": tot["skipped"]}
+    return {
+        "passed": tot["tests"] - tot["failures"] - tot["errors"] - tot["skipped"],
+        "failed": tot["failures"],
+        "errors": tot["errors"],
+        "skipped": tot["skipped"],
+    }
 
 
 def step_times(ctx: Context) -> tuple[bool, str]:
@@ -249,8 +279,8 @@ def step_times(ctx: Context) -> tuple[bool, str]:
     :data:`fedpl_core.studies.budget.STEP_TIME_SIZES` (:func:`time_backbone`)."""
     import torch
 
-    from ..nn.models import missing_pretrained_extra
     from ..base.paths import checkout
+    from ..nn.models import missing_pretrained_extra
     from ..studies.budget import STEP_TIME_SIZES, STEP_TIMES_FILE, assumed_step
 
     dev = torch.device(ctx.device)
@@ -269,12 +299,19 @@ def step_times(ctx: Context) -> tuple[bool, str]:
         r["x assumed"] = round(r["train_step_s"] / r["assumed_train_step_s"], 2)
         rows.append(r)
         print(json.dumps(r), flush=True)
-    rec = {"device_type": dev.type, "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else
-           platform.processor() or platform.machine(), "torch": torch.__version__, "tiny": ctx.tiny,
-           "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "rows": rows,
-           "note": "train_step_s: mean of consecutive steps (no synchronisation between them, as the engine "
-                   "trains); train_step_synced_s: median of single synchronised steps; eval512_s: 512 images in "
-                   "batches of the engine's eval_batch_size"}
+    rec = {
+        "device_type": dev.type,
+        "device_name": torch.cuda.get_device_name(dev)
+        if dev.type == "cuda"
+        else platform.processor() or platform.machine(),
+        "torch": torch.__version__,
+        "tiny": ctx.tiny,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "rows": rows,
+        "note": "train_step_s: mean of consecutive steps (no synchronisation between them, as the engine "
+        "trains); train_step_synced_s: median of single synchronised steps; eval512_s: 512 images in "
+        "batches of the engine's eval_batch_size",
+    }
     text = json.dumps(rec, indent=1) + "\n"
     ctx.write("step_times.json", text)
     ctx.write("step_times.md", _step_table(rows) + "\n")
@@ -282,8 +319,11 @@ def step_times(ctx: Context) -> tuple[bool, str]:
         atomic_write_text(checkout() / STEP_TIMES_FILE, text)
         print(f"-> {checkout() / STEP_TIMES_FILE} (the gpu profile's estimate uses it)")
     print(_step_table(rows))
-    note = "; ".join(f"{r['model']} {r['image_size']} px b{r['batch_size']}: {r['train_step_s'] * 1e3:.1f} ms "
-                     f"(x{r['x assumed']} assumed)" for r in rows)
+    note = "; ".join(
+        f"{r['model']} {r['image_size']} px b{r['batch_size']}: {r['train_step_s'] * 1e3:.1f} ms "
+        f"(x{r['x assumed']} assumed)"
+        for r in rows
+    )
     return bool(rows), note + ("; skipped " + "; ".join(skipped) if skipped else "")
 
 
@@ -291,14 +331,23 @@ def _step_table(rows: list[dict]) -> str:
     head = "| model | px | batch | step ms | synced ms | eval 512 ms | assumed step ms | x assumed | peak MiB |"
     out = [head, "|" + "---|" * 9]
     for r in rows:
-        out.append(f"| {r['model']} | {r['image_size']} | {r['batch_size']} | {r['train_step_s'] * 1e3:.1f} | "
-                   f"{r['train_step_synced_s'] * 1e3:.1f} | {r['eval512_s'] * 1e3:.1f} | "
-                   f"{r['assumed_train_step_s'] * 1e3:.1f} | {r['x assumed']} | {r['peak_mib']} |")
+        out.append(
+            f"| {r['model']} | {r['image_size']} | {r['batch_size']} | {r['train_step_s'] * 1e3:.1f} | "
+            f"{r['train_step_synced_s'] * 1e3:.1f} | {r['eval512_s'] * 1e3:.1f} | "
+            f"{r['assumed_train_step_s'] * 1e3:.1f} | {r['x assumed']} | {r['peak_mib']} |"
+        )
     return "\n".join(out)
 
 
-def time_backbone(model: str, image_size: int, batch_size: int, device, n_eval: int = 512,
-                  steps: tuple[int, int] = (8, 24), classes: int = 14) -> dict[str, Any]:
+def time_backbone(
+    model: str,
+    image_size: int,
+    batch_size: int,
+    device,
+    n_eval: int = 512,
+    steps: tuple[int, int] = (8, 24),
+    classes: int = 14,
+) -> dict[str, Any]:
     """One backbone's training step and evaluation as the gpu profile runs them: grey uint8
     images turned into floats on the device, channels-last, bf16 autocast on CUDA, the
     masked BCE, Adam.  ``steps`` = (warm-up, timed) steps; ``train_step_s`` is the mean of
@@ -359,7 +408,7 @@ def time_backbone(model: str, image_size: int, batch_size: int, device, n_eval: 
     def evaluate() -> None:
         with torch.no_grad(), torch.autocast(dev.type, dtype=torch.bfloat16, enabled=cuda):
             for s in range(0, n_eval, eb):
-                m(xe[s:s + eb].float().div_(255).sub_(0.5).div_(0.25).contiguous(memory_format=cl)).float().sigmoid()
+                m(xe[s : s + eb].float().div_(255).sub_(0.5).div_(0.25).contiguous(memory_format=cl)).float().sigmoid()
 
     evaluate()
     sync()
@@ -370,9 +419,17 @@ def time_backbone(model: str, image_size: int, batch_size: int, device, n_eval: 
     sync()
     ev = (time.perf_counter() - t) / reps * 512 / n_eval
     peak = round(torch.cuda.max_memory_allocated(dev) / 2**20) if cuda else None
-    return {"model": model, "image_size": image_size, "batch_size": batch_size, "amp": cuda, "channels_last": True,
-            "train_step_s": round(pipelined, 6), "train_step_synced_s": round(statistics.median(synced), 6),
-            "eval512_s": round(ev, 6), "peak_mib": peak}
+    return {
+        "model": model,
+        "image_size": image_size,
+        "batch_size": batch_size,
+        "amp": cuda,
+        "channels_last": True,
+        "train_step_s": round(pipelined, 6),
+        "train_step_synced_s": round(statistics.median(synced), 6),
+        "eval512_s": round(ev, 6),
+        "peak_mib": peak,
+    }
 
 
 def smoke(ctx: Context) -> tuple[bool, str]:
@@ -380,22 +437,37 @@ def smoke(ctx: Context) -> tuple[bool, str]:
     its own: ``python -m fedpl_core reproduce --profile smoke``, figures and run cache in
     this step's folder (a fresh cache: every run is done)."""
     nbs = [Path(n) for n in ctx.notebooks] or sorted((ROOT / "notebooks").glob("*.ipynb"))  # reproduce checks names
-    env = {"FEDPL_FIGURES": str(ctx.folder / "figures"), "FEDPL_RESULTS": str(ctx.folder / "results"),
-           "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2", "MPLBACKEND": "Agg"}
+    env = {
+        "FEDPL_FIGURES": str(ctx.folder / "figures"),
+        "FEDPL_RESULTS": str(ctx.folder / "results"),
+        "OMP_NUM_THREADS": "2",
+        "MKL_NUM_THREADS": "2",
+        "MPLBACKEND": "Agg",
+    }
     pending, running, done = list(nbs), {}, {}
     t0 = time.perf_counter()
     while pending or running:
         while pending and len(running) < max(1, ctx.parallel):
             nb = pending.pop(0)
             log = open(ctx.folder / f"{nb.stem}.log", "wb")
-            cmd = [_python(), "-m", "fedpl_core", "reproduce", "--profile", "smoke", "--notebooks", nb.stem,
-                   "--output", str(ctx.folder / "notebooks")]
+            cmd = [
+                _python(),
+                "-m",
+                "fedpl_core",
+                "reproduce",
+                "--profile",
+                "smoke",
+                "--notebooks",
+                nb.stem,
+                "--output",
+                str(ctx.folder / "notebooks"),
+            ]
             print("$", " ".join(cmd), flush=True)
             p = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)
             running[nb.stem] = (p, log, time.perf_counter())
         if ctx.left() <= 0:  # the step's time is up: stop what runs (and its kernels), say which
             _reap(os.environ.get(MARK, ""))
-            for p, log, start in running.values():
+            for p, _log, _start in running.values():
                 p.wait()
             pending.clear()
         for name, (p, log, start) in list(running.items()):
@@ -407,8 +479,9 @@ def smoke(ctx: Context) -> tuple[bool, str]:
         time.sleep(0.5)
     ok = [n for n, (rc, _) in done.items() if rc == 0]
     parts = [f"{n[:2]} {_nb_status(rc)} {s:.0f} s" for n, (rc, s) in done.items()]
-    return len(ok) == len(done), (f"{len(ok)} of {len(done)} notebooks ran in {time.perf_counter() - t0:.0f} s "
-                                  f"({', '.join(parts)})")
+    return len(ok) == len(done), (
+        f"{len(ok)} of {len(done)} notebooks ran in {time.perf_counter() - t0:.0f} s ({', '.join(parts)})"
+    )
 
 
 def _nb_status(rc: int | None) -> str:
@@ -425,8 +498,27 @@ def throughput(ctx: Context) -> tuple[bool, str]:
     from ..report.tables import save_table
 
     dev = ctx.device.split(":")[0]
-    size = (["--clients", "2", "4", "--per-client", "4", "--batch", "4", "--steps", "1", "--size", "28", "--rounds", "1",
-             "--repeats", "1"] if ctx.tiny else ["--clients", "8", "32", "128"])
+    size = (
+        [
+            "--clients",
+            "2",
+            "4",
+            "--per-client",
+            "4",
+            "--batch",
+            "4",
+            "--steps",
+            "1",
+            "--size",
+            "28",
+            "--rounds",
+            "1",
+            "--repeats",
+            "1",
+        ]
+        if ctx.tiny
+        else ["--clients", "8", "32", "128"]
+    )
     notes, frames, ok = [], [], True
     for model in ("cnn", "resnet18"):
         folder = ctx.folder / model
@@ -441,16 +533,33 @@ def throughput(ctx: Context) -> tuple[bool, str]:
         else:
             # ResNet-18 at K = 128 does not fit the step's limit (K = 8 and 32 took most of it on an H200)
             sizes = size[:-1] if model == "resnet18" and not ctx.tiny else size
-            rc = _run([_python(), "benchmarks/gpu_throughput.py", "--models", model, "--device", ctx.device,
-                       "--no-flower", *sizes], ctx, env={"FEDPL_FIGURES": str(folder), "PYTHONPATH": _pythonpath()})
+            rc = _run(
+                [
+                    _python(),
+                    "benchmarks/gpu_throughput.py",
+                    "--models",
+                    model,
+                    "--device",
+                    ctx.device,
+                    "--no-flower",
+                    *sizes,
+                ],
+                ctx,
+                env={"FEDPL_FIGURES": str(folder), "PYTHONPATH": _pythonpath()},
+            )
         if rc != 0 or not csv.is_file():
             ok = False
             notes.append(f"{model}: {'timed out' if rc == 124 else f'exit status {rc}'}")
             continue
         df = pd.read_csv(csv, index_col=0)
         frames.append(df)
-        notes.append(f"{model} " + ", ".join(f"K={r['K']}: batched/loop {r['batched / loop']}x, loop/plain "
-                                             f"{r['loop / plain']}x" for _, r in df.iterrows()))
+        notes.append(
+            f"{model} "
+            + ", ".join(
+                f"K={r['K']}: batched/loop {r['batched / loop']}x, loop/plain {r['loop / plain']}x"
+                for _, r in df.iterrows()
+            )
+        )
     if frames:
         both = pd.concat(frames, ignore_index=True)
         save_table(both, f"bench_gpu_throughput_{dev}", folder=ctx.folder)
@@ -469,11 +578,18 @@ def _pythonpath() -> str:
 def grids(ctx: Context) -> tuple[bool, str]:
     """``benchmarks/grid_throughput.py``: serial, spawned worker processes and threads (on CUDA,
     4 workers sharing the GPU)."""
-    size = (["--backends", "serial", "threads", "--workers", "2", "--runs", "2", "--rounds", "1", "--n-train", "200"]
-            if ctx.tiny else ["--backends", "serial", "spawn", "threads", "--workers", "4"])
+    size = (
+        ["--backends", "serial", "threads", "--workers", "2", "--runs", "2", "--rounds", "1", "--n-train", "200"]
+        if ctx.tiny
+        else ["--backends", "serial", "spawn", "threads", "--workers", "4"]
+    )
     log = ctx.folder / "grid_throughput.txt"
-    rc = _run([_python(), "benchmarks/grid_throughput.py", "--device", ctx.device, *size], ctx,
-              env={"PYTHONPATH": _pythonpath()}, log=log)
+    rc = _run(
+        [_python(), "benchmarks/grid_throughput.py", "--device", ctx.device, *size],
+        ctx,
+        env={"PYTHONPATH": _pythonpath()},
+        log=log,
+    )
     text = log.read_text(errors="replace") if log.is_file() else ""
     print(text)
     lines = [" ".join(ln.split("(target")[0].split()) for ln in text.splitlines() if "/ serial throughput" in ln]
@@ -487,7 +603,9 @@ STEPS: tuple[Step, ...] = (
     Step("gpu-tests", 240, 60, "tests/test_gpu.py", gpu_tests),
     Step("step-times", 150, 45, "train step and 512-image evaluation of each backbone", step_times),
     Step("smoke", 300, 120, "the six notebooks, smoke profile, on the device", smoke),
-    Step("throughput", 240, 60, "gpu_throughput: small CNN at K = 8 / 32 / 128, then ResNet-18 at K = 8 / 32", throughput),
+    Step(
+        "throughput", 240, 60, "gpu_throughput: small CNN at K = 8 / 32 / 128, then ResNet-18 at K = 8 / 32", throughput
+    ),
     Step("grids", 180, 100, "grid_throughput: serial, spawn, threads", grids),
 )
 STEP_NAMES = tuple(s.name for s in STEPS)
@@ -512,8 +630,15 @@ def write_summary(out: Path, header: str) -> str:
     rows = []
     for s in STEPS:
         r = read_result(out, s) or {"status": "not run", "seconds": 0, "note": ""}
-        rows.append({"step": s.name, "status": r["status"], "seconds": round(float(r.get("seconds") or 0), 1),
-                     "limit": r.get("limit", s.limit_s), "note": r.get("note", "")})
+        rows.append(
+            {
+                "step": s.name,
+                "status": r["status"],
+                "seconds": round(float(r.get("seconds") or 0), 1),
+                "limit": r.get("limit", s.limit_s),
+                "note": r.get("note", ""),
+            }
+        )
     table = ["| step | status | seconds | limit | what it found |", "|---|---|---|---|---|"]
     table += [f"| {r['step']} | {r['status']} | {r['seconds']:.1f} | {r['limit']} | {r['note']} |" for r in rows]
     text = header + "\n\n" + "\n".join(table) + "\n"
@@ -522,8 +647,16 @@ def write_summary(out: Path, header: str) -> str:
     return "\n".join(table)
 
 
-def run_step(step: Step, out: Path, device: str, tiny: bool, limit: float, notebooks: list[str],
-             parallel: int, fresh: bool = False) -> dict[str, Any]:
+def run_step(
+    step: Step,
+    out: Path,
+    device: str,
+    tiny: bool,
+    limit: float,
+    notebooks: list[str],
+    parallel: int,
+    fresh: bool = False,
+) -> dict[str, Any]:
     """Run ``step`` in a process of its own, killed after ``limit`` seconds; its log and
     result into its folder (emptied first when ``fresh``; else a step may reuse what an
     unfinished earlier run of it left there).  Returns the result."""
@@ -532,18 +665,30 @@ def run_step(step: Step, out: Path, device: str, tiny: bool, limit: float, noteb
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "log.txt"
-    log.write_text(f"===== {step.name}: {step.title} (limit {limit:.0f} s, device {device}) "
-                   f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
+    log.write_text(
+        f"===== {step.name}: {step.title} (limit {limit:.0f} s, device {device}) "
+        f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}\n"
+    )
     (folder / "step.json").unlink(missing_ok=True)
-    args = json.dumps({"step": step.name, "body": f"{step.body.__module__}:{step.body.__qualname__}",
-                       "folder": str(folder), "device": device, "tiny": tiny,
-                       "notebooks": notebooks, "parallel": parallel, "deadline": time.time() + limit})
+    args = json.dumps(
+        {
+            "step": step.name,
+            "body": f"{step.body.__module__}:{step.body.__qualname__}",
+            "folder": str(folder),
+            "device": device,
+            "tiny": tiny,
+            "notebooks": notebooks,
+            "parallel": parallel,
+            "deadline": time.time() + limit,
+        }
+    )
     mark = f"{folder}#{time.time_ns()}"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "MPLBACKEND": "Agg", "PYTHONPATH": _pythonpath(), MARK: mark}
     t0 = time.perf_counter()
     with open(log, "ab") as f:
-        p = subprocess.Popen([_python(), "-m", "fedpl_core.apps.gpu_checks", args], cwd=ROOT, env=env, stdout=f,
-                             stderr=subprocess.STDOUT)
+        p = subprocess.Popen(
+            [_python(), "-m", "fedpl_core.apps.gpu_checks", args], cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT
+        )
         try:
             rc = p.wait(timeout=limit)
         except subprocess.TimeoutExpired:
@@ -563,9 +708,17 @@ def run_step(step: Step, out: Path, device: str, tiny: bool, limit: float, noteb
         status, note = "ok", body.get("note", "")
     else:
         status, note = "failed", body.get("note") or _last_line(log)
-    res = {"step": step.name, "status": status, "seconds": round(seconds, 1), "limit": round(limit),
-           "note": note, "device": device, "tiny": tiny, "exit_status": rc,
-           "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    res = {
+        "step": step.name,
+        "status": status,
+        "seconds": round(seconds, 1),
+        "limit": round(limit),
+        "note": note,
+        "device": device,
+        "tiny": tiny,
+        "exit_status": rc,
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
     atomic_write_text(folder / "result.json", json.dumps(res, indent=1) + "\n")
     return res
 
@@ -611,9 +764,11 @@ def main(a: argparse.Namespace) -> int:
     tiny = a.device == "cpu" if a.tiny is None else a.tiny
     budget = float("inf") if a.budget is None else float(a.budget)
     t0 = time.perf_counter()
-    header = (f"fedpl gpu-checks, device {a.device}{' (tiny sizes: a rehearsal)' if tiny else ''}, "
-              f"budget {'none' if a.budget is None else f'{a.budget:g} s'}, {platform.node()}, "
-              f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}")
+    header = (
+        f"fedpl gpu-checks, device {a.device}{' (tiny sizes: a rehearsal)' if tiny else ''}, "
+        f"budget {'none' if a.budget is None else f'{a.budget:g} s'}, {platform.node()}, "
+        f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}"
+    )
     print(header, flush=True)
     for s in chosen:
         prev = read_result(out, s)
@@ -623,15 +778,29 @@ def main(a: argparse.Namespace) -> int:
             continue
         left = budget - (time.perf_counter() - t0) - RESERVE_S
         if left < s.min_s:
-            res = {"step": s.name, "status": "skipped", "seconds": 0, "limit": s.limit_s, "tiny": tiny,
-                   "device": a.device,
-                   "note": f"{max(left, 0):.0f} s of the budget left, the step needs {s.min_s} s: run again"}
+            res = {
+                "step": s.name,
+                "status": "skipped",
+                "seconds": 0,
+                "limit": s.limit_s,
+                "tiny": tiny,
+                "device": a.device,
+                "note": f"{max(left, 0):.0f} s of the budget left, the step needs {s.min_s} s: run again",
+            }
             _folder(out, s).mkdir(parents=True, exist_ok=True)
             atomic_write_text(_folder(out, s) / "result.json", json.dumps(res, indent=1) + "\n")
         else:
             print(f"{s.name:12s} running (limit {min(s.limit_s, left):.0f} s) ...", flush=True)
-            res = run_step(s, out, a.device, tiny, min(s.limit_s, left), a.notebooks or [], a.parallel,
-                           fresh=s.name in redo or not same)
+            res = run_step(
+                s,
+                out,
+                a.device,
+                tiny,
+                min(s.limit_s, left),
+                a.notebooks or [],
+                a.parallel,
+                fresh=s.name in redo or not same,
+            )
         print(f"{s.name:12s} {res['status']} ({res['seconds']:.0f} s): {res['note']}", flush=True)
         write_summary(out, header)
     table = write_summary(out, header)
@@ -642,20 +811,36 @@ def main(a: argparse.Namespace) -> int:
 
 def add_parser(sub) -> argparse.ArgumentParser:
     """The ``gpu-checks`` subcommand of ``python -m fedpl_core``."""
-    g = sub.add_parser("gpu-checks", help="the first checks on a GPU machine, in resumable steps with time limits",
-                       usage="%(prog)s [options]",
-                       description="Run the checks of a GPU machine in order (" + ", ".join(STEP_NAMES) + "), each "
-                                   "in its own process under its own time limit, its log and results in one folder; "
-                                   "a failed step does not stop the others; running again continues.")
-    g.add_argument("--out", default="outputs/gpu-checks", help="folder for the logs and results; a folder of an "
-                   "earlier run is continued (default: outputs/gpu-checks)")
-    g.add_argument("--budget", type=float, default=None, help="seconds for the whole command: a step that would not "
-                   f"fit the rest is skipped (default: none; each step has its own limit)")
+    g = sub.add_parser(
+        "gpu-checks",
+        help="the first checks on a GPU machine, in resumable steps with time limits",
+        usage="%(prog)s [options]",
+        description="Run the checks of a GPU machine in order (" + ", ".join(STEP_NAMES) + "), each "
+        "in its own process under its own time limit, its log and results in one folder; "
+        "a failed step does not stop the others; running again continues.",
+    )
+    g.add_argument(
+        "--out",
+        default="outputs/gpu-checks",
+        help="folder for the logs and results; a folder of an earlier run is continued (default: outputs/gpu-checks)",
+    )
+    g.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="seconds for the whole command: a step that would not "
+        "fit the rest is skipped (default: none; each step has its own limit)",
+    )
     g.add_argument("--device", default="cuda", help="cuda (default), cuda:N, or cpu: a rehearsal with tiny sizes")
     g.add_argument("--steps", nargs="+", metavar="STEP", help=f"run only these ({', '.join(STEP_NAMES)})")
     g.add_argument("--redo", nargs="+", metavar="STEP", help="run these again even if they finished")
-    g.add_argument("--tiny", type=lambda v: {"true": True, "false": False}[v.lower()], default=None, metavar="BOOL",
-                   help="tiny sizes (default: true on a CPU, false on CUDA)")
+    g.add_argument(
+        "--tiny",
+        type=lambda v: {"true": True, "false": False}[v.lower()],
+        default=None,
+        metavar="BOOL",
+        help="tiny sizes (default: true on a CPU, false on CUDA)",
+    )
     g.add_argument("--notebooks", nargs="+", metavar="NB", help="smoke step: these notebooks (default: all six)")
     g.add_argument("--parallel", type=int, default=6, help="smoke step: notebooks at a time (default: 6)")
     g.set_defaults(func=main)

@@ -1,5 +1,6 @@
 """Config files read safely: YAML or JSON, bounded in size, nodes and depth once every alias
 is expanded (no "billion laughs"), a key given twice refused, one line naming the problem."""
+
 from __future__ import annotations
 
 import json
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .validation import ConfigError
+
 
 class _UniqueKeyLoader:
     """A ``yaml.SafeLoader`` subclass (made on first use) that refuses a key given twice
@@ -30,8 +32,10 @@ class _UniqueKeyLoader:
                         except TypeError:
                             continue  # SafeLoader reports unhashable keys itself
                         if key in seen:
-                            raise ConfigError(f"key {key!r} is given twice (lines {seen[key]} and "
-                                              f"{key_node.start_mark.line + 1}); keep one")
+                            raise ConfigError(
+                                f"key {key!r} is given twice (lines {seen[key]} and "
+                                f"{key_node.start_mark.line + 1}); keep one"
+                            )
                         seen[key] = key_node.start_mark.line + 1
                     return super().construct_mapping(node, deep)
 
@@ -49,8 +53,9 @@ CONFIG_MAX_NODES = 100_000
 CONFIG_MAX_DEPTH = 64
 
 
-def check_expanded_size(root: Any, children: typing.Callable[[Any], typing.Iterable[Any]],
-                        what: str = "the config") -> int:
+def check_expanded_size(
+    root: Any, children: typing.Callable[[Any], typing.Iterable[Any]], what: str = "the config"
+) -> int:
     """The number of nodes of the tree below ``root`` once every shared node is expanded
     (counted once per place it appears), computed without expanding anything: each
     distinct node is visited once (its expanded size memoised), so a chain of aliases
@@ -73,12 +78,15 @@ def check_expanded_size(root: Any, children: typing.Callable[[Any], typing.Itera
             stack[-1] = (node, kids)
             on_path.add(key)
             if len(on_path) > CONFIG_MAX_DEPTH:
-                raise ConfigError(f"{what} is nested more than {CONFIG_MAX_DEPTH} levels deep; a config nests at most "
-                                  f"{CONFIG_MAX_DEPTH}")
+                raise ConfigError(
+                    f"{what} is nested more than {CONFIG_MAX_DEPTH} levels deep; a config nests at most "
+                    f"{CONFIG_MAX_DEPTH}"
+                )
             for k in kids:
                 if id(k) in on_path:
-                    raise ConfigError(f"{what} refers to itself (an anchor used inside its own value): it has no "
-                                      "finite form")
+                    raise ConfigError(
+                        f"{what} refers to itself (an anchor used inside its own value): it has no finite form"
+                    )
                 if id(k) not in size:
                     stack.append((k, None))
             continue
@@ -86,8 +94,10 @@ def check_expanded_size(root: Any, children: typing.Callable[[Any], typing.Itera
         on_path.discard(key)
         size[key] = 1 + sum(size[id(k)] for k in kids)
         if size[key] > CONFIG_MAX_NODES:
-            raise ConfigError(f"{what} expands to more than {CONFIG_MAX_NODES:,} values (a YAML alias counts as every "
-                              f"value it repeats); a config holds at most {CONFIG_MAX_NODES:,}")
+            raise ConfigError(
+                f"{what} expands to more than {CONFIG_MAX_NODES:,} values (a YAML alias counts as every "
+                f"value it repeats); a config holds at most {CONFIG_MAX_NODES:,}"
+            )
     return size[id(root)]
 
 
@@ -160,13 +170,16 @@ def read_config_file(path: str | Path) -> Any:
     with open(p, "rb") as f:
         raw = f.read(CONFIG_MAX_BYTES + 1)
     if len(raw) > CONFIG_MAX_BYTES:
-        raise ConfigError(f"config file {p} is over {CONFIG_MAX_BYTES // 2**20} MiB: a config is a few lines of "
-                          "settings; is it the right file?")
+        raise ConfigError(
+            f"config file {p} is over {CONFIG_MAX_BYTES // 2**20} MiB: a config is a few lines of "
+            "settings; is it the right file?"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ConfigError(f"config file {p} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
-                          "save it as UTF-8") from None
+        raise ConfigError(
+            f"config file {p} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); save it as UTF-8"
+        ) from None
     suffix = p.suffix.lower()
     parsers = {".json": [("JSON", parse_json)], ".yaml": [("YAML", parse_yaml)], ".yml": [("YAML", parse_yaml)]}
     tries = parsers.get(suffix, [("JSON", parse_json), ("YAML", parse_yaml)])
@@ -180,8 +193,10 @@ def read_config_file(path: str | Path) -> Any:
             reasons.append((what, _first_line(e)))
     if len(reasons) == 1:
         raise ConfigError(f"config file {p} is not valid {reasons[0][0]}: {reasons[0][1]}")
-    raise ConfigError(f"config file {p} ({suffix or 'no suffix'}: read by content) is neither valid JSON "
-                      f"({reasons[0][1]}) nor valid YAML ({reasons[1][1]})")
+    raise ConfigError(
+        f"config file {p} ({suffix or 'no suffix'}: read by content) is neither valid JSON "
+        f"({reasons[0][1]}) nor valid YAML ({reasons[1][1]})"
+    )
 
 
 def check_engine_conflicts(d: dict[str, Any], engine_fields: typing.Collection[str]) -> None:
@@ -192,7 +207,6 @@ def check_engine_conflicts(d: dict[str, Any], engine_fields: typing.Collection[s
         return
     for k, v in d.items():
         if (k in engine_fields or k == "seed") and k in engine:
-            raise ConfigError(f"{k} is given twice, at the top level ({v!r}) and under engine ({engine[k]!r}); "
-                              "keep one")
-
-
+            raise ConfigError(
+                f"{k} is given twice, at the top level ({v!r}) and under engine ({engine[k]!r}); keep one"
+            )

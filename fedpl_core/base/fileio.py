@@ -14,6 +14,7 @@ package whose process is gone (this host) or that nobody touched for
 :func:`stale_after` seconds (another host); it never follows a link and leaves anything
 that is not a regular file alone.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,8 +25,9 @@ import socket
 import stat
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 STALE_ENV = "FEDPL_LOCK_STALE_S"
 DEFAULT_STALE_S = 300.0
@@ -160,6 +162,7 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
 
+
 def atomic_write_text(target: str | Path, text: str, fsync: bool = True) -> None:
     with atomic_write(target, "w", fsync=fsync) as f:
         f.write(text)
@@ -261,7 +264,20 @@ def remove_stale_temps(folder: str | Path, stale_s: float | None = None) -> list
     return sorted(removed)
 
 
-__all__ = ["atomic_write", "atomic_write_text", "atomic_write_bytes", "make_temp", "check_writable", "no_space_error",
-           "NO_SPACE",
-           "remove_stale_temps", "parse_temp_name", "stale_after", "host_tag", "temp_prefix", "pid_alive",
-           "STALE_ENV", "DEFAULT_STALE_S"]
+__all__ = [
+    "atomic_write",
+    "atomic_write_text",
+    "atomic_write_bytes",
+    "make_temp",
+    "check_writable",
+    "no_space_error",
+    "NO_SPACE",
+    "remove_stale_temps",
+    "parse_temp_name",
+    "stale_after",
+    "host_tag",
+    "temp_prefix",
+    "pid_alive",
+    "STALE_ENV",
+    "DEFAULT_STALE_S",
+]

@@ -20,6 +20,7 @@ marker file that a killed run would leave behind for ever.
 >>> path.exists()
 False
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,8 +30,8 @@ import os
 import socket
 import stat
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from filelock import FileLock, Timeout
 
@@ -89,7 +90,7 @@ class RunLock:
         finally:
             self._lock.release()
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -99,8 +100,10 @@ class RunLock:
 def _named(e: OSError, what: str) -> OSError:
     """``e`` said as ``<what>: <why>`` (a full disk: "no space left on the device"), its
     errno kept."""
-    why = {errno.ENOSPC: "no space left on the device; free some space",
-           errno.EDQUOT: "the disk quota is used up; free some space"}.get(e.errno, e.strerror or str(e))
+    why = {
+        errno.ENOSPC: "no space left on the device; free some space",
+        errno.EDQUOT: "the disk quota is used up; free some space",
+    }.get(e.errno, e.strerror or str(e))
     out = OSError(f"{what}: {why}")
     out.errno = e.errno
     return out

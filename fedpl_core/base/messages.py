@@ -15,12 +15,13 @@ A warning is printed **once** a process: the same line again says nothing new.  
 for every run.  A block that records warnings (``catch_warnings(record=True)``, pytest's
 ``warns``) still sees every one.
 """
+
 from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 PREFIX = "fedpl: warning: "
@@ -82,4 +83,11 @@ def one_line_warnings() -> Iterator[None]:
 _ORIGINAL = warnings.formatwarning  # the format before this module changed it
 _ORIGINAL_SHOW = warnings.showwarning
 
-__all__ = ["format_warning", "show_once", "one_line_warnings", "use_one_line_warnings", "one_line_warnings_on", "PREFIX"]
+__all__ = [
+    "format_warning",
+    "show_once",
+    "one_line_warnings",
+    "use_one_line_warnings",
+    "one_line_warnings_on",
+    "PREFIX",
+]

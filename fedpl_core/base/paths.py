@@ -20,6 +20,7 @@ prints where the outputs go; :func:`figures_dir` then follows that profile for e
 ``savefig`` and ``save_table`` of the kernel.  So ``papermill`` run from the repository
 root and a JupyterLab kernel started in ``notebooks/`` write to the same folders.
 """
+
 from __future__ import annotations
 
 import os

@@ -21,13 +21,14 @@ source by name like a built-in one.
 an installed package never changes what a run does unless the user asks for it, and the
 command line's ``--help`` and ``methods`` stay fast (no scan of the installed packages).
 """
+
 from __future__ import annotations
 
 import importlib
 import os
 import re
 import sys
-from typing import Iterable
+from collections.abc import Iterable
 
 #: The environment variable that carries the plugin modules to worker processes.
 ENV = "FEDPL_PLUGINS"
@@ -56,8 +57,10 @@ def load_plugins(names: Iterable[str], export: bool = True) -> list[str]:
     names = [str(n).strip() for n in names]
     for name in names:
         if not _MODULE.match(name):
-            raise PluginError(f"plugin {name!r} is not a module name; give a dotted name such as mypkg.methods "
-                              "(a module importable from the working directory or the Python path)")
+            raise PluginError(
+                f"plugin {name!r} is not a module name; give a dotted name such as mypkg.methods "
+                "(a module importable from the working directory or the Python path)"
+            )
     for name in names:
         if name in _loaded:
             continue
@@ -67,8 +70,9 @@ def load_plugins(names: Iterable[str], export: bool = True) -> list[str]:
             importlib.import_module(name)
         except ModuleNotFoundError as e:
             if e.name and (name == e.name or name.startswith(e.name + ".")):
-                raise PluginError(f"plugin {name!r}: no module named {e.name!r} in the working directory or on "
-                                  "the Python path") from None
+                raise PluginError(
+                    f"plugin {name!r}: no module named {e.name!r} in the working directory or on the Python path"
+                ) from None
             raise
         _loaded.append(name)
     if export and names:

@@ -8,8 +8,8 @@ refused, not read as False), optional values, and the ranges a class declares in
 The same rules check a method's or model's keyword options (:func:`check_kwargs_types`)
 and a notebook parameter written as text (:func:`parse_literal`).
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 import ast
 import dataclasses
@@ -33,6 +33,7 @@ def check_profile(profile: str) -> str:
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}: choose one of {', '.join(PROFILES)}")
     return profile
+
 
 _TRUE, _FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
 
@@ -183,8 +184,13 @@ def field_docs(cls: type) -> dict[str, str]:
     body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
     docs = {}
     for node, nxt in zip(body, body[1:]):
-        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr)
-                and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
             docs[node.target.id] = " ".join(nxt.value.value.split())
     return {f.name: docs.get(f.name, "") for f in dataclasses.fields(cls)}
 
@@ -204,8 +210,9 @@ def _param_hints(cls: Any) -> dict[str, Any]:
     """``{parameter: type}`` of the keyword parameters of ``cls``'s constructors along its
     MRO (``**kw`` passed on to a base class), from annotations, else the default's type."""
     out: dict[str, Any] = {}
-    targets = [c.__init__ for c in getattr(cls, "__mro__", ()) if "__init__" in vars(c)] if isinstance(cls, type) \
-        else [cls]
+    targets = (
+        [c.__init__ for c in getattr(cls, "__mro__", ()) if "__init__" in vars(c)] if isinstance(cls, type) else [cls]
+    )
     for fn in targets:
         try:
             sig = inspect.signature(fn)
@@ -249,7 +256,7 @@ def check_kwargs_types(target: Any, kwargs: dict[str, Any], what: str) -> None:
 def parse_literal(value: Any, name: str) -> Any:
     """A list or mapping given as text (papermill's ``-p seeds "[0, 1]"`` passes the
     string): parsed as JSON, else as a Python literal; anything else is returned as is."""
-    if not isinstance(value, str) or not value.strip()[:1] in ("[", "{", "("):
+    if not isinstance(value, str) or value.strip()[:1] not in ("[", "{", "("):
         return value
     text = value.strip()
     try:
@@ -259,5 +266,6 @@ def parse_literal(value: Any, name: str) -> Any:
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise ConfigError(f"{name} {value!r} is not a list or mapping written in JSON or Python (quote names: "
-                          "[\"a\", \"b\"])") from None
+        raise ConfigError(
+            f'{name} {value!r} is not a list or mapping written in JSON or Python (quote names: ["a", "b"])'
+        ) from None

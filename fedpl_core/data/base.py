@@ -8,10 +8,11 @@ sample; it is all-True for a fully labelled data set and becomes False for the
 classes a source data set never annotated when data sets with different label
 spaces are joined (Surgical Aggregation's NIH + CheXpert union).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Sequence
 
 import numpy as np
 
@@ -110,8 +111,7 @@ class ImageDataset:
             raise DataError(f"{self.name}: images must be uint8, got {self.images.dtype}")
         if self.images.ndim != 4 or self.images.shape[1] not in (1, 3):
             raise DataError(
-                f"{self.name}: images must have shape [N, C, H, W] with C in (1, 3), "
-                f"got {tuple(self.images.shape)}"
+                f"{self.name}: images must have shape [N, C, H, W] with C in (1, 3), got {tuple(self.images.shape)}"
             )
         self.labels = np.asarray(self.labels, dtype=np.float32)
         n = len(self.images)
@@ -161,14 +161,12 @@ class ImageDataset:
         out = []
         for n in names:
             if n not in self.class_names:
-                raise DataError(
-                    f"{self.name}: unknown class name {n!r}; known classes: {self.class_names}"
-                )
+                raise DataError(f"{self.name}: unknown class name {n!r}; known classes: {self.class_names}")
             out.append(self.class_names.index(n))
         return out
 
     # ------------------------------------------------------------- derivation
-    def subset(self, index: Sequence[int] | np.ndarray) -> "ImageDataset":
+    def subset(self, index: Sequence[int] | np.ndarray) -> ImageDataset:
         idx = np.asarray(index)
         return replace(
             self,
@@ -177,11 +175,12 @@ class ImageDataset:
             groups=None if self.groups is None else np.asarray(self.groups)[idx],
             domains=None if self.domains is None else np.asarray(self.domains)[idx],
             label_mask=None if self.label_mask is None else self.label_mask[idx],
-            extra={k: (v[idx] if isinstance(v, np.ndarray) and len(v) == len(self) else v)
-                   for k, v in self.extra.items()},
+            extra={
+                k: (v[idx] if isinstance(v, np.ndarray) and len(v) == len(self) else v) for k, v in self.extra.items()
+            },
         )
 
-    def select_classes(self, names: Sequence[str]) -> "ImageDataset":
+    def select_classes(self, names: Sequence[str]) -> ImageDataset:
         """Keep (and reorder to) the given classes."""
         idx = self.class_index(names)
         return replace(
@@ -248,6 +247,8 @@ def concat_datasets(datasets: Sequence[ImageDataset], name: str = "union") -> Im
         domains=np.concatenate(domains),
         label_mask=np.concatenate(masks),
         name=name,
-        extra={"sources": [d.name for d in datasets],
-               "source": np.concatenate([np.full(len(d), s) for s, d in enumerate(datasets)])},
+        extra={
+            "sources": [d.name for d in datasets],
+            "source": np.concatenate([np.full(len(d), s) for s, d in enumerate(datasets)]),
+        },
     )

@@ -44,6 +44,7 @@ Upscaling (a source smaller than ``image_size``) and squeezing a non-square imag
 a square are logged once per load at INFO level on the ``fedpl.data`` logger, from
 the size of the first file (read from its header, not decoded).
 """
+
 from __future__ import annotations
 
 import errno
@@ -51,10 +52,10 @@ import hashlib
 import logging
 import os
 import warnings
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
@@ -136,8 +137,15 @@ def log_resize(name: str, width: int, height: int, image_size: int | None, sourc
         src = f"{width}" if width == height else f"{width}x{height}"
         log.info("%s: upscaling %s px images to %d px%s", name, src, image_size, where)
     if width != height:
-        log.info("%s: squeezing %dx%d px images to %dx%d: aspect ratio not kept%s",
-                 name, width, height, image_size, image_size, where)
+        log.info(
+            "%s: squeezing %dx%d px images to %dx%d: aspect ratio not kept%s",
+            name,
+            width,
+            height,
+            image_size,
+            image_size,
+            where,
+        )
 
 
 def _log_source_size(name: str, path: str, image_size: int | None) -> None:
@@ -182,9 +190,11 @@ def nonfinite_error(paths: Sequence[str], total: int, what: str = "image file") 
     (the first three and how many in all)."""
     shown = ", ".join(str(p) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
     n = len(paths)
-    return DataError(f"{n} of {total} {what}s {'holds' if n == 1 else 'hold'} NaN or infinite pixel values "
-                     f"(no grey level to scale to: such an image would train as a black one): {shown}; fix or "
-                     f"remove {'it' if n == 1 else 'them'}")
+    return DataError(
+        f"{n} of {total} {what}s {'holds' if n == 1 else 'hold'} NaN or infinite pixel values "
+        f"(no grey level to scale to: such an image would train as a black one): {shown}; fix or "
+        f"remove {'it' if n == 1 else 'them'}"
+    )
 
 
 def _bomb_message(path, e: Exception) -> str:
@@ -192,8 +202,10 @@ def _bomb_message(path, e: Exception) -> str:
 
     m = re.search(r"\((\d+) pixels\) exceeds limit of (\d+)", str(e))
     size = f"{int(m[1]):,} pixels, more than PIL's limit of {int(m[2]):,}" if m else "too large for PIL"
-    return (f"image file {path} is {size} (a guard against decompression bombs, PIL.Image.MAX_IMAGE_PIXELS): "
-            "shrink the image or remove it from the data set")
+    return (
+        f"image file {path} is {size} (a guard against decompression bombs, PIL.Image.MAX_IMAGE_PIXELS): "
+        "shrink the image or remove it from the data set"
+    )
 
 
 def _decode(path: str | os.PathLike, image_size: int | None, channels: int) -> tuple[np.ndarray, bool]:
@@ -297,7 +309,7 @@ def _stat_entries(paths: Sequence[str | os.PathLike], root: str | os.PathLike | 
             st = os.stat(p)
         except FileNotFoundError:
             raise DataError(f"image file not found: {p}") from None
-        rel = p[len(prefix):] if p.startswith(prefix) else os.path.relpath(p, base)
+        rel = p[len(prefix) :] if p.startswith(prefix) else os.path.relpath(p, base)
         entries.append(f"{rel}\t{st.st_size}\t{st.st_mtime_ns}")
     return entries
 
@@ -364,7 +376,8 @@ def no_space(folder: Path, needed: int, what: str) -> CacheSpaceError:
     return CacheSpaceError(
         f"no space left in {folder} for the decode cache ({what} need {fmt_bytes(needed)}{have}): free some "
         "space there, set FEDPL_CACHE to a folder with room, or decode without the cache (use_cache=False; "
-        'in a run: dataset_kwargs {"use_cache": false})')
+        'in a run: dataset_kwargs {"use_cache": false})'
+    )
 
 
 def _reserve(fd: int, size: int, folder: Path, what: str) -> None:
@@ -404,8 +417,11 @@ def write_cache_array(target: str | os.PathLike, shape: tuple[int, ...], fill, w
     remove_stale_temps(folder)
     try:
         with atomic_path(target) as tmp:
-            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)), "fortran_order": False,
-                      "shape": tuple(int(n) for n in shape)}
+            header = {
+                "descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)),
+                "fortran_order": False,
+                "shape": tuple(int(n) for n in shape),
+            }
             fd = os.open(tmp, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
             with os.fdopen(fd, "r+b") as f:
                 np.lib.format.write_array_header_1_0(f, header)
@@ -455,8 +471,11 @@ def load_images_cached(
         raise DataError(f"{name}: no image files to load")
     if image_size:  # memory-mapped, only the image being decoded is in memory at once
         n_mem = 2 if opt.mmap and opt.use_cache else len(paths)
-        check_memory(n_mem * channels * image_size ** 2, f"{name}: {n_mem} images at {image_size} px",
-                     "lower image_size" + ("" if n_mem == 2 else " (or read the decode cache memory-mapped: mmap=True)"))
+        check_memory(
+            n_mem * channels * image_size**2,
+            f"{name}: {n_mem} images at {image_size} px",
+            "lower image_size" + ("" if n_mem == 2 else " (or read the decode cache memory-mapped: mmap=True)"),
+        )
     _log_source_size(name, paths[0], image_size)
     dkw = dict(num_workers=opt.num_workers, desc=f"decoding {name}", progress=opt.progress)
     mmap_mode = "r" if opt.mmap else None
@@ -483,7 +502,10 @@ def load_images_cached(
         warnings.warn(f"cache folder {target.parent} is not writable ({e}); decoding without cache", DataWarning)
         return decode_images(paths, image_size, channels, **dkw)
     first, _ = _decode(paths[0], image_size, channels)  # its shape (a NaN image is named by decode_images)
-    write_cache_array(target, (len(paths), *first.shape),
-                      lambda out: decode_images(paths, image_size, channels, out=out, **dkw),
-                      f"{len(paths)} images of {name}")
+    write_cache_array(
+        target,
+        (len(paths), *first.shape),
+        lambda out: decode_images(paths, image_size, channels, out=out, **dkw),
+        f"{len(paths)} images of {name}",
+    )
     return np.load(target, mmap_mode=mmap_mode)

@@ -1,10 +1,11 @@
 """Group-wise train / validation / test splits: no patient (or lesion) in two parts, no
 image in two parts, and a word when a test part is too small to judge a class by."""
+
 from __future__ import annotations
 
 import os
 import warnings
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -106,10 +107,13 @@ def drop_shared(train: ImageDataset, others: Sequence[ImageDataset | None], name
     if not shared.any():
         return train
     n = int(shared.sum())
-    warnings.warn(f"{name + ': ' if name else ''}{n} image{'' if n == 1 else 's'} of the training split "
-                  f"{'is' if n == 1 else 'are'} also in the test (or validation) split (e.g. "
-                  f"{keys[int(np.flatnonzero(shared)[0])]}); dropped from the training split",
-                  DataWarning, stacklevel=2)
+    warnings.warn(
+        f"{name + ': ' if name else ''}{n} image{'' if n == 1 else 's'} of the training split "
+        f"{'is' if n == 1 else 'are'} also in the test (or validation) split (e.g. "
+        f"{keys[int(np.flatnonzero(shared)[0])]}); dropped from the training split",
+        DataWarning,
+        stacklevel=2,
+    )
     out = train.subset(np.flatnonzero(~shared))
     out.name = train.name
     return out
@@ -128,7 +132,11 @@ def warn_few_positives(ds: ImageDataset, minimum: int = MIN_TEST_POSITIVES, what
     few = few_positives(ds, minimum)
     if few:
         listed = ", ".join(f"{c} {n}" for c, n in few.items())
-        warnings.warn(f"{ds.name}: the {what} ({len(ds)} images) has fewer than {minimum} positives of "
-                      f"{len(few)} class{'' if len(few) == 1 else 'es'} ({listed}); "
-                      f"{'its' if len(few) == 1 else 'their'} AUROC means little", DataWarning, stacklevel=2)
+        warnings.warn(
+            f"{ds.name}: the {what} ({len(ds)} images) has fewer than {minimum} positives of "
+            f"{len(few)} class{'' if len(few) == 1 else 'es'} ({listed}); "
+            f"{'its' if len(few) == 1 else 'their'} AUROC means little",
+            DataWarning,
+            stacklevel=2,
+        )
     return few

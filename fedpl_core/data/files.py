@@ -20,13 +20,14 @@ are regular files.  A label table that lists an image more than once
 (:func:`first_rows`) keeps its first row, with one warning naming how many and an
 example; repeats that disagree about the labels are a :class:`DataError`.
 """
+
 from __future__ import annotations
 
 import os
 import re
 import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -39,8 +40,9 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 
 
 # ------------------------------------------------------------------ finding files
-def find_file(root: str | os.PathLike, names: Sequence[str], max_depth: int = 3,
-              passed: list[Path] | None = None) -> Path | None:
+def find_file(
+    root: str | os.PathLike, names: Sequence[str], max_depth: int = 3, passed: list[Path] | None = None
+) -> Path | None:
     """The first of ``names`` (in order of preference) at ``root`` or up to ``max_depth``
     folders below it that is a regular file (or a link to one); a shallower match wins
     over a preferred name found deeper.  Entries of those names that are something else
@@ -82,7 +84,9 @@ def require_file(root: str | os.PathLike, names: Sequence[str], what: str, max_d
 
 
 def scan_files(
-    root: str | os.PathLike, suffixes: Iterable[str] = IMAGE_SUFFIXES, recursive: bool = True,
+    root: str | os.PathLike,
+    suffixes: Iterable[str] = IMAGE_SUFFIXES,
+    recursive: bool = True,
 ) -> tuple[list[str], list[tuple[str, str]]]:
     """``(files, skipped)``: the paths of the regular files (links to regular files
     included) below ``root`` whose names end in one of ``suffixes`` (any case), and
@@ -138,13 +142,20 @@ def warn_skipped(skipped: Sequence[tuple[str, str]], root: str | os.PathLike, wh
     shown = "; ".join(f"{p} ({kind})" for p, kind in skipped[:3])
     more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
     n = len(skipped)
-    warnings.warn(f"{what + ': ' if what else ''}skipped {n} entr{'y' if n == 1 else 'ies'} below {root} named "
-                  f"like image files but {'not a regular file' if n == 1 else 'not regular files'} (never opened): "
-                  f"{shown}{more}", DataWarning, stacklevel=3)
+    warnings.warn(
+        f"{what + ': ' if what else ''}skipped {n} entr{'y' if n == 1 else 'ies'} below {root} named "
+        f"like image files but {'not a regular file' if n == 1 else 'not regular files'} (never opened): "
+        f"{shown}{more}",
+        DataWarning,
+        stacklevel=3,
+    )
 
 
 def index_files(
-    root: str | os.PathLike, suffixes: Iterable[str] = IMAGE_SUFFIXES, key: str = "name", what: str = "",
+    root: str | os.PathLike,
+    suffixes: Iterable[str] = IMAGE_SUFFIXES,
+    key: str = "name",
+    what: str = "",
 ) -> dict[str, str]:
     """``{file name (or stem): path}`` of every regular file with one of ``suffixes``
     below ``root`` (:func:`scan_files`: linked folders followed, entries that are not
@@ -183,9 +194,7 @@ def read_table(path: str | os.PathLike, required: Sequence[str] = (), what: str 
     df.columns = [str(c).strip() for c in df.columns]
     missing = [c for c in required if c not in df.columns]
     if missing:
-        raise DataError(
-            f"{what}: {path} lacks column(s) {missing}; found columns {list(df.columns)}"
-        )
+        raise DataError(f"{what}: {path} lacks column(s) {missing}; found columns {list(df.columns)}")
     return df
 
 
@@ -230,8 +239,7 @@ def parse_label_values(
             i = int(np.flatnonzero(bad)[0])
             who = row_names[i] if row_names is not None else f"row {i + 2}"
             raise DataError(
-                f"{what}: column {col!r} has value {df[col].iloc[i]!r} for {who} "
-                "(expected 1.0, 0.0, -1.0 or blank)"
+                f"{what}: column {col!r} has value {df[col].iloc[i]!r} for {who} (expected 1.0, 0.0, -1.0 or blank)"
             )
         unc = v == -1.0
         labels[:, j] = v == 1.0
@@ -281,15 +289,20 @@ def first_rows(
             pos = [c for c, v in zip(class_names, labels[r]) if v]
             return "|".join(pos) or "no positive class"
 
-        raise DataError(f"{what}: {source} lists {item} {keys[i]!r} more than once with different labels "
-                        f"({show(int(ref[i]))} and {show(i)}); keep one row of it")
+        raise DataError(
+            f"{what}: {source} lists {item} {keys[i]!r} more than once with different labels "
+            f"({show(int(ref[i]))} and {show(i)}); keep one row of it"
+        )
     repeated = np.bincount(codes)
     example = int(np.flatnonzero(repeated > 1)[0])
     k = int((repeated > 1).sum())
-    warnings.warn(f"{what}: {source} lists {k} {item}{'' if k == 1 else 's'} more than once "
-                  f"({n - len(uniques)} repeated row{'' if n - len(uniques) == 1 else 's'}, e.g. "
-                  f"{uniques[example]!r} {int(repeated[example])} times); each is kept once (its first row)",
-                  DataWarning, stacklevel=3)
+    warnings.warn(
+        f"{what}: {source} lists {k} {item}{'' if k == 1 else 's'} more than once "
+        f"({n - len(uniques)} repeated row{'' if n - len(uniques) == 1 else 's'}, e.g. "
+        f"{uniques[example]!r} {int(repeated[example])} times); each is kept once (its first row)",
+        DataWarning,
+        stacklevel=3,
+    )
     return keep
 
 

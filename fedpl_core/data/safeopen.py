@@ -9,6 +9,7 @@ first and opens only a regular file (a link to one included); the open itself us
 FIFO between the look and the open cannot block either.  Folder listings
 (:func:`fedpl_core.data.files.scan_files`) skip such entries and name them.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,10 +18,15 @@ from typing import BinaryIO
 
 from .base import DataError
 
-
 #: The kinds of file :func:`describe_mode` names, by their ``stat`` test.
-_KINDS = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+_KINDS = (
+    (stat.S_ISREG, "a regular file"),
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 def describe_mode(mode: int) -> str:

@@ -45,33 +45,80 @@ ventricular fluid level).  Labels follow a Gaussian copula at the RSNA stage 2 r
 with epidural raised to 5 % (:data:`ICH_PREVALENCE`; ``prevalence="rsna"`` for the real
 rates), so a few hundred training slices carry positives of every subtype.
 """
+
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
 import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtri
 
 from .base import MULTICLASS, MULTILABEL, DataError, ImageDataset
 
-NIH14 = ["Atelectasis", "Cardiomegaly", "Effusion", "Infiltration", "Mass", "Nodule", "Pneumonia",
-         "Pneumothorax", "Consolidation", "Edema", "Emphysema", "Fibrosis", "Pleural_Thickening", "Hernia"]
-CHEXPERT_EXTRA = ["Enlarged Cardiomediastinum", "Lung Opacity", "Lung Lesion", "Pleural Other",
-                  "Fracture", "Support Devices"]
-FEDMLP_CXR8 = ["Infiltration", "Effusion", "Atelectasis", "Nodule", "Mass", "Pneumothorax",
-               "Consolidation", "Pleural_Thickening"]
+NIH14 = [
+    "Atelectasis",
+    "Cardiomegaly",
+    "Effusion",
+    "Infiltration",
+    "Mass",
+    "Nodule",
+    "Pneumonia",
+    "Pneumothorax",
+    "Consolidation",
+    "Edema",
+    "Emphysema",
+    "Fibrosis",
+    "Pleural_Thickening",
+    "Hernia",
+]
+CHEXPERT_EXTRA = [
+    "Enlarged Cardiomediastinum",
+    "Lung Opacity",
+    "Lung Lesion",
+    "Pleural Other",
+    "Fracture",
+    "Support Devices",
+]
+FEDMLP_CXR8 = [
+    "Infiltration",
+    "Effusion",
+    "Atelectasis",
+    "Nodule",
+    "Mass",
+    "Pneumothorax",
+    "Consolidation",
+    "Pleural_Thickening",
+]
 FEDPSL6 = ["Infiltration", "Effusion", "Atelectasis", "Nodule", "Consolidation", "Pneumothorax"]
 FEDPSL8 = FEDPSL6 + ["Tuberculosis", "COVID-19"]
 SKIN_CLASSES = ["MEL", "NV", "BCC", "AKIEC", "BKL", "DF", "VASC"]
-HAM10000_PRIORS = {"MEL": 1113 / 10015, "NV": 6705 / 10015, "BCC": 514 / 10015, "AKIEC": 327 / 10015,
-                   "BKL": 1099 / 10015, "DF": 115 / 10015, "VASC": 142 / 10015}
+HAM10000_PRIORS = {
+    "MEL": 1113 / 10015,
+    "NV": 6705 / 10015,
+    "BCC": 514 / 10015,
+    "AKIEC": 327 / 10015,
+    "BKL": 1099 / 10015,
+    "DF": 115 / 10015,
+    "VASC": 142 / 10015,
+}
 # CheXpert training-set positive rates (Irvin et al. 2019), to draw a CheXpert-like source.
-CHEXPERT_PREVALENCE = {"Enlarged Cardiomediastinum": 0.040, "Cardiomegaly": 0.103, "Lung Opacity": 0.413,
-                       "Lung Lesion": 0.031, "Edema": 0.218, "Consolidation": 0.058, "Pneumonia": 0.020,
-                       "Atelectasis": 0.131, "Pneumothorax": 0.077, "Effusion": 0.337,
-                       "Pleural Other": 0.011, "Fracture": 0.032, "Support Devices": 0.472}
+CHEXPERT_PREVALENCE = {
+    "Enlarged Cardiomediastinum": 0.040,
+    "Cardiomegaly": 0.103,
+    "Lung Opacity": 0.413,
+    "Lung Lesion": 0.031,
+    "Edema": 0.218,
+    "Consolidation": 0.058,
+    "Pneumonia": 0.020,
+    "Atelectasis": 0.131,
+    "Pneumothorax": 0.077,
+    "Effusion": 0.337,
+    "Pleural Other": 0.011,
+    "Fracture": 0.032,
+    "Support Devices": 0.472,
+}
 
 
 @dataclass(frozen=True)
@@ -141,32 +188,192 @@ class Finding:
 # ``prevalence={"Tuberculosis": 0.5}, domain=TB_DOMAIN``).  Strengths were tuned with
 # benchmarks/synthetic_learnability.py: large / diffuse findings are easy, small ones hard.
 _F = Finding
-FINDINGS: dict[str, Finding] = {f.name: f for f in [
-    _F("Atelectasis", 0.103, "lung_lower", "blob", "smooth", 0.11, 0.14, 3.0, 0.5, "airspace", "plate-like basal band"),
-    _F("Cardiomegaly", 0.025, "heart", "cardiac", "smooth", 0.25, 0.24, group="cardiac", description="enlarged heart"),
-    _F("Effusion", 0.119, "lung_base", "meniscus", "smooth", 0.5, 0.16, group="cardiac", description="basal fluid meniscus"),
-    _F("Infiltration", 0.177, "lung", "blob", "patchy", 0.26, 0.13, 1.3, 1.0, "airspace", "ill-defined patchy opacity"),
-    _F("Mass", 0.052, "lung", "blob", "smooth", 0.17, 0.19, 1.1, 0.2, "nodular", "large well-defined opacity"),
-    _F("Nodule", 0.056, "lung", "blob", "smooth", 0.075, 0.21, 1.0, 0.25, "nodular", "small round opacity"),
-    _F("Pneumonia", 0.013, "lung_lower", "blob", "patchy", 0.22, 0.13, 1.2, 0.9, "airspace", "patchy lower-zone opacity"),
-    _F("Pneumothorax", 0.047, "apex_lateral", "rim", "smooth", 0.30, -0.16, group="pleural", description="lucent rim, pleural line"),
-    _F("Consolidation", 0.042, "lung_lower", "blob", "smooth", 0.21, 0.18, 1.2, 0.45, "airspace", "dense homogeneous opacity"),
-    _F("Edema", 0.021, "perihilar", "diffuse", "patchy", 0.5, 0.16, group="cardiac", description="bilateral perihilar haze"),
-    _F("Emphysema", 0.022, "lungs_all", "diffuse", "smooth", 0.5, -0.10, group="chronic", description="hyperlucent lungs"),
-    _F("Fibrosis", 0.015, "peripheral_lower", "diffuse", "reticular", 0.5, 0.07, group="chronic", description="peripheral reticulation"),
-    _F("Pleural_Thickening", 0.030, "pleura_upper", "band", "smooth", 0.10, 0.18, group="pleural", description="apical pleural cap"),
-    _F("Hernia", 0.002, "retrocardiac", "blob", "bubble", 0.11, 0.18, 1.2, 0.3, None, "retrocardiac mass with air"),
-    _F("Enlarged Cardiomediastinum", 0.040, "mediastinum", "mediastinal", "smooth", 0.6, 0.16, group="cardiac",
-       description="widened upper mediastinum"),
-    _F("Lung Opacity", 0.413, "lung", "blob", "patchy", 0.30, 0.13, 1.3, 1.0, "airspace", "any parenchymal opacity"),
-    _F("Lung Lesion", 0.031, "lung", "blob", "smooth", 0.11, 0.20, 1.0, 0.25, "nodular", "focal lesion"),
-    _F("Pleural Other", 0.011, "pleura_lower", "band", "patchy", 0.10, 0.18, group="pleural", description="pleural plaques"),
-    _F("Fracture", 0.032, "chest_wall", "blob", "smooth", 0.06, 0.25, 2.0, 0.2, None, "rib callus"),
-    _F("Support Devices", 0.472, "neck_to_chest", "line", "smooth", 0.025, 0.35, description="tube or line"),
-    _F("Tuberculosis", 0.02, "upper_lobes", "diffuse", "cavitary", 0.5, 0.17, description="upper-lobe cavitating opacity"),
-    _F("COVID-19", 0.02, "peripheral_lower", "diffuse", "patchy", 0.5, 0.14, group="airspace",
-       description="bilateral peripheral ground glass"),
-]}
+FINDINGS: dict[str, Finding] = {
+    f.name: f
+    for f in [
+        _F(
+            "Atelectasis",
+            0.103,
+            "lung_lower",
+            "blob",
+            "smooth",
+            0.11,
+            0.14,
+            3.0,
+            0.5,
+            "airspace",
+            "plate-like basal band",
+        ),
+        _F(
+            "Cardiomegaly",
+            0.025,
+            "heart",
+            "cardiac",
+            "smooth",
+            0.25,
+            0.24,
+            group="cardiac",
+            description="enlarged heart",
+        ),
+        _F(
+            "Effusion",
+            0.119,
+            "lung_base",
+            "meniscus",
+            "smooth",
+            0.5,
+            0.16,
+            group="cardiac",
+            description="basal fluid meniscus",
+        ),
+        _F(
+            "Infiltration",
+            0.177,
+            "lung",
+            "blob",
+            "patchy",
+            0.26,
+            0.13,
+            1.3,
+            1.0,
+            "airspace",
+            "ill-defined patchy opacity",
+        ),
+        _F("Mass", 0.052, "lung", "blob", "smooth", 0.17, 0.19, 1.1, 0.2, "nodular", "large well-defined opacity"),
+        _F("Nodule", 0.056, "lung", "blob", "smooth", 0.075, 0.21, 1.0, 0.25, "nodular", "small round opacity"),
+        _F(
+            "Pneumonia",
+            0.013,
+            "lung_lower",
+            "blob",
+            "patchy",
+            0.22,
+            0.13,
+            1.2,
+            0.9,
+            "airspace",
+            "patchy lower-zone opacity",
+        ),
+        _F(
+            "Pneumothorax",
+            0.047,
+            "apex_lateral",
+            "rim",
+            "smooth",
+            0.30,
+            -0.16,
+            group="pleural",
+            description="lucent rim, pleural line",
+        ),
+        _F(
+            "Consolidation",
+            0.042,
+            "lung_lower",
+            "blob",
+            "smooth",
+            0.21,
+            0.18,
+            1.2,
+            0.45,
+            "airspace",
+            "dense homogeneous opacity",
+        ),
+        _F(
+            "Edema",
+            0.021,
+            "perihilar",
+            "diffuse",
+            "patchy",
+            0.5,
+            0.16,
+            group="cardiac",
+            description="bilateral perihilar haze",
+        ),
+        _F(
+            "Emphysema",
+            0.022,
+            "lungs_all",
+            "diffuse",
+            "smooth",
+            0.5,
+            -0.10,
+            group="chronic",
+            description="hyperlucent lungs",
+        ),
+        _F(
+            "Fibrosis",
+            0.015,
+            "peripheral_lower",
+            "diffuse",
+            "reticular",
+            0.5,
+            0.07,
+            group="chronic",
+            description="peripheral reticulation",
+        ),
+        _F(
+            "Pleural_Thickening",
+            0.030,
+            "pleura_upper",
+            "band",
+            "smooth",
+            0.10,
+            0.18,
+            group="pleural",
+            description="apical pleural cap",
+        ),
+        _F("Hernia", 0.002, "retrocardiac", "blob", "bubble", 0.11, 0.18, 1.2, 0.3, None, "retrocardiac mass with air"),
+        _F(
+            "Enlarged Cardiomediastinum",
+            0.040,
+            "mediastinum",
+            "mediastinal",
+            "smooth",
+            0.6,
+            0.16,
+            group="cardiac",
+            description="widened upper mediastinum",
+        ),
+        _F(
+            "Lung Opacity", 0.413, "lung", "blob", "patchy", 0.30, 0.13, 1.3, 1.0, "airspace", "any parenchymal opacity"
+        ),
+        _F("Lung Lesion", 0.031, "lung", "blob", "smooth", 0.11, 0.20, 1.0, 0.25, "nodular", "focal lesion"),
+        _F(
+            "Pleural Other",
+            0.011,
+            "pleura_lower",
+            "band",
+            "patchy",
+            0.10,
+            0.18,
+            group="pleural",
+            description="pleural plaques",
+        ),
+        _F("Fracture", 0.032, "chest_wall", "blob", "smooth", 0.06, 0.25, 2.0, 0.2, None, "rib callus"),
+        _F("Support Devices", 0.472, "neck_to_chest", "line", "smooth", 0.025, 0.35, description="tube or line"),
+        _F(
+            "Tuberculosis",
+            0.02,
+            "upper_lobes",
+            "diffuse",
+            "cavitary",
+            0.5,
+            0.17,
+            description="upper-lobe cavitating opacity",
+        ),
+        _F(
+            "COVID-19",
+            0.02,
+            "peripheral_lower",
+            "diffuse",
+            "patchy",
+            0.5,
+            0.14,
+            group="airspace",
+            description="bilateral peripheral ground glass",
+        ),
+    ]
+}
 del _F
 
 
@@ -236,7 +443,11 @@ def _domain_styles(n: int, domain, domains) -> tuple[np.ndarray, list[DomainStyl
     """Per-sample domain ids and the style table they index (-1 = a custom style)."""
     if domains is not None:
         d = np.asarray(domains)
-        if d.shape != (n,) or not np.issubdtype(d.dtype, np.integer) or (len(d) and (d.min() < 0 or d.max() >= len(DOMAINS))):
+        if (
+            d.shape != (n,)
+            or not np.issubdtype(d.dtype, np.integer)
+            or (len(d) and (d.min() < 0 or d.max() >= len(DOMAINS)))
+        ):
             raise DataError(f"domains must be {n} integers in 0..{len(DOMAINS) - 1}")
         return d.astype(np.int64), DOMAINS
     if domain is None:
@@ -288,7 +499,7 @@ def _col(v):
 
 def _grid(rng, m, s, rot_sd, shift_sd, scale_sd, zoom):
     """Canonical coordinates X, Y [m, s, s] of each pixel after a random pose."""
-    u = ((np.arange(s, dtype=np.float32) + 0.5) / s * 2 - 1)
+    u = (np.arange(s, dtype=np.float32) + 0.5) / s * 2 - 1
     th = _col(rng.normal(0, rot_sd, m))
     tx, ty = _col(rng.normal(0, shift_sd, m)), _col(rng.normal(0, shift_sd, m))
     sc = _col(np.clip(1 + rng.normal(0, scale_sd, m), 0.85, 1.15)) * _col(zoom)
@@ -331,9 +542,14 @@ def _patients(n: int, rng) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- labels
-def sample_labels(n: int, classes: Sequence[str] | None = None, seed: int = 0,
-                  prevalence: dict[str, float] | None = None, correlation: float = 0.5,
-                  groups: np.ndarray | None = None) -> np.ndarray:
+def sample_labels(
+    n: int,
+    classes: Sequence[str] | None = None,
+    seed: int = 0,
+    prevalence: dict[str, float] | None = None,
+    correlation: float = 0.5,
+    groups: np.ndarray | None = None,
+) -> np.ndarray:
     """Draw float32 multi-hot labels ``[n, K]`` from the Gaussian copula of the module
     docstring.  Images with the same ``groups`` id (patient) share half of the sickness
     factor.  Marginals equal the registry prevalences, overridden by ``prevalence``."""
@@ -372,15 +588,29 @@ def _anatomy(X, Y, P, rng):
     """Chest intensities [m, s, s] in [0, 1] and the geometry findings are placed in."""
     m, s = X.shape[0], X.shape[-1]
     lw, lh, hs, bw, dens = (_col(P[:, k]) for k in range(5))
-    geo = {"cy": -0.08 + 0 * lw, "ay": 0.62 * lh, "cx0": -0.40 * lw, "cx1": 0.41 * lw, "ax0": 0.30 * lw,
-           "ax1": 0.28 * lw, "hx": 0.12 + 0 * hs, "hy": 0.33 + 0 * hs, "hax": 0.33 * hs, "hay": 0.25 * hs}
+    geo = {
+        "cy": -0.08 + 0 * lw,
+        "ay": 0.62 * lh,
+        "cx0": -0.40 * lw,
+        "cx1": 0.41 * lw,
+        "ax0": 0.30 * lw,
+        "ax1": 0.28 * lw,
+        "hx": 0.12 + 0 * hs,
+        "hy": 0.33 + 0 * hs,
+        "hax": 0.33 * hs,
+        "hay": 0.25 * hs,
+    }
     body, _ = _ellipse(X, Y, 0, 0.15, 0.95 * bw, 1.3, 0.1)
     for k in (0, 1):
         geo[f"lung{k}"] = _ellipse(X, Y, geo[f"cx{k}"], geo["cy"], geo[f"ax{k}"], geo["ay"], 0.12)[0]
     heart, _ = _ellipse(X, Y, geo["hx"], geo["hy"], geo["hax"], geo["hay"], 0.15)
     medi = _ramp(0.11 - np.abs(X), 0.04) * _ramp(0.35 - Y, 0.1)
     spine = _ramp(0.05 - np.abs(X), 0.03)
-    clav = _ramp(0.035 - np.abs(Y + 0.78 - 0.3 * np.abs(X)), 0.03) * _ramp(0.7 - np.abs(X), 0.05) * _ramp(np.abs(X) - 0.08, 0.05)
+    clav = (
+        _ramp(0.035 - np.abs(Y + 0.78 - 0.3 * np.abs(X)), 0.03)
+        * _ramp(0.7 - np.abs(X), 0.05)
+        * _ramp(np.abs(X) - 0.08, 0.05)
+    )
     lung = np.maximum(geo["lung0"], geo["lung1"])
     ribs = 0.5 + 0.5 * np.cos(2 * np.pi * 5.0 * (Y + 0.35 * X * X))
     img = 0.06 + (dens - 0.06) * body
@@ -393,8 +623,12 @@ def _anatomy(X, Y, P, rng):
 def _side_params(geo, side):
     """Centre x, semi-axis and lateral sign [m, 1, 1] of lung ``side`` (0 = image left)."""
     sd = _col(side).astype(bool)
-    return (np.where(sd, geo["cx1"], geo["cx0"]), np.where(sd, geo["ax1"], geo["ax0"]),
-            np.where(sd, 1.0, -1.0).astype(np.float32), sd)
+    return (
+        np.where(sd, geo["cx1"], geo["cx0"]),
+        np.where(sd, geo["ax1"], geo["ax0"]),
+        np.where(sd, 1.0, -1.0).astype(np.float32),
+        sd,
+    )
 
 
 def _side_frame(X, Y, geo, side):
@@ -447,7 +681,9 @@ def _render_finding(f: Finding, X, Y, geo, rng) -> np.ndarray:
     if f.shape == "cardiac":
         hx, hy, hax, hay = geo["hx"], geo["hy"], geo["hax"], geo["hay"]
         k = 1 + f.size * _col(rng.uniform(0.7, 1.3, m))
-        big, _ = _ellipse(X, Y, hx + 0.6 * (k - 1) * hax, hy + 0.3 * (k - 1) * hay, hax * k, hay * (1 + 0.6 * (k - 1)), 0.1)
+        big, _ = _ellipse(
+            X, Y, hx + 0.6 * (k - 1) * hax, hy + 0.3 * (k - 1) * hay, hax * k, hay * (1 + 0.6 * (k - 1)), 0.1
+        )
         return np.clip(big - _ellipse(X, Y, hx, hy, hax, hay, 0.15)[0], 0, 1)
     if f.shape == "mediastinal":
         w = 0.11 * (1 + f.size * _col(rng.uniform(0.7, 1.3, m)))
@@ -482,9 +718,16 @@ def _render_finding(f: Finding, X, Y, geo, rng) -> np.ndarray:
     return out
 
 
-def render_cxr(labels: np.ndarray, classes: Sequence[str] | None = None, image_size: int = 32,
-               seed: int = 0, domain: int | DomainStyle | None = 0, domains: np.ndarray | None = None,
-               strength: float = 1.0, groups: np.ndarray | None = None) -> np.ndarray:
+def render_cxr(
+    labels: np.ndarray,
+    classes: Sequence[str] | None = None,
+    image_size: int = 32,
+    seed: int = 0,
+    domain: int | DomainStyle | None = 0,
+    domains: np.ndarray | None = None,
+    strength: float = 1.0,
+    groups: np.ndarray | None = None,
+) -> np.ndarray:
     """Render uint8 images ``[n, 1, s, s]`` showing the findings ``labels`` [n, K] marks.
 
     The anatomy, pose and noise depend only on ``seed``, ``groups`` and the position of
@@ -520,10 +763,18 @@ def render_cxr(labels: np.ndarray, classes: Sequence[str] | None = None, image_s
     return out
 
 
-def make_cxr(n: int, classes: Sequence[str] | None = None, image_size: int = 32, seed: int = 0,
-             domain: int | DomainStyle | None = 0, domains: np.ndarray | None = None,
-             prevalence: dict[str, float] | None = None, strength: float = 1.0,
-             correlation: float = 0.5, name: str = "synthetic-cxr") -> ImageDataset:
+def make_cxr(
+    n: int,
+    classes: Sequence[str] | None = None,
+    image_size: int = 32,
+    seed: int = 0,
+    domain: int | DomainStyle | None = 0,
+    domains: np.ndarray | None = None,
+    prevalence: dict[str, float] | None = None,
+    strength: float = 1.0,
+    correlation: float = 0.5,
+    name: str = "synthetic-cxr",
+) -> ImageDataset:
     """``n`` synthetic chest X-rays with multi-hot labels over ``classes`` (default the
     14 NIH findings); see the module docstring for the generative model.
 
@@ -540,16 +791,37 @@ def make_cxr(n: int, classes: Sequence[str] | None = None, image_size: int = 32,
     labels = sample_labels(n, classes, seed, prevalence, correlation, groups)
     images = render_cxr(labels, classes, image_size, seed, domain, domains, strength, groups)
     dom, styles = _domain_styles(n, domain, domains)
-    return ImageDataset(images, labels, classes, MULTILABEL, groups=groups, domains=dom, name=name,
-                        extra={"generator": "synthetic.make_cxr", "seed": seed, "strength": strength,
-                               "correlation": correlation, "domain_styles": styles})
+    return ImageDataset(
+        images,
+        labels,
+        classes,
+        MULTILABEL,
+        groups=groups,
+        domains=dom,
+        name=name,
+        extra={
+            "generator": "synthetic.make_cxr",
+            "seed": seed,
+            "strength": strength,
+            "correlation": correlation,
+            "domain_styles": styles,
+        },
+    )
 
 
-def make_balanced_test(classes: Sequence[str] | None = None, per_class_pos: int = 300, per_class_neg: int = 300,
-                       image_size: int = 32, seed: int = 0, domain: int | DomainStyle | None = 0,
-                       domains: np.ndarray | None = None, prevalence: dict[str, float] | None = None,
-                       strength: float = 1.0, correlation: float = 0.5,
-                       name: str = "synthetic-cxr-balanced") -> ImageDataset:
+def make_balanced_test(
+    classes: Sequence[str] | None = None,
+    per_class_pos: int = 300,
+    per_class_neg: int = 300,
+    image_size: int = 32,
+    seed: int = 0,
+    domain: int | DomainStyle | None = 0,
+    domains: np.ndarray | None = None,
+    prevalence: dict[str, float] | None = None,
+    strength: float = 1.0,
+    correlation: float = 0.5,
+    name: str = "synthetic-cxr-balanced",
+) -> ImageDataset:
     """FedPSL's test set: for each class, in order, a block of ``per_class_pos`` images
     positive and ``per_class_neg`` images negative for it, drawn by rejection from the
     label model (other labels as they come).  All labels are known; ``extra["blocks"]``
@@ -584,9 +856,16 @@ def make_balanced_test(classes: Sequence[str] | None = None, per_class_pos: int 
     n = len(labels)
     images = render_cxr(labels, classes, image_size, bseed, domain, domains, strength)
     dom, styles = _domain_styles(n, domain, domains)
-    return ImageDataset(images, labels, classes, MULTILABEL, groups=np.arange(n), domains=dom, name=name,
-                        extra={"generator": "synthetic.make_balanced_test", "blocks": index, "seed": seed,
-                               "domain_styles": styles})
+    return ImageDataset(
+        images,
+        labels,
+        classes,
+        MULTILABEL,
+        groups=np.arange(n),
+        domains=dom,
+        name=name,
+        extra={"generator": "synthetic.make_balanced_test", "blocks": index, "seed": seed, "domain_styles": styles},
+    )
 
 
 def region_mask(finding: str, image_size: int = 32, margin: float = 0.1) -> np.ndarray:
@@ -602,11 +881,15 @@ def region_mask(finding: str, image_size: int = 32, margin: float = 0.1) -> np.n
     out = np.zeros((s, s), bool)
     for cx, ax, sgn in ((-0.40, 0.30, -1), (0.41, 0.28, 1)):
         lo, hi = sorted((cx + sgn * z.u[0] * ax, cx + sgn * min(z.u[1], 1.0) * ax))
-        out |= (X > lo - grow) & (X < hi + grow) & (Y > -0.08 + 0.62 * z.v[0] - grow) & (Y < -0.08 + 0.62 * z.v[1] + grow)
+        out |= (
+            (X > lo - grow) & (X < hi + grow) & (Y > -0.08 + 0.62 * z.v[0] - grow) & (Y < -0.08 + 0.62 * z.v[1] + grow)
+        )
     return out
 
 
-def finding_atlas(image_size: int = 64, seed: int = 0, strength: float = 1.0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def finding_atlas(
+    image_size: int = 64, seed: int = 0, strength: float = 1.0
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """For every registry finding, the same chest without and with it: ``name -> (img0,
     img1)``, uint8 ``[s, s]`` images (for the teaching notebook's plots)."""
     out = {}
@@ -631,9 +914,12 @@ SKIN_LOOK = {
 }
 _GENERIC = ((0.55, 0.38, 0.28), 0.36, 0.08, 0.07)
 _SKIN_MIX = {  # texture -> (second colour, noise grid, threshold, gain)
-    "multicolour": ((0.40, 0.43, 0.55), 6, 0.0, 1.2), "network": ((0.38, 0.24, 0.16), 14, 0.3, 1.0),
-    "vessels": ((0.65, 0.12, 0.18), 7, None, 1.0), "scale": ((0.93, 0.89, 0.85), 14, 0.3, 1.5),
-    "cerebriform": ((0.75, 0.62, 0.45), 10, 0.0, 1.2), "scar": ((0.91, 0.85, 0.80), 0, None, 1.0),
+    "multicolour": ((0.40, 0.43, 0.55), 6, 0.0, 1.2),
+    "network": ((0.38, 0.24, 0.16), 14, 0.3, 1.0),
+    "vessels": ((0.65, 0.12, 0.18), 7, None, 1.0),
+    "scale": ((0.93, 0.89, 0.85), 14, 0.3, 1.5),
+    "cerebriform": ((0.75, 0.62, 0.45), 10, 0.0, 1.2),
+    "scar": ((0.91, 0.85, 0.80), 0, None, 1.0),
     "lacunae": ((0.33, 0.07, 0.22), 12, 0.2, 1.5),
 }
 
@@ -648,11 +934,12 @@ def _skin_chunk(cls, L, s, rng, strength):
         on = _col(rng.random(m) < 0.15)
         a, px, py, k = (_col(rng.uniform(lo, hi, m)) for lo, hi in ((0, np.pi), (-0.8, 0.8), (-0.8, 0.8), (-0.5, 0.5)))
         along, across = np.cos(a) * (X - px) + np.sin(a) * (Y - py), -np.sin(a) * (X - px) + np.cos(a) * (Y - py)
-        img *= 1 - 0.6 * on[:, None] * _ramp(max(0.015, 1.0 / s) - np.abs(across + k * along ** 2), 1.0 / s)[:, None]
+        img *= 1 - 0.6 * on[:, None] * _ramp(max(0.015, 1.0 / s) - np.abs(across + k * along**2), 1.0 / s)[:, None]
     dx, dy = X - _col(L["cx"]), Y - _col(L["cy"])
     rho, th = np.sqrt(dx * dx + dy * dy), np.arctan2(dy, dx)
-    R = _col(L["radius"]) * (1 + sum(_col(L["harm"][:, i, 0]) * np.cos((i + 2) * th + _col(L["harm"][:, i, 1]))
-                                     for i in range(3)))
+    R = _col(L["radius"]) * (
+        1 + sum(_col(L["harm"][:, i, 0]) * np.cos((i + 2) * th + _col(L["harm"][:, i, 1])) for i in range(3))
+    )
     M = _ramp(1 - rho / R, _col(L["edge"]))[:, None]
     col = L["colour"][:, :, None, None] * (1 + 0.08 * _noise(rng, m, s, 6))[:, None]
     for c, (second, g, thr, gain) in _SKIN_MIX.items():
@@ -676,9 +963,17 @@ def _skin_chunk(cls, L, s, rng, strength):
 SKIN_CLASSES_TEXTURE = np.array([SKIN_LOOK[c][4] for c in SKIN_CLASSES])
 
 
-def make_skin(n: int, priors: dict[str, float] | None = None, image_size: int = 32, seed: int = 0,
-              domain: int | DomainStyle | None = 0, domains: np.ndarray | None = None, channels: int = 3,
-              strength: float = 1.0, name: str = "synthetic-skin") -> ImageDataset:
+def make_skin(
+    n: int,
+    priors: dict[str, float] | None = None,
+    image_size: int = 32,
+    seed: int = 0,
+    domain: int | DomainStyle | None = 0,
+    domains: np.ndarray | None = None,
+    channels: int = 3,
+    strength: float = 1.0,
+    name: str = "synthetic-skin",
+) -> ImageDataset:
     """``n`` single-label dermoscopy-like images over :data:`SKIN_CLASSES` (ISIC 2018
     order), one-hot labels, task ``"multiclass"``.
 
@@ -710,10 +1005,15 @@ def make_skin(n: int, priors: dict[str, float] | None = None, image_size: int = 
     par = np.array([c[0] + c[1:4] for c in look], np.float32)
     par = gen + strength * (par - gen)
     t = rng.beta(2, 3, nl)[:, None]
-    L = {"colour": np.clip(par[lcls, :3] * rng.normal(1, 0.15, (nl, 1)) + rng.normal(0, 0.02, (nl, 3)), 0.02, 1),
-         "radius": par[lcls, 3] * rng.uniform(0.7, 1.3, nl), "edge": par[lcls, 5],
-         "harm": np.stack([par[lcls, 4][:, None] * rng.standard_normal((nl, 3)), rng.uniform(0, 2 * np.pi, (nl, 3))], -1),
-         "tone": ((1 - t) * np.array([0.93, 0.76, 0.66]) + t * np.array([0.60, 0.42, 0.32])).astype(np.float32)}
+    L = {
+        "colour": np.clip(par[lcls, :3] * rng.normal(1, 0.15, (nl, 1)) + rng.normal(0, 0.02, (nl, 3)), 0.02, 1),
+        "radius": par[lcls, 3] * rng.uniform(0.7, 1.3, nl),
+        "edge": par[lcls, 5],
+        "harm": np.stack(
+            [par[lcls, 4][:, None] * rng.standard_normal((nl, 3)), rng.uniform(0, 2 * np.pi, (nl, 3))], -1
+        ),
+        "tone": ((1 - t) * np.array([0.93, 0.76, 0.66]) + t * np.array([0.60, 0.42, 0.32])).astype(np.float32),
+    }
     perm = rng.permutation(n)
     lesion = lesion[perm]
     L = {k: v[lesion].astype(np.float32) for k, v in L.items()}
@@ -731,17 +1031,34 @@ def make_skin(n: int, priors: dict[str, float] | None = None, image_size: int = 
         out[a:b] = _style(img, styles, dom[a:b], crng)
     labels = np.zeros((n, len(SKIN_CLASSES)), np.float32)
     labels[np.arange(n), cls] = 1
-    return ImageDataset(out, labels, SKIN_CLASSES, MULTICLASS, groups=lesion, domains=dom, name=name,
-                        extra={"generator": "synthetic.make_skin", "seed": seed, "priors": dict(zip(SKIN_CLASSES, p)),
-                               "domain_styles": styles})
+    return ImageDataset(
+        out,
+        labels,
+        SKIN_CLASSES,
+        MULTICLASS,
+        groups=lesion,
+        domains=dom,
+        name=name,
+        extra={
+            "generator": "synthetic.make_skin",
+            "seed": seed,
+            "priors": dict(zip(SKIN_CLASSES, p)),
+            "domain_styles": styles,
+        },
+    )
 
 
 # ----------------------------------------------------------------- head CT (ICH)
 #: The five RSNA intracranial hemorrhage subtypes (the Kaggle CSV's order, ``any`` dropped).
 ICH_CLASSES = ["epidural", "intraparenchymal", "intraventricular", "subarachnoid", "subdural"]
 #: Slice-level positive rates of the RSNA ICH stage 2 training set (752,803 slices).
-RSNA_ICH_PREVALENCE = {"epidural": 0.0042, "intraparenchymal": 0.0480, "intraventricular": 0.0348,
-                       "subarachnoid": 0.0474, "subdural": 0.0627}
+RSNA_ICH_PREVALENCE = {
+    "epidural": 0.0042,
+    "intraparenchymal": 0.0480,
+    "intraventricular": 0.0348,
+    "subarachnoid": 0.0474,
+    "subdural": 0.0627,
+}
 #: The built-in ICH-like data multiply every RSNA rate by ``ICH_BOOST`` and raise any rate
 #: still below ``ICH_MIN_PREVALENCE`` to it (only epidural: 0.42 % -> 5 %, x12), so that a
 #: few hundred training images hold positives of every class (rarest 5 %, subdural 25 %).
@@ -779,9 +1096,14 @@ def _ich_prevalence(prevalence) -> dict[str, float]:
     return prev
 
 
-def sample_ich_labels(n: int, classes: Sequence[str] | None = None, seed: int = 0,
-                      prevalence: dict[str, float] | str | None = None, correlation: float = 0.5,
-                      groups: np.ndarray | None = None) -> np.ndarray:
+def sample_ich_labels(
+    n: int,
+    classes: Sequence[str] | None = None,
+    seed: int = 0,
+    prevalence: dict[str, float] | str | None = None,
+    correlation: float = 0.5,
+    groups: np.ndarray | None = None,
+) -> np.ndarray:
     """Float32 multi-hot ``[n, K]`` hemorrhage labels from a Gaussian copula: subtype ``c``
     is positive when ``z_c = sqrt(rho) S + sqrt(1 - rho) e_c`` exceeds
     ``Phi^-1(1 - p_c)``, so its marginal rate is exactly ``p_c``; ``rho = correlation``
@@ -839,8 +1161,20 @@ def _head(X, Y, P, rng):
     csf = np.clip(np.maximum(np.maximum(sulci, fissure), vent), 0, 1)
     tissue = tissue * (1 - csf) + 0.10 * csf
     img = 0.35 * head * (1 - skull) + skull * (1 - brain) + tissue * brain
-    geo = {"r": r, "th": np.arctan2(Y / by, X / bx), "brain": brain, "band": band, "sulcal": sulcal,
-           "fissure": fissure, "vent": vent, "vy": vy, "vlen": vlen, "bx": bx, "by": by, "e": e}
+    geo = {
+        "r": r,
+        "th": np.arctan2(Y / by, X / bx),
+        "brain": brain,
+        "band": band,
+        "sulcal": sulcal,
+        "fissure": fissure,
+        "vent": vent,
+        "vy": vy,
+        "vlen": vlen,
+        "bx": bx,
+        "by": by,
+        "e": e,
+    }
     return img, geo
 
 
@@ -869,7 +1203,11 @@ def _bleed(c: str, X, Y, geo, rng) -> np.ndarray:
     if c == "intraparenchymal":
         rad = _col(rng.uniform(0.2, 0.6, m))
         cx, cy = rad * geo["bx"] * np.cos(phi), rad * geo["by"] * np.sin(phi)
-        size, asp, rot = _col(rng.uniform(0.07, 0.14, m)), _col(rng.uniform(1.0, 1.6, m)), _col(rng.uniform(0, np.pi, m))
+        size, asp, rot = (
+            _col(rng.uniform(0.07, 0.14, m)),
+            _col(rng.uniform(1.0, 1.6, m)),
+            _col(rng.uniform(0, np.pi, m)),
+        )
         dx, dy = X - cx, Y - cy
         p, q = np.cos(rot) * dx + np.sin(rot) * dy, -np.sin(rot) * dx + np.cos(rot) * dy
         return _ramp(1 - np.sqrt((p / (size * asp)) ** 2 + (q / size) ** 2), 0.35) * brain
@@ -879,9 +1217,17 @@ def _bleed(c: str, X, Y, geo, rng) -> np.ndarray:
     raise DataError(f"unknown hemorrhage subtype {c!r}")
 
 
-def render_ich(labels: np.ndarray, classes: Sequence[str] | None = None, image_size: int = 32, seed: int = 0,
-               domain: int | DomainStyle | None = 0, domains: np.ndarray | None = None, strength: float = 1.0,
-               groups: np.ndarray | None = None, channels: int = 1) -> np.ndarray:
+def render_ich(
+    labels: np.ndarray,
+    classes: Sequence[str] | None = None,
+    image_size: int = 32,
+    seed: int = 0,
+    domain: int | DomainStyle | None = 0,
+    domains: np.ndarray | None = None,
+    strength: float = 1.0,
+    groups: np.ndarray | None = None,
+    channels: int = 1,
+) -> np.ndarray:
     """Render uint8 head CT slices ``[n, channels, s, s]`` showing the hemorrhages ``labels``
     [n, K] marks.  As :func:`render_cxr`, the anatomy, pose and noise depend only on
     ``seed``, ``groups`` (the study: head shape, ventricle size) and the image's
@@ -912,8 +1258,9 @@ def render_ich(labels: np.ndarray, classes: Sequence[str] | None = None, image_s
             if len(pos) == 0 or strength == 0:
                 continue
             frng = _rng(seed, "ich-finding", c, k)
-            sub = {key: (v[pos] if isinstance(v, np.ndarray) and v.shape[:1] == (b - a,) else v)
-                   for key, v in geo.items()}
+            sub = {
+                key: (v[pos] if isinstance(v, np.ndarray) and v.shape[:1] == (b - a,) else v) for key, v in geo.items()
+            }
             sev = _col(frng.uniform(0.7, 1.3, len(pos))) * strength
             img[pos] += sev * _bleed(c, X[pos], Y[pos], sub, frng) * (ICH_BLOOD - img[pos])
         img += rng.normal(0, 0.03, img.shape).astype(np.float32)
@@ -921,10 +1268,19 @@ def render_ich(labels: np.ndarray, classes: Sequence[str] | None = None, image_s
     return out
 
 
-def make_ich(n: int, image_size: int = 32, seed: int = 0, classes: Sequence[str] | None = None,
-             prevalence: dict[str, float] | str | None = None, correlation: float = 0.5, strength: float = 1.0,
-             domain: int | DomainStyle | None = 0, domains: np.ndarray | None = None, channels: int = 1,
-             name: str = "synthetic-ich") -> ImageDataset:
+def make_ich(
+    n: int,
+    image_size: int = 32,
+    seed: int = 0,
+    classes: Sequence[str] | None = None,
+    prevalence: dict[str, float] | str | None = None,
+    correlation: float = 0.5,
+    strength: float = 1.0,
+    domain: int | DomainStyle | None = 0,
+    domains: np.ndarray | None = None,
+    channels: int = 1,
+    name: str = "synthetic-ich",
+) -> ImageDataset:
     """``n`` synthetic axial head CT slices (brain window) with multi-hot labels over the
     five RSNA hemorrhage subtypes (:data:`ICH_CLASSES`, or ``classes`` of them): the
     built-in ICH-like data of FedMLP's default run.
@@ -942,7 +1298,20 @@ def make_ich(n: int, image_size: int = 32, seed: int = 0, classes: Sequence[str]
     labels = sample_ich_labels(n, classes, seed, prevalence, correlation, groups)
     images = render_ich(labels, classes, image_size, seed, domain, domains, strength, groups, channels)
     dom, styles = _domain_styles(n, domain, domains)
-    return ImageDataset(images, labels, classes, MULTILABEL, groups=groups, domains=dom, name=name,
-                        extra={"generator": "synthetic.make_ich", "seed": seed, "strength": strength,
-                               "correlation": correlation, "prevalence": _ich_prevalence(prevalence),
-                               "domain_styles": styles})
+    return ImageDataset(
+        images,
+        labels,
+        classes,
+        MULTILABEL,
+        groups=groups,
+        domains=dom,
+        name=name,
+        extra={
+            "generator": "synthetic.make_ich",
+            "seed": seed,
+            "strength": strength,
+            "correlation": correlation,
+            "prevalence": _ich_prevalence(prevalence),
+            "domain_styles": styles,
+        },
+    )

@@ -41,6 +41,7 @@ through the method's ``make_update`` and the server's ``aggregate`` as in the lo
 numbers equal the loop's to float rounding (``tests/test_batched.py``); on a CPU the loop is
 as fast or faster, so the engine keeps it there (``benchmarks/gpu_throughput.py``).
 """
+
 from __future__ import annotations
 
 import logging
@@ -73,8 +74,10 @@ def why_not_batched(sim: Any, clients: list[int]) -> str | None:
     if any(isinstance(x, torch.nn.modules.batchnorm._BatchNorm) for x in sim.work.model.modules()):
         return "BatchNorm cannot update running statistics under vmap: use model_kwargs={'norm': 'gn'}"
     if cfg.optimizer not in ELEMENTWISE_OPTIMIZERS or cfg.optimizer_state != "reset" or cfg.amp:
-        return (f"the batched path runs {', '.join(ELEMENTWISE_OPTIMIZERS)} with the optimizer state reset each "
-                "round, without autocast")
+        return (
+            f"the batched path runs {', '.join(ELEMENTWISE_OPTIMIZERS)} with the optimizer state reset each "
+            "round, without autocast"
+        )
     return None
 
 
@@ -91,8 +94,9 @@ class NotBatchable(ValueError):
     then trains it with the per-client loop."""
 
 
-def train_round(sim: Any, clients: list[int], round_idx: int,
-                chunk: int | None = None) -> tuple[list[ClientUpdate], list[float]]:
+def train_round(
+    sim: Any, clients: list[int], round_idx: int, chunk: int | None = None
+) -> tuple[list[ClientUpdate], list[float]]:
     """The local rounds of ``clients`` as one vmapped step per local step, ``chunk`` clients
     at a time (None: all at once; a chunk bounds the memory of the stacked models and
     batches; a chunk that runs out of GPU memory is halved, see the module's docstring);
@@ -104,13 +108,14 @@ def train_round(sim: Any, clients: list[int], round_idx: int,
         raise NotBatchable(f"round {round_idx + 1} cannot be batched: {reason}")
     shapes = {_round_shape(sim.sites[k].context(round_idx)) for k in clients}  # checked before any training
     if len(shapes) != 1 or 0 in next(iter(shapes)):
-        raise NotBatchable(f"round {round_idx + 1} cannot be batched: "
-                           "the clients' rounds differ in steps or batch sizes")
+        raise NotBatchable(
+            f"round {round_idx + 1} cannot be batched: the clients' rounds differ in steps or batch sizes"
+        )
     size = min(int(chunk or len(clients)), sim.batched_fit or len(clients))
     updates, losses = [], []
     i = 0
     while i < len(clients):  # one chunk's batches in memory at a time
-        part = clients[i:i + size]
+        part = clients[i : i + size]
         try:
             contexts = [sim.sites[k].context(round_idx) for k in part]  # fresh generators on a retry
             u, lo = _train_chunk(sim, part, contexts, _stack_batches(contexts))
@@ -119,8 +124,9 @@ def train_round(sim: Any, clients: list[int], round_idx: int,
                 raise
             size = (len(part) + 1) // 2
             sim.batched_fit = size  # later rounds start from the size that fitted
-            log.info("batched_clients: %d clients did not fit on %s; training %d at a time",
-                     len(part), sim.device, size)
+            log.info(
+                "batched_clients: %d clients did not fit on %s; training %d at a time", len(part), sim.device, size
+            )
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
             continue
@@ -136,8 +142,9 @@ def _round_shape(ctx: ClientContext) -> tuple[int, int]:
     return ctx.num_steps(), min(ctx.cfg.batch_size, ctx.data.n)
 
 
-def _train_chunk(sim: Any, clients: list[int], contexts: list[ClientContext],
-                 stacked: tuple[torch.Tensor, ...]) -> tuple[list[ClientUpdate], list[float]]:
+def _train_chunk(
+    sim: Any, clients: list[int], contexts: list[ClientContext], stacked: tuple[torch.Tensor, ...]
+) -> tuple[list[ClientUpdate], list[float]]:
     """One chunk of clients (with their round's contexts): every local step one ``vmap``
     over the stacked models."""
     X, Y, M = stacked
@@ -155,11 +162,19 @@ def _train_chunk(sim: Any, clients: list[int], contexts: list[ClientContext],
     rule = block.rule(method, sim.info.task)
     weights = [block.client_pos_weight(method, ctx) for ctx in contexts]  # each client's class weights (wbce)
     # the list becomes one stacked tensor (or None)
-    weights = (None if weights[0] is None  # type: ignore[assignment]
-               else torch.stack(weights).to(device=X.device, dtype=torch.float32))
+    weights = (
+        None
+        if weights[0] is None  # type: ignore[assignment]
+        else torch.stack(weights).to(device=X.device, dtype=torch.float32)
+    )
 
-    def loss_of(p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor,
-                pos_weight: torch.Tensor | None = None) -> torch.Tensor:
+    def loss_of(
+        p: dict[str, torch.Tensor],
+        x: torch.Tensor,
+        y: torch.Tensor,
+        mask: torch.Tensor,
+        pos_weight: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         logits = functional_call(model, ({**p, **frozen}, buffers), (x,))
         return rule(logits.float(), y, mask, pos_weight)
 

@@ -5,6 +5,7 @@ float, bool, None) and is read with ``torch.load(weights_only=True)``: a planted
 results folder cannot run code when a run resumes; it is refused with
 :class:`CheckpointError`, as is a truncated or corrupt file.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,18 +31,32 @@ def atomic_torch_save(obj: Any, path: str | Path) -> None:
         torch.save(obj, f)
 
 
-def save_checkpoint(path: str | Path, *, round: int, global_state: dict[str, torch.Tensor],
-                    server_state: dict[str, Any], client_states: list[dict[str, Any]], history: list[dict[str, Any]],
-                    selection: dict[str, Any], method: str, loss_scale: float | None) -> None:
+def save_checkpoint(
+    path: str | Path,
+    *,
+    round: int,
+    global_state: dict[str, torch.Tensor],
+    server_state: dict[str, Any],
+    client_states: list[dict[str, Any]],
+    history: list[dict[str, Any]],
+    selection: dict[str, Any],
+    method: str,
+    loss_scale: float | None,
+) -> None:
     """A run's state after ``round`` rounds (the global arrays, the server's and each
     client's state, the history, the model selection's state, the method's name, the
     divergence check's starting loss) and the torch / CUDA random-number states."""
     blob = {
-        "round": round, "global_state": global_state, "server_state": server_state,
-        "client_states": client_states, "history": history, "selection": selection,
+        "round": round,
+        "global_state": global_state,
+        "server_state": server_state,
+        "client_states": client_states,
+        "history": history,
+        "selection": selection,
         "torch_rng": torch.get_rng_state(),
         "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-        "method": method, "loss_scale": loss_scale,
+        "method": method,
+        "loss_scale": loss_scale,
     }
     atomic_torch_save(blob, path)
 
@@ -58,11 +73,15 @@ def read_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, An
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as e:
-        raise CheckpointError(f"checkpoint {path} holds objects other than tensors and plain containers; "
-                              f"refused to load it ({str(e).splitlines()[0]})") from None
+        raise CheckpointError(
+            f"checkpoint {path} holds objects other than tensors and plain containers; "
+            f"refused to load it ({str(e).splitlines()[0]})"
+        ) from None
     except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError) as e:
-        raise CheckpointError(f"checkpoint {path} is unreadable (truncated or corrupt): "
-                              f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        raise CheckpointError(
+            f"checkpoint {path} is unreadable (truncated or corrupt): "
+            f"{str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        ) from None
 
 
 def device_map(device: Any) -> dict[str, str]:
@@ -73,8 +92,16 @@ def device_map(device: Any) -> dict[str, str]:
     return {"cuda": dev, **{f"cuda:{i}": dev for i in range(64)}}
 
 
-_KEYS = {"round": int, "global_state": dict, "server_state": dict, "client_states": list, "history": list,
-         "selection": dict, "torch_rng": torch.Tensor, "method": str}
+_KEYS = {
+    "round": int,
+    "global_state": dict,
+    "server_state": dict,
+    "client_states": list,
+    "history": list,
+    "selection": dict,
+    "torch_rng": torch.Tensor,
+    "method": str,
+}
 
 
 def _like(fresh: Any, loaded: Any, where: str) -> None:
@@ -109,8 +136,11 @@ def check_checkpoint(blob: Any, fresh: dict[str, Any], rounds: int) -> None:
     missing = sorted(k for k in _KEYS if k not in blob)
     if missing:
         raise CheckpointError(f"it lacks {', '.join(missing)}")
-    wrong = [f"{k} is {type(blob[k]).__name__}" for k, t in _KEYS.items()
-             if not isinstance(blob[k], t) or (t is int and isinstance(blob[k], bool))]
+    wrong = [
+        f"{k} is {type(blob[k]).__name__}"
+        for k, t in _KEYS.items()
+        if not isinstance(blob[k], t) or (t is int and isinstance(blob[k], bool))
+    ]
     if wrong:
         raise CheckpointError(", ".join(wrong))
     if blob["method"] != fresh["method"]:
@@ -122,18 +152,20 @@ def check_checkpoint(blob: Any, fresh: dict[str, Any], rounds: int) -> None:
         raise CheckpointError(f"its history is not one record per round for {r} round(s)")
     n_clients = len(fresh["client_states"])
     if len(blob["client_states"]) != n_clients:
-        raise CheckpointError(f"it has {len(blob['client_states'])} client state(s), this run {n_clients} "
-                              "client(s)")
+        raise CheckpointError(f"it has {len(blob['client_states'])} client state(s), this run {n_clients} client(s)")
     g, now = blob["global_state"], fresh["global_state"]
     if g.keys() != now.keys():
         raise CheckpointError(f"its model arrays differ from this run's: {sorted(g.keys() ^ now.keys())[:5]}")
-    bad = [k for k in now if not isinstance(g[k], torch.Tensor) or g[k].shape != now[k].shape
-           or g[k].dtype != now[k].dtype]
+    bad = [
+        k for k in now if not isinstance(g[k], torch.Tensor) or g[k].shape != now[k].shape or g[k].dtype != now[k].dtype
+    ]
     if bad:
         k = bad[0]
         got = f"{list(g[k].shape)} {g[k].dtype}" if isinstance(g[k], torch.Tensor) else type(g[k]).__name__
-        raise CheckpointError(f"model array {k!r} is {got}, this run has {list(now[k].shape)} {now[k].dtype} "
-                              f"(another model or class list)")
+        raise CheckpointError(
+            f"model array {k!r} is {got}, this run has {list(now[k].shape)} {now[k].dtype} "
+            f"(another model or class list)"
+        )
     _like(fresh["server_state"], blob["server_state"], "server_state")
     for k, (f, c) in enumerate(zip(fresh["client_states"], blob["client_states"])):
         _like(f, c, f"client_states[{k}]")
@@ -146,8 +178,9 @@ def check_checkpoint(blob: Any, fresh: dict[str, Any], rounds: int) -> None:
     if not isinstance(blob.get("loss_scale"), (float, int, type(None))):
         raise CheckpointError("its loss scale is not a number")
     cuda = blob.get("cuda_rng")
-    if cuda is not None and not (isinstance(cuda, (list, tuple)) and all(
-            isinstance(t, torch.Tensor) and t.dtype == torch.uint8 for t in cuda)):
+    if cuda is not None and not (
+        isinstance(cuda, (list, tuple)) and all(isinstance(t, torch.Tensor) and t.dtype == torch.uint8 for t in cuda)
+    ):
         raise CheckpointError("its CUDA random-number state is malformed")
 
 
@@ -164,5 +197,5 @@ def load_checkpoint(path: str | Path, fresh: dict[str, Any], rounds: int, device
         raise CheckpointError(f"checkpoint {path} does not fit this run: {e}") from None
     torch.set_rng_state(blob["torch_rng"].cpu())
     if blob.get("cuda_rng") is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all([s.cpu() for s in blob["cuda_rng"]][:torch.cuda.device_count()])
+        torch.cuda.set_rng_state_all([s.cpu() for s in blob["cuda_rng"]][: torch.cuda.device_count()])
     return blob

@@ -1,5 +1,6 @@
 """The engine's settings: :class:`EngineConfig`, the training schedule and numerics every
 method shares, each field checked when the config is made (:mod:`fedpl_core.base.validation`)."""
+
 from __future__ import annotations
 
 import typing
@@ -93,16 +94,29 @@ class EngineConfig:
 
     _RANGES: typing.ClassVar[dict[str, str]] = {
         "batched_clients": ">=0",
-        "rounds": ">=1", "local_epochs": ">0", "local_iters": ">=1", "batch_size": ">=1",
-        "client_fraction": "(0,1]", "lr": ">0", "weight_decay": ">=0", "momentum": "[0,1)", "eval_every": ">=1",
-        "eval_batch_size": ">=1", "patience": ">=1", "client_val_fraction": "[0,1)", "checkpoint_every": ">=0"}
+        "rounds": ">=1",
+        "local_epochs": ">0",
+        "local_iters": ">=1",
+        "batch_size": ">=1",
+        "client_fraction": "(0,1]",
+        "lr": ">0",
+        "weight_decay": ">=0",
+        "momentum": "[0,1)",
+        "eval_every": ">=1",
+        "eval_batch_size": ">=1",
+        "patience": ">=1",
+        "client_val_fraction": "[0,1)",
+        "checkpoint_every": ">=0",
+    }
     #: Settings that other settings make meaningless: ``field -> (applies(config), why not)``;
     #: a value other than the default where it does not apply is refused (:func:`check_ignored`).
     _IGNORED: typing.ClassVar[dict[str, tuple[typing.Callable[[Any], bool], str]]] = {
         "momentum": (lambda c: c.optimizer == "sgd", "it is sgd's momentum, and optimizer is {optimizer}"),
         "local_epochs": (lambda c: c.local_iters is None, "local_iters ({local_iters}) sets the local steps"),
-        "patience": (lambda c: c.selection is not None, "early stopping follows the selection key, and selection "
-                                                         "is none"),
+        "patience": (
+            lambda c: c.selection is not None,
+            "early stopping follows the selection key, and selection is none",
+        ),
         "selection_mode": (lambda c: c.selection is not None, "there is no selection key (selection is none)"),
     }
 
@@ -112,8 +126,10 @@ class EngineConfig:
         check_float32(self, ("lr", "weight_decay", "local_epochs"))
         check_device(self.device)
         if self.selection is not None and self.selection.rsplit("/", 1)[-1] not in SELECTION_METRICS:
-            raise ConfigError(f"unknown selection key {self.selection!r}; use one of {', '.join(SELECTION_METRICS)} "
-                              "(optionally '<eval set>/<metric>'), or None")
+            raise ConfigError(
+                f"unknown selection key {self.selection!r}; use one of {', '.join(SELECTION_METRICS)} "
+                "(optionally '<eval set>/<metric>'), or None"
+            )
         check_ignored(self, self._IGNORED)
 
     @property
@@ -122,5 +138,3 @@ class EngineConfig:
         if self.selection_mode != "auto":
             return self.selection_mode == "max"
         return (self.selection or "").rsplit("/", 1)[-1] not in LOSS_KEYS
-
-

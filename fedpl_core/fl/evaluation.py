@@ -10,10 +10,12 @@ with data it should not see.
 * a test set whose classes are a subset of the model's (a source scored on its own
   classes) is scored on the model's columns of those classes, matched by name.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -38,8 +40,12 @@ class Models:
     class_masks: list[torch.Tensor]
 
     @classmethod
-    def of(cls, global_state: dict[str, torch.Tensor], client_states: Sequence[dict[str, Any]],
-           clients: Sequence[ClientData]) -> "Models":
+    def of(
+        cls,
+        global_state: dict[str, torch.Tensor],
+        client_states: Sequence[dict[str, Any]],
+        clients: Sequence[ClientData],
+    ) -> Models:
         return cls(global_state, [s.get("local", {}) for s in client_states], [c.class_mask for c in clients])
 
     def client(self, k: int) -> dict[str, torch.Tensor]:
@@ -60,8 +66,14 @@ def _columns(info: FederationInfo, dataset: ImageDataset) -> list[int] | None:
 
 
 @torch.inference_mode()
-def predict(work: "WorkingModel", method: Any, info: FederationInfo, dataset: ImageDataset,
-            state: dict[str, torch.Tensor], round_idx: int = 0) -> np.ndarray:
+def predict(
+    work: WorkingModel,
+    method: Any,
+    info: FederationInfo,
+    dataset: ImageDataset,
+    state: dict[str, torch.Tensor],
+    round_idx: int = 0,
+) -> np.ndarray:
     """Probabilities of the arrays ``state`` (run in the working model) on ``dataset``,
     over the model's classes (sigmoid, or softmax for a multiclass task).  ``round_idx``:
     the rounds done, for the error a non-finite output raises."""
@@ -70,29 +82,36 @@ def predict(work: "WorkingModel", method: Any, info: FederationInfo, dataset: Im
     imgs = torch.from_numpy(np.ascontiguousarray(dataset.images))
     out, bs = [], work.cfg.eval_batch_size
     for s in range(0, len(imgs), bs):
-        x = work.preprocess(imgs[s:s + bs].to(work.device))
+        x = work.preprocess(imgs[s : s + bs].to(work.device))
         with work.autocast():
             logits = work.model(x).float()
         out.append(torch.softmax(logits, 1) if info.task == "multiclass" else torch.sigmoid(logits))
     probs = torch.cat(out).cpu().numpy() if out else np.zeros((0, info.num_classes), np.float32)
     if not np.isfinite(probs).all():
-        raise DivergenceError(f"after round {round_idx} the model's outputs on {dataset.name!r} are not finite; "
-                              f"lower the learning rate (lr={work.cfg.lr:g}) or check the data")
+        raise DivergenceError(
+            f"after round {round_idx} the model's outputs on {dataset.name!r} are not finite; "
+            f"lower the learning rate (lr={work.cfg.lr:g}) or check the data"
+        )
     return probs
 
 
-def _heads_only(work: "WorkingModel", models: Models) -> bool:
+def _heads_only(work: WorkingModel, models: Models) -> bool:
     """Whether the clients' models differ in their linear head only (PFL), so that one
     encoder pass serves every client."""
     local = set().union(*(s.keys() for s in models.local))
     m = work.model
-    return (local <= set(HEAD_KEYS) and hasattr(m, "encoder") and isinstance(getattr(m, "head", None), torch.nn.Linear)
-            and type(m).forward is FedModel.forward)
+    return (
+        local <= set(HEAD_KEYS)
+        and hasattr(m, "encoder")
+        and isinstance(getattr(m, "head", None), torch.nn.Linear)
+        and type(m).forward is FedModel.forward
+    )
 
 
 @torch.inference_mode()
-def _predict_heads(work: "WorkingModel", method: Any, info: FederationInfo, dataset: ImageDataset,
-                   models: Models) -> np.ndarray:
+def _predict_heads(
+    work: WorkingModel, method: Any, info: FederationInfo, dataset: ImageDataset, models: Models
+) -> np.ndarray:
     """``[K, N, C]`` probabilities of clients that share the global encoder: the encoder
     runs once per batch, each client's head on its features (the same operations, on the
     same batches, as K calls of :func:`predict`)."""
@@ -106,7 +125,7 @@ def _predict_heads(work: "WorkingModel", method: Any, info: FederationInfo, data
     out: list[list[torch.Tensor]] = [[] for _ in heads]
     bs = work.cfg.eval_batch_size
     for s in range(0, len(imgs), bs):
-        x = work.preprocess(imgs[s:s + bs].to(work.device))
+        x = work.preprocess(imgs[s : s + bs].to(work.device))
         with work.autocast():
             f = work.model.encoder(x)
             for k, (w, b) in enumerate(heads):
@@ -117,8 +136,9 @@ def _predict_heads(work: "WorkingModel", method: Any, info: FederationInfo, data
     return np.stack([torch.cat(o).cpu().numpy() for o in out])
 
 
-def predict_personalised(work: "WorkingModel", method: Any, info: FederationInfo, dataset: ImageDataset,
-                         models: Models, round_idx: int = 0) -> np.ndarray:
+def predict_personalised(
+    work: WorkingModel, method: Any, info: FederationInfo, dataset: ImageDataset, models: Models, round_idx: int = 0
+) -> np.ndarray:
     """Class c's score = mean over the clients annotating c of their own model's score.
 
     Cost: one test-set pass per client (K passes per evaluation) unless the clients'
@@ -127,8 +147,9 @@ def predict_personalised(work: "WorkingModel", method: Any, info: FederationInfo
     if _heads_only(work, models):
         probs = _predict_heads(work, method, info, dataset, models)
     else:
-        probs = np.stack([predict(work, method, info, dataset, models.client(k), round_idx)
-                          for k in range(len(models.local))])
+        probs = np.stack(
+            [predict(work, method, info, dataset, models.client(k), round_idx) for k in range(len(models.local))]
+        )
     w = masks.astype(np.float64)
     w[:, ~masks.any(0)] = 1.0
     out = (probs * w[:, None, :]).sum(0) / w.sum(0)[None, :]
@@ -137,8 +158,9 @@ def predict_personalised(work: "WorkingModel", method: Any, info: FederationInfo
     return out.astype(np.float32)
 
 
-def evaluate(work: "WorkingModel", method: Any, info: FederationInfo, dataset: ImageDataset, models: Models,
-             round_idx: int = 0) -> dict[str, Any]:
+def evaluate(
+    work: WorkingModel, method: Any, info: FederationInfo, dataset: ImageDataset, models: Models, round_idx: int = 0
+) -> dict[str, Any]:
     """Metrics of ``models`` on ``dataset``: the global model's, or the personalised
     score for a personalised method (see the module docstring)."""
     if method.evaluation == "personalised":
@@ -148,12 +170,13 @@ def evaluate(work: "WorkingModel", method: Any, info: FederationInfo, dataset: I
     cols = _columns(info, dataset)
     if cols is not None:
         probs = probs[:, cols]
-    return compute_metrics(dataset.labels, probs, task=dataset.task, class_names=dataset.class_names,
-                           mask=dataset.label_mask)
+    return compute_metrics(
+        dataset.labels, probs, task=dataset.task, class_names=dataset.class_names, mask=dataset.label_mask
+    )
 
 
 @torch.no_grad()  # not inference mode: nothing made here may become an inference tensor in training
-def validation_loss(method: Any, sites: Sequence["Site"], models: Models, round_idx: int) -> float | None:
+def validation_loss(method: Any, sites: Sequence[Site], models: Models, round_idx: int) -> float | None:
     """Mean over the sites of the method's ``supervised_loss`` on their validation split,
     scored with the global model (each client's own model for personalised methods), run
     in each site's working model.
@@ -181,9 +204,16 @@ def validation_loss(method: Any, sites: Sequence["Site"], models: Models, round_
     return float(np.mean(losses)) if losses else None
 
 
-def evaluate_round(work: "WorkingModel", method: Any, info: FederationInfo, models: Models,
-                   test_set: ImageDataset | None, extra_eval: dict[str, ImageDataset], sites: Sequence["Site"],
-                   round_idx: int) -> dict[str, Any]:
+def evaluate_round(
+    work: WorkingModel,
+    method: Any,
+    info: FederationInfo,
+    models: Models,
+    test_set: ImageDataset | None,
+    extra_eval: dict[str, ImageDataset],
+    sites: Sequence[Site],
+    round_idx: int,
+) -> dict[str, Any]:
     """Everything an evaluation round records: test metrics, ``<name>/<metric>`` for
     each extra evaluation set, ``val_loss`` when the sites hold validation splits."""
     record: dict[str, Any] = {}
@@ -204,8 +234,9 @@ def client_logs(logs: Sequence[dict[str, float]]) -> dict[str, float]:
     return {k: float(np.mean([d[k] for d in logs if k in d])) for k in keys}
 
 
-def pseudo_label_quality(train_set: ImageDataset, clients: Sequence[ClientData],
-                         client_states: Sequence[dict[str, Any]]) -> dict[str, float]:
+def pseudo_label_quality(
+    train_set: ImageDataset, clients: Sequence[ClientData], client_states: Sequence[dict[str, Any]]
+) -> dict[str, float]:
     """Score the clients' pseudo-labels against the hidden true labels of ``train_set``
     (harness only).
 
@@ -239,9 +270,21 @@ def pseudo_label_quality(train_set: ImageDataset, clients: Sequence[ClientData],
     def ratio(a: Any, b: Any) -> float:
         return float(a / b) if b else float("nan")
 
-    return {"pl/coverage": ratio(counts[1], counts[0]), "pl/accuracy": ratio(counts[2], counts[1]),
-            "pl/pos_precision": ratio(counts[4], counts[3]), "pl/pos_recall": ratio(counts[4], hidden_pos)}
+    return {
+        "pl/coverage": ratio(counts[1], counts[0]),
+        "pl/accuracy": ratio(counts[2], counts[1]),
+        "pl/pos_precision": ratio(counts[4], counts[3]),
+        "pl/pos_recall": ratio(counts[4], hidden_pos),
+    }
 
 
-__all__ = ["Models", "predict", "predict_personalised", "evaluate", "validation_loss", "evaluate_round",
-           "client_logs", "pseudo_label_quality"]
+__all__ = [
+    "Models",
+    "predict",
+    "predict_personalised",
+    "evaluate",
+    "validation_loss",
+    "evaluate_round",
+    "client_logs",
+    "pseudo_label_quality",
+]

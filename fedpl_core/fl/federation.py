@@ -15,12 +15,14 @@ The :class:`~fedpl_core.fl.server.Server` (global arrays, the method's server me
 is in :mod:`fedpl_core.fl.server`, a client (:class:`~fedpl_core.fl.site.Site`) in
 :mod:`fedpl_core.fl.site`.
 """
+
 from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -49,7 +51,7 @@ class ClientData:
     mask: torch.Tensor  # [n, C] bool
     class_mask: torch.Tensor  # [C] bool
     name: str = ""
-    val: "ClientData | None" = None  # local validation split (never trained on)
+    val: ClientData | None = None  # local validation split (never trained on)
 
     @property
     def n(self) -> int:
@@ -64,7 +66,7 @@ class Batch:
     pos: torch.Tensor  # [B] positions in the client's data
     index: torch.Tensor  # [B] indices into the training images
 
-    def split(self, h: int) -> tuple["Batch", "Batch"]:
+    def split(self, h: int) -> tuple[Batch, Batch]:
         """The first ``h`` samples and the rest."""
         first = Batch(None if self.x is None else self.x[:h], self.y[:h], self.mask[:h], self.pos[:h], self.index[:h])
         rest = Batch(None if self.x is None else self.x[h:], self.y[h:], self.mask[h:], self.pos[h:], self.index[h:])
@@ -131,14 +133,27 @@ class ClientContext:
     ``info``: the :class:`FederationInfo`; ``cfg``: the engine's schedule (read only);
     ``generator``: seeded per (seed, round, client); ``scratch``: a dict for this round
     only; :meth:`log` records numbers for the round's history; :meth:`forward_with` runs
-    the model with other arrays (a teacher, the received global model).  Batches are built from the client's own samples only: :meth:`make_batch` takes
-    positions in ``data``, never global indices.
+    the model with other arrays (a teacher, the received global model).  Batches are built
+    from the client's own samples only: :meth:`make_batch` takes positions in ``data``,
+    never global indices.
     """
 
-    def __init__(self, client_id: int, round_idx: int, data: ClientData, state: dict[str, Any],
-                 model: FedModel, optimizer: torch.optim.Optimizer, info: FederationInfo, cfg: Any,
-                 device: torch.device, images: torch.Tensor, preprocess: Callable[..., torch.Tensor],
-                 arrays: dict[str, torch.Tensor], autocast: Callable[[], Any] = contextlib.nullcontext):
+    def __init__(
+        self,
+        client_id: int,
+        round_idx: int,
+        data: ClientData,
+        state: dict[str, Any],
+        model: FedModel,
+        optimizer: torch.optim.Optimizer,
+        info: FederationInfo,
+        cfg: Any,
+        device: torch.device,
+        images: torch.Tensor,
+        preprocess: Callable[..., torch.Tensor],
+        arrays: dict[str, torch.Tensor],
+        autocast: Callable[[], Any] = contextlib.nullcontext,
+    ):
         self.client_id, self.round = client_id, round_idx
         self.data, self.state = data, state
         self.model, self.optimizer = model, optimizer
@@ -190,8 +205,9 @@ class ClientContext:
         per_epoch = max(1, self.data.n // cfg.batch_size) if self.data.n >= cfg.batch_size else 1
         return max(1, int(math.ceil(per_epoch * cfg.local_epochs)))
 
-    def batch_positions(self, steps: int | None = None, generator: torch.Generator | None = None,
-                        batch_size: int | None = None) -> Iterator[torch.Tensor]:
+    def batch_positions(
+        self, steps: int | None = None, generator: torch.Generator | None = None, batch_size: int | None = None
+    ) -> Iterator[torch.Tensor]:
         """Seeded shuffled positions: full batches only (one batch of all when n < B)."""
         n = self.data.n
         bs = min(batch_size or self.cfg.batch_size, n)
@@ -201,7 +217,7 @@ class ClientContext:
         while done < steps:
             perm = torch.randperm(n, generator=gen)
             for s in range(0, n - bs + 1, bs):
-                yield perm[s:s + bs]
+                yield perm[s : s + bs]
                 done += 1
                 if done == steps:
                     return
@@ -215,8 +231,13 @@ class ClientContext:
         x = self._preprocess(x, generator or self.generator, train=train)
         # non_blocking: from pageable memory the copy is staged at once, without waiting for
         # the GPU's queued kernels (a blocking copy would synchronise every step)
-        return Batch(x, d.labels[pos].to(self.device, non_blocking=True), d.mask[pos].to(self.device, non_blocking=True),
-                     pos, idx)
+        return Batch(
+            x,
+            d.labels[pos].to(self.device, non_blocking=True),
+            d.mask[pos].to(self.device, non_blocking=True),
+            pos,
+            idx,
+        )
 
     def batches(self, train: bool = True) -> Iterator[Batch]:
         """The round's training batches (:meth:`num_steps` of them)."""
@@ -230,8 +251,9 @@ class ClientContext:
             yield self.make_batch(torch.arange(s, min(s + bs, self.data.n)), train=False)
 
 
-def _forward_features(model: FedModel, state: dict[str, torch.Tensor],
-                      x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _forward_features(
+    model: FedModel, state: dict[str, torch.Tensor], x: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``model.forward_features(x)`` with ``state``'s arrays substituted (torch.func)."""
     enc = {k.split(".", 1)[1]: v for k, v in state.items() if k.startswith("encoder.")}
     head = {k.split(".", 1)[1]: v for k, v in state.items() if k.startswith("head.")}
@@ -263,5 +285,14 @@ def _same_device(a: torch.device, b: torch.device) -> bool:
     return (current if a.index is None else a.index) == (current if b.index is None else b.index)
 
 
-__all__ = ["DivergenceError", "ClientData", "Batch", "FederationInfo", "ClientUpdate", "ClientContext", "derive_seed",
-           "load_arrays", "copy_arrays"]
+__all__ = [
+    "DivergenceError",
+    "ClientData",
+    "Batch",
+    "FederationInfo",
+    "ClientUpdate",
+    "ClientContext",
+    "derive_seed",
+    "load_arrays",
+    "copy_arrays",
+]

@@ -3,6 +3,7 @@
 The engine keeps the training images once, as uint8, and turns each minibatch into
 floats here, on the device, with the client's seeded generator for augmentation.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,15 +37,25 @@ class Preprocess:
         key = (c, device)
         if key not in self._stats:  # built once per (channels, device), not per batch
             mean, std = _IMAGENET[3 if c == 3 else 1]
-            self._stats[key] = (torch.tensor(mean, device=device).view(1, -1, 1, 1),
-                                torch.tensor(std, device=device).view(1, -1, 1, 1))
+            self._stats[key] = (
+                torch.tensor(mean, device=device).view(1, -1, 1, 1),
+                torch.tensor(std, device=device).view(1, -1, 1, 1),
+            )
         return self._stats[key]
 
     def __call__(self, x: torch.Tensor, generator: torch.Generator | None = None, train: bool = False) -> torch.Tensor:
         fmt = torch.channels_last if self.channels_last else torch.contiguous_format
         if x.dtype == torch.uint8:  # one pass: uint8 -> float32 / 255 into a new tensor
-            x = torch.div(x, 255.0, out=torch.empty(x.shape, dtype=torch.float32, device=x.device,
-                                                    memory_format=fmt if x.dim() == 4 else torch.contiguous_format))
+            x = torch.div(
+                x,
+                255.0,
+                out=torch.empty(
+                    x.shape,
+                    dtype=torch.float32,
+                    device=x.device,
+                    memory_format=fmt if x.dim() == 4 else torch.contiguous_format,
+                ),
+            )
         else:
             x = x.float().div_(255.0)
         if train and self.augment != "none":
@@ -61,8 +72,12 @@ class Preprocess:
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x
 
 
-def augment_batch(x: torch.Tensor, kind: str, generator: torch.Generator | None,
-                  memory_format: torch.memory_format = torch.contiguous_format) -> torch.Tensor:
+def augment_batch(
+    x: torch.Tensor,
+    kind: str,
+    generator: torch.Generator | None,
+    memory_format: torch.memory_format = torch.contiguous_format,
+) -> torch.Tensor:
     """Random per-sample augmentation of a float batch ``[B, C, H, W]``.
 
     * ``flip``: horizontal flip with probability 1/2.
@@ -91,11 +106,13 @@ def augment_batch(x: torch.Tensor, kind: str, generator: torch.Generator | None,
         c, s = ang.cos(), ang.sin()
         # the grid maps output to input: input = R^-1 (output - d), so the image is rotated
         # about its centre and then moved by d in the output frame (torchvision's order)
-        theta = torch.stack([torch.stack([c, s, -(c * d[0] + s * d[1])], 1),
-                             torch.stack([-s, c, -(-s * d[0] + c * d[1])], 1)], 1).to(dev, x.dtype, non_blocking=True)
+        theta = torch.stack(
+            [torch.stack([c, s, -(c * d[0] + s * d[1])], 1), torch.stack([-s, c, -(-s * d[0] + c * d[1])], 1)], 1
+        ).to(dev, x.dtype, non_blocking=True)
         grid = torch.nn.functional.affine_grid(theta, list(x.shape), align_corners=False)
-        x = torch.nn.functional.grid_sample(x, grid, mode="bilinear", padding_mode="zeros",
-                                            align_corners=False).contiguous(memory_format=memory_format)
+        x = torch.nn.functional.grid_sample(
+            x, grid, mode="bilinear", padding_mode="zeros", align_corners=False
+        ).contiguous(memory_format=memory_format)
     if "flip" in kind:
         flip = torch.rand(b, generator=generator).lt(0.5).to(dev, non_blocking=True)
         x = torch.where(flip.view(b, 1, 1, 1), x.flip(-1), x)
@@ -103,8 +120,12 @@ def augment_batch(x: torch.Tensor, kind: str, generator: torch.Generator | None,
         p = min(max(1, h // 8), h - 1, w - 1)  # reflection needs a pad smaller than the side
         off = torch.randint(0, 2 * p + 1, (2, b), generator=generator).to(dev, non_blocking=True)
         xp = torch.nn.functional.pad(x, (p, p, p, p), mode="reflect")
-        rows = (torch.arange(h, device=dev)[None, :] + off[0][:, None])  # [B, H]
-        cols = (torch.arange(w, device=dev)[None, :] + off[1][:, None])  # [B, W]
+        rows = torch.arange(h, device=dev)[None, :] + off[0][:, None]  # [B, H]
+        cols = torch.arange(w, device=dev)[None, :] + off[1][:, None]  # [B, W]
         bi = torch.arange(b, device=dev)[:, None, None]
-        x = xp.permute(0, 2, 3, 1)[bi, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2).contiguous(memory_format=memory_format)
+        x = (
+            xp.permute(0, 2, 3, 1)[bi, rows[:, :, None], cols[:, None, :]]
+            .permute(0, 3, 1, 2)
+            .contiguous(memory_format=memory_format)
+        )
     return x

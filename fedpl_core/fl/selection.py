@@ -1,11 +1,14 @@
 """Model selection: which evaluated round is "best", and early stopping."""
+
 from __future__ import annotations
 
 from typing import Any
 
 #: The summary metrics an evaluation records, by task (:mod:`fedpl_core.nn.metrics`).
-TASK_METRICS = {"multilabel": ("auroc_mean", "map", "bacc", "f1", "precision", "recall"),
-                "multiclass": ("auroc_mean", "accuracy", "bacc", "f1", "precision", "recall")}
+TASK_METRICS = {
+    "multilabel": ("auroc_mean", "map", "bacc", "f1", "precision", "recall"),
+    "multiclass": ("auroc_mean", "accuracy", "bacc", "f1", "precision", "recall"),
+}
 
 
 def recorded_keys(eval_sets: dict[str, str], val_split: bool) -> list[str]:
@@ -30,8 +33,9 @@ def check_selection_key(key: str | None, eval_sets: dict[str, str], val_split: b
     if key not in keys:
         from ..base.validation import ConfigError
 
-        raise ConfigError(f"selection key {key!r} is never recorded by this run; use one of {', '.join(keys)} "
-                          "(or None)")
+        raise ConfigError(
+            f"selection key {key!r} is never recorded by this run; use one of {', '.join(keys)} (or None)"
+        )
 
 
 class BestRound:

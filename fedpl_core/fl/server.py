@@ -6,6 +6,7 @@ The server holds no data set and receives nothing but
 its three server hooks (:class:`ServerHooks`: ``init_server`` when the server is
 built, then each round ``payload`` and ``aggregate``), so this module imports no method.
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol
@@ -19,11 +20,11 @@ from .federation import ClientUpdate, FederationInfo, derive_seed
 class ServerHooks(Protocol):
     """The server side of a :class:`~fedpl_core.methods.base.Method`."""
 
-    def init_server(self, server: "Server") -> None: ...
+    def init_server(self, server: Server) -> None: ...
 
-    def payload(self, server: "Server", client_id: int) -> dict[str, Any]: ...
+    def payload(self, server: Server, client_id: int) -> dict[str, Any]: ...
 
-    def aggregate(self, server: "Server", updates: list[ClientUpdate]) -> None: ...
+    def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None: ...
 
 
 class Server:

@@ -23,27 +23,39 @@ Design:
   rate and the optimizer; so does the aggregated model's loss on the same batch after
   each round (a last step can blow the model up after its loss was recorded).
 """
+
 from __future__ import annotations
 
 import contextlib
 import logging
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
-from .engine_config import EngineConfig
 from ..data.base import ImageDataset
 from . import batched, checkpoint, evaluation
+from .engine_config import EngineConfig
 from .federation import ClientContext, ClientData, ClientUpdate, DivergenceError, FederationInfo, derive_seed
 from .preprocess import Preprocess
 from .selection import BestRound
 from .server import Server, sample_clients
-from .site import (EXPLOSION, DivergenceCheck, Site, WorkingModel, configure_cuda, make_client_data, make_optimizer,
-                   place_model, resolve_device, split_validation)
+from .site import (
+    EXPLOSION,
+    DivergenceCheck,
+    Site,
+    WorkingModel,
+    configure_cuda,
+    make_client_data,
+    make_optimizer,
+    place_model,
+    resolve_device,
+    split_validation,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..nn.models import FedModel
@@ -67,10 +79,17 @@ class Simulation:
     ``method``: a :class:`~fedpl_core.methods.base.Method` (not imported here: the federated
     core sits below the methods, which import its types)."""
 
-    def __init__(self, method: Any, model: FedModel, train: ImageDataset, partition: "Partition",
-                 test: ImageDataset | None = None, cfg: EngineConfig | None = None,
-                 extra_eval: dict[str, ImageDataset] | None = None,
-                 checkpoint_path: str | Path | None = None):
+    def __init__(
+        self,
+        method: Any,
+        model: FedModel,
+        train: ImageDataset,
+        partition: Partition,
+        test: ImageDataset | None = None,
+        cfg: EngineConfig | None = None,
+        extra_eval: dict[str, ImageDataset] | None = None,
+        checkpoint_path: str | Path | None = None,
+    ):
         self.cfg = cfg = cfg or EngineConfig()
         self.method = method
         self.device = resolve_device(cfg.device)
@@ -82,16 +101,19 @@ class Simulation:
         self.images = load_images(train, self.device)
         clients = make_client_data(train, partition)
         if cfg.client_val_fraction > 0:
-            clients = [split_validation(c, cfg.client_val_fraction, derive_seed(cfg.seed, k, 104729))
-                       for k, c in enumerate(clients)]
+            clients = [
+                split_validation(c, cfg.client_val_fraction, derive_seed(cfg.seed, k, 104729))
+                for k, c in enumerate(clients)
+            ]
         clients = method.clients_block(clients, train)  # configuration: pooled baselines reshape the clients
         self.info = FederationInfo(len(clients), list(train.class_names), train.task, [c.name for c in clients])
         method.setup(self.model, self.info)
         self.work = WorkingModel(self.model, cfg, self.device)
         self.server = Server(method, self.work.extract_state(), self.info)
         self.guard = DivergenceCheck(cfg)  # its scale: the start a diverging loss is measured against
-        self.sites = [Site(k, c, method, self.work, self.images, self.info, cfg, self.guard)
-                      for k, c in enumerate(clients)]
+        self.sites = [
+            Site(k, c, method, self.work, self.images, self.info, cfg, self.guard) for k, c in enumerate(clients)
+        ]
         self.history: list[dict[str, Any]] = []
         self._batched_reason: str | None = None  # why a round could not be batched (logged once)
         self.batched_fit: int | None = None  # the batched path's chunk after it ran out of GPU memory
@@ -153,8 +175,7 @@ class Simulation:
         return None if site is None else site.reference_loss(self.server.global_state, self.round)
 
     # ------------------------------------------------------------ one round
-    def _train_batched(self, clients: list[int],
-                       r: int) -> tuple[list[ClientUpdate], list[dict[str, float]]] | None:
+    def _train_batched(self, clients: list[int], r: int) -> tuple[list[ClientUpdate], list[dict[str, float]]] | None:
         """``(updates, logs)`` of the round's clients trained as vmapped steps
         (``cfg.batched_clients`` at a time, :mod:`fedpl_core.fl.batched`), or None when the
         round cannot be batched: the reason is logged once, and the loop trains it."""
@@ -175,8 +196,10 @@ class Simulation:
         if r == 0 and self.guard.scale is None:
             start = self.loss_reference()
             if start is not None and not math.isfinite(start):  # before any step: no learning rate to blame
-                raise DivergenceError(f"before any training the initial model's loss is {start}: its weights (e.g. "
-                                      "model_kwargs weights_path) or its inputs hold non-finite values; check them")
+                raise DivergenceError(
+                    f"before any training the initial model's loss is {start}: its weights (e.g. "
+                    "model_kwargs weights_path) or its inputs hold non-finite values; check them"
+                )
             self.guard.scale = start
         t0 = time.perf_counter()
         clients = sample_clients(len(self.sites), cfg.client_fraction, cfg.seed, r)
@@ -194,14 +217,27 @@ class Simulation:
             # a scale was measured, so a client has data: the reference is a number
             self.guard(self.loss_reference(), f"after round {r + 1}, the global model's loss")  # type: ignore[arg-type]
         self.round += 1
-        record: dict[str, Any] = {"round": self.round, "train_loss": float(np.mean([g["train_loss"] for g in logs])),
-                                  "train_time": time.perf_counter() - t0}
+        record: dict[str, Any] = {
+            "round": self.round,
+            "train_loss": float(np.mean([g["train_loss"] for g in logs])),
+            "train_time": time.perf_counter() - t0,
+        }
         record.update(evaluation.client_logs(logs))
         record.update(evaluation.pseudo_label_quality(self.train_set, self.clients, self.client_states))
         if self.round % cfg.eval_every == 0 or self.round == cfg.rounds:
             t1 = time.perf_counter()
-            record.update(evaluation.evaluate_round(self.work, self.method, self.info, self.models(), self.test_set,
-                                                    self.extra_eval, self.sites, self.round))
+            record.update(
+                evaluation.evaluate_round(
+                    self.work,
+                    self.method,
+                    self.info,
+                    self.models(),
+                    self.test_set,
+                    self.extra_eval,
+                    self.sites,
+                    self.round,
+                )
+            )
             record["eval_time"] = time.perf_counter() - t1
         self.history.append(record)
         self.selection.update(record)
@@ -213,6 +249,7 @@ class Simulation:
         bar = None
         if self.cfg.progress:
             from tqdm.auto import tqdm
+
             bar = tqdm(total=self.cfg.rounds, initial=self.round, desc=self.method.name, leave=False)
         try:
             while self.round < end and not self.selection.should_stop:
@@ -238,8 +275,9 @@ class Simulation:
 
     def predict(self, dataset: ImageDataset, state: dict[str, torch.Tensor] | None = None) -> np.ndarray:
         """Probabilities of the global model (or ``state``): :func:`evaluation.predict`."""
-        return evaluation.predict(self.work, self.method, self.info, dataset,
-                                  self.server.global_state if state is None else state, self.round)
+        return evaluation.predict(
+            self.work, self.method, self.info, dataset, self.server.global_state if state is None else state, self.round
+        )
 
     def evaluate(self, dataset: ImageDataset) -> dict[str, Any]:
         """Metrics on ``dataset``: :func:`evaluation.evaluate`."""
@@ -251,9 +289,16 @@ class Simulation:
 
     def run_state(self) -> dict[str, Any]:
         """What a checkpoint holds (:func:`checkpoint.save_checkpoint`'s parts)."""
-        return {"round": self.round, "global_state": self.server.global_state, "server_state": self.server.state,
-                "client_states": self.client_states, "history": self.history,
-                "selection": self.selection.state_dict(), "method": self.method.name, "loss_scale": self.loss_scale}
+        return {
+            "round": self.round,
+            "global_state": self.server.global_state,
+            "server_state": self.server.state,
+            "client_states": self.client_states,
+            "history": self.history,
+            "selection": self.selection.state_dict(),
+            "method": self.method.name,
+            "loss_scale": self.loss_scale,
+        }
 
     def save_checkpoint(self, path: str | Path) -> None:
         checkpoint.save_checkpoint(path, **self.run_state())
@@ -273,5 +318,14 @@ class Simulation:
         self.init_clients()
 
 
-__all__ = ["EngineConfig", "Simulation", "DivergenceError", "EXPLOSION", "resolve_device", "make_client_data",
-           "split_validation", "make_optimizer", "load_images"]
+__all__ = [
+    "EngineConfig",
+    "Simulation",
+    "DivergenceError",
+    "EXPLOSION",
+    "resolve_device",
+    "make_client_data",
+    "split_validation",
+    "make_optimizer",
+    "load_images",
+]

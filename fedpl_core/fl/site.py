@@ -16,18 +16,26 @@ training modes: the method's ``batchnorm`` block), ``local_train``, the divergen
 against the method's ``metadata_keys``).  :meth:`Site.init` calls ``init_client``;
 :meth:`Site.reference_loss` calls ``supervised_loss``.
 """
+
 from __future__ import annotations
 
 import contextlib
-import os
 import math
+import os
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
 from .engine_config import EngineConfig
-from .federation import (ClientContext, ClientData, ClientUpdate, DivergenceError, FederationInfo, copy_arrays,
-                         load_arrays)
+from .federation import (
+    ClientContext,
+    ClientData,
+    ClientUpdate,
+    DivergenceError,
+    FederationInfo,
+    copy_arrays,
+    load_arrays,
+)
 from .preprocess import Preprocess
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,13 +86,20 @@ def make_optimizer(params: list[torch.Tensor], cfg: EngineConfig) -> torch.optim
     return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
 
 
-def make_client_data(dataset: "ImageDataset", partition: "Partition") -> list[ClientData]:
+def make_client_data(dataset: ImageDataset, partition: Partition) -> list[ClientData]:
     """Each client's labels with unannotated entries zeroed (see Partition.client_labels)."""
     out = []
     for k, spec in enumerate(partition.clients):
         labels, mask = partition.client_labels(dataset, k)
-        out.append(ClientData(torch.as_tensor(spec.indices), torch.from_numpy(labels),
-                              torch.from_numpy(mask), torch.from_numpy(spec.class_mask.copy()), spec.name))
+        out.append(
+            ClientData(
+                torch.as_tensor(spec.indices),
+                torch.from_numpy(labels),
+                torch.from_numpy(mask),
+                torch.from_numpy(spec.class_mask.copy()),
+                spec.name,
+            )
+        )
     return out
 
 
@@ -144,8 +159,10 @@ class DivergenceCheck:
             raise DivergenceError(f"{where} is {loss}; {lr} or check the data")
         ref = max(self.scale or 0.0, 1.0)
         if self.scale is not None and loss > EXPLOSION * ref:
-            raise DivergenceError(f"{where} is {loss:.3g}, over {EXPLOSION:g} times its start "
-                                  f"({self.scale:.3g}): the training diverged; {lr} or check the data")
+            raise DivergenceError(
+                f"{where} is {loss:.3g}, over {EXPLOSION:g} times its start "
+                f"({self.scale:.3g}): the training diverged; {lr} or check the data"
+            )
 
 
 class Site:
@@ -158,9 +175,18 @@ class Site:
     run's starting loss; by default one that catches non-finite losses only); ``state``:
     its dict kept across rounds (``ctx.state`` of its hooks)."""
 
-    def __init__(self, client_id: int, data: ClientData, method: Any, work: WorkingModel, images: torch.Tensor,
-                 info: FederationInfo, cfg: EngineConfig, guard: DivergenceCheck | None = None,
-                 state: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        client_id: int,
+        data: ClientData,
+        method: Any,
+        work: WorkingModel,
+        images: torch.Tensor,
+        info: FederationInfo,
+        cfg: EngineConfig,
+        guard: DivergenceCheck | None = None,
+        state: dict[str, Any] | None = None,
+    ):
         self.client_id, self.data, self.method, self.work = int(client_id), data, method, work
         self.images, self.info, self.cfg = images, info, cfg
         self.guard = guard if guard is not None else DivergenceCheck(cfg)
@@ -174,9 +200,21 @@ class Site:
         """The view the method's hooks get in round ``round_idx``: this site's data (or
         ``data``, a validation split), its state, the working model and optimizer."""
         w = self.work
-        return ClientContext(self.client_id, round_idx, self.data if data is None else data, self.state, w.model,
-                             w.optimizer, self.info, self.cfg, w.device, self.images, w.preprocess, w.arrays,
-                             w.autocast)
+        return ClientContext(
+            self.client_id,
+            round_idx,
+            self.data if data is None else data,
+            self.state,
+            w.model,
+            w.optimizer,
+            self.info,
+            self.cfg,
+            w.device,
+            self.images,
+            w.preprocess,
+            w.arrays,
+            w.autocast,
+        )
 
     def init(self, round_idx: int) -> None:
         """:meth:`Method.init_client` (at the start, and after a resume: it fills what is missing)."""
@@ -241,5 +279,15 @@ def _clone(obj: Any) -> Any:
     return obj
 
 
-__all__ = ["Site", "WorkingModel", "DivergenceCheck", "EXPLOSION", "resolve_device", "make_optimizer",
-           "make_client_data", "split_validation", "place_model", "check_metadata"]
+__all__ = [
+    "Site",
+    "WorkingModel",
+    "DivergenceCheck",
+    "EXPLOSION",
+    "resolve_device",
+    "make_optimizer",
+    "make_client_data",
+    "split_validation",
+    "place_model",
+    "check_metadata",
+]

@@ -21,6 +21,7 @@ reproducible) and returns a new tensor.
 * :func:`mixup`: ``lam * a + (1 - lam) * b`` for inputs and targets (Zhang et al. 2018);
   :func:`sample_lambda` draws ``lam ~ Beta(alpha, alpha)`` from a generator.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,8 +32,20 @@ import torch.nn.functional as F
 
 from .preprocess import augment_batch
 
-OPS = ("identity", "autocontrast", "brightness", "contrast", "sharpness", "solarize", "posterize",
-       "rotate", "shear_x", "shear_y", "translate_x", "translate_y")
+OPS = (
+    "identity",
+    "autocontrast",
+    "brightness",
+    "contrast",
+    "sharpness",
+    "solarize",
+    "posterize",
+    "rotate",
+    "shear_x",
+    "shear_y",
+    "translate_x",
+    "translate_y",
+)
 
 
 def weak_view(x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -107,8 +120,13 @@ def cutout(x: torch.Tensor, generator: torch.Generator | None = None, size: floa
     return x.masked_fill(inside.unsqueeze(1), 0.0)
 
 
-def strong_view(x: torch.Tensor, generator: torch.Generator | None = None, num_ops: int = 2,
-                magnitude: float = 10, cutout_size: float = 0.5) -> torch.Tensor:
+def strong_view(
+    x: torch.Tensor,
+    generator: torch.Generator | None = None,
+    num_ops: int = 2,
+    magnitude: float = 10,
+    cutout_size: float = 0.5,
+) -> torch.Tensor:
     """Weak view, ``num_ops`` RandAugment-style operations per sample, then Cutout."""
     if not 0 <= magnitude <= 30:
         raise ValueError(f"magnitude must be on RandAugment's 0-30 scale, got {magnitude}")
@@ -130,17 +148,21 @@ def sample_lambda(alpha: float, generator: torch.Generator | None = None) -> flo
     return float(np.random.default_rng(seed).beta(alpha, alpha))
 
 
-def mixup(x1: torch.Tensor, y1: torch.Tensor, x2: torch.Tensor, y2: torch.Tensor,
-          lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+def mixup(
+    x1: torch.Tensor, y1: torch.Tensor, x2: torch.Tensor, y2: torch.Tensor, lam: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """MixUp of two batches: ``(lam x1 + (1-lam) x2, lam y1 + (1-lam) y2)``.
 
-    >>> x, y = mixup(torch.ones(1, 1, 1, 1), torch.tensor([[1., 0.]]), torch.zeros(1, 1, 1, 1), torch.tensor([[0., 1.]]), 0.7)
+    >>> one, zero = torch.ones(1, 1, 1, 1), torch.zeros(1, 1, 1, 1)
+    >>> x, y = mixup(one, torch.tensor([[1., 0.]]), zero, torch.tensor([[0., 1.]]), 0.7)
     >>> float(x), y.tolist()
     (0.7, [[0.7, 0.30000001192092896]])
     """
     if x1.shape != x2.shape or y1.shape != y2.shape:
-        raise ValueError(f"mixup needs equal shapes, got {tuple(x1.shape)} / {tuple(x2.shape)} and "
-                         f"{tuple(y1.shape)} / {tuple(y2.shape)}")
+        raise ValueError(
+            f"mixup needs equal shapes, got {tuple(x1.shape)} / {tuple(x2.shape)} and "
+            f"{tuple(y1.shape)} / {tuple(y2.shape)}"
+        )
     return lam * x1 + (1 - lam) * x2, lam * y1 + (1 - lam) * y2
 
 

@@ -12,6 +12,7 @@ study needs to know about a method is a class attribute of it
 README's count and the index ``python -m fedpl_core methods`` reads are generated from the
 registry (:mod:`fedpl_core.methods.catalog`).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -58,7 +59,24 @@ def ablation_methods() -> list[str]:
     return [name for name in available_methods() if METHODS[name].ablation]
 
 
-__all__ = ["ClientUpdate", "Method", "FedAvg", "METHODS", "DuplicateMethodError", "register", "get_method",
-           "available_methods", "batchable_methods", "ablation_methods",
-           # the baselines, importable from here as they always were
-           "FedAvgPL", "FedProx", "FedBN", "Centralized", "Oracle", "FedAvgOracle", "Local", "PFL"]
+__all__ = [
+    "ClientUpdate",
+    "Method",
+    "FedAvg",
+    "METHODS",
+    "DuplicateMethodError",
+    "register",
+    "get_method",
+    "available_methods",
+    "batchable_methods",
+    "ablation_methods",
+    # the baselines, importable from here as they always were
+    "FedAvgPL",
+    "FedProx",
+    "FedBN",
+    "Centralized",
+    "Oracle",
+    "FedAvgOracle",
+    "Local",
+    "PFL",
+]

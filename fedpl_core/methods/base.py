@@ -59,6 +59,7 @@ engine keeps for each client and checkpoints (tensors and plain containers only)
 round passes between its hooks lives in ``ctx.scratch`` (fresh each round).
 FedAvg (:class:`~fedpl_core.methods.fedavg.FedAvg`) is the smallest complete method.
 """
+
 from __future__ import annotations
 
 import math
@@ -71,19 +72,48 @@ from ..base.validation import ConfigError
 from ..fl.federation import Batch, ClientContext, ClientUpdate, FederationInfo
 from ..fl.server import Server
 from ..nn.models import HEAD_KEYS
-from .blocks import (BN_POLICIES, BatchNormPolicy, Clients, ClientWeighting, HeadWarmup, local_keys, make_head,
-                     make_loss, model_update, sgd_step, train_batches)
+from .blocks import (
+    BN_POLICIES,
+    BatchNormPolicy,
+    Clients,
+    ClientWeighting,
+    HeadWarmup,
+    local_keys,
+    make_head,
+    make_loss,
+    model_update,
+    sgd_step,
+    train_batches,
+)
 
 #: the hooks, in call order (the module docstring); tests/test_method_interface.py holds every method to them
-HOOKS = ("setup", "init_server", "init_client", "payload", "receive", "local_train", "loss", "make_update",
-         "aggregate", "supervised_loss")
+HOOKS = (
+    "setup",
+    "init_server",
+    "init_client",
+    "payload",
+    "receive",
+    "local_train",
+    "loss",
+    "make_update",
+    "aggregate",
+    "supervised_loss",
+)
 HEAD = HEAD_KEYS
 #: The hooks that make a client's round (with ``setup``, which may reshape the model, and
 #: ``payload``, which may personalise what a client starts from).  A method that keeps
 #: ``Method``'s own of them all but ``loss``, and whose ``loss`` is the supervised loss alone
 #: (:func:`supervised_only`), has FedAvg's client round (:attr:`Method.batchable`).
-CLIENT_ROUND_HOOKS = ("setup", "init_client", "payload", "receive", "local_train", "loss", "make_update",
-                      "supervised_loss")
+CLIENT_ROUND_HOOKS = (
+    "setup",
+    "init_client",
+    "payload",
+    "receive",
+    "local_train",
+    "loss",
+    "make_update",
+    "supervised_loss",
+)
 
 
 def supervised_only(loss: Any) -> Any:
@@ -195,6 +225,7 @@ class Method(metaclass=_CheckedOptions):
         for fact in Method.OWN_FACTS:
             if fact not in vars(cls):
                 setattr(cls, fact, type(vars(Method)[fact])())  # "" or False
+
     partial: ClassVar[bool] = False
     metadata_keys: ClassVar[tuple[str, ...]] = ("class_mask", "label_counts", "positive_counts")
     evaluation: ClassVar[str] = "global"
@@ -230,13 +261,25 @@ class Method(metaclass=_CheckedOptions):
                 raise ConfigError(f"method {cls.name!r}: option {key} must be a number, got {v!r}")
             alternatives = rules.split("|")  # "[0,1)|int>=1": a share or a count
             if not (math.isfinite(x) and any(_rule_holds(x, r) for r in alternatives)):
-                what = " or ".join((f"a whole number {r[3:]}" if r.startswith("int") else r).replace(",", ", ")
-                                   for r in alternatives)
+                what = " or ".join(
+                    (f"a whole number {r[3:]}" if r.startswith("int") else r).replace(",", ", ") for r in alternatives
+                )
                 raise ConfigError(f"method {cls.name!r}: option {key} must be {what}, got {v!r}")
 
-    def __init__(self, bn_policy: str = "aggregate", weighting: str = "size", *, partial: bool | None = None,
-                 loss: str | None = None, pos_weight: bool | None = None, head: str | None = None,
-                 clients: str | None = None, warmup_epochs: float = 0, warmup_lr: float = 5e-3, **hparams: Any):
+    def __init__(
+        self,
+        bn_policy: str = "aggregate",
+        weighting: str = "size",
+        *,
+        partial: bool | None = None,
+        loss: str | None = None,
+        pos_weight: bool | None = None,
+        head: str | None = None,
+        clients: str | None = None,
+        warmup_epochs: float = 0,
+        warmup_lr: float = 5e-3,
+        **hparams: Any,
+    ):
         if bn_policy not in BN_POLICIES:
             raise ValueError(f"unknown bn_policy {bn_policy!r}; choose one of {BN_POLICIES}")
         if weighting not in ("size", "uniform"):
@@ -272,8 +315,15 @@ class Method(metaclass=_CheckedOptions):
         (``bn_policy="aggregate"``, ``local_arrays="batchnorm"``) and no head warm-up.  The
         engine checks the rest (the task, BatchNorm in the model, the optimizer)."""
         cls = type(self)
-        own = [h for h in CLIENT_ROUND_HOOKS if (not getattr(cls.loss, "supervised_only", False) if h == "loss"
-                                                  else getattr(cls, h) is not getattr(Method, h))]
+        own = [
+            h
+            for h in CLIENT_ROUND_HOOKS
+            if (
+                not getattr(cls.loss, "supervised_only", False)
+                if h == "loss"
+                else getattr(cls, h) is not getattr(Method, h)
+            )
+        ]
         if own:
             return f"method {self.name!r} has client steps of its own ({', '.join(own)})"
         if self.bn_policy != "aggregate" or self.local_arrays != "batchnorm":
@@ -309,8 +359,10 @@ class Method(metaclass=_CheckedOptions):
         ``data``: found before any training (a grid checks every run before the first)."""
         if task not in cls.tasks:
             words = {"multilabel": "multi-label", "multiclass": "single-label"}
-            raise ConfigError(f"method {cls.name!r} is defined for {' / '.join(words.get(t, t) for t in cls.tasks)} "
-                              f"tasks only, not for {data} {words.get(task, task)} data set")
+            raise ConfigError(
+                f"method {cls.name!r} is defined for {' / '.join(words.get(t, t) for t in cls.tasks)} "
+                f"tasks only, not for {data} {words.get(task, task)} data set"
+            )
 
     def setup(self, model: torch.nn.Module, info: FederationInfo) -> None:
         """Called once with the working model (structure only) and the federation info."""
@@ -373,7 +425,6 @@ class Method(metaclass=_CheckedOptions):
         validation split for model selection (on any client, sampled or not) and the
         loss reference of the divergence check: comparable from round to round."""
         return self.loss_block(self, ctx, logits, batch)
-
 
 
 __all__ = ["Method", "HOOKS", "CLIENT_ROUND_HOOKS", "supervised_only", "ClientUpdate", "BN_POLICIES", "HEAD"]

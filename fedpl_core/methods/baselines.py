@@ -5,6 +5,7 @@ negatives) with one thing changed, most of them a block option
 (:mod:`fedpl_core.methods.blocks`): ``partial``, ``clients`` (pooled data, true labels),
 ``bn_policy``; FedProx adds the proximal term.
 """
+
 from __future__ import annotations
 
 from typing import Any

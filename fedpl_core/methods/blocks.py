@@ -53,21 +53,23 @@ step (``tests/test_blocks_example.py`` builds one in under 50 lines); a paper's 
 is a registered subclass that changes those defaults, never a deeper chain (at most two
 levels below ``Method``).
 """
+
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from ..nn.aggregation import aggregate_with_head_weights, weighted_average
 from ..fl.federation import Batch, ClientContext, ClientData, ClientUpdate, derive_seed
+from ..fl.preprocess import Preprocess
+from ..nn.aggregation import aggregate_with_head_weights, weighted_average
 from ..nn.losses import class_pos_weight, masked_bce, supervised_term
 from ..nn.models import HEAD_KEYS, is_bn_key
-from ..fl.preprocess import Preprocess
 
 
 def bn_modules(model: torch.nn.Module) -> list[torch.nn.modules.batchnorm._BatchNorm]:
@@ -118,8 +120,11 @@ def local_keys(model: torch.nn.Module, local_arrays: str, batchnorm: BatchNormPo
     and the head (``head``: PFL), or every array (``all``: Local)."""
     if local_arrays not in LOCAL_ARRAYS:
         raise ValueError(f"unknown local_arrays {local_arrays!r}; use one of {LOCAL_ARRAYS}")
-    return {k for k in model.state_dict()
-            if local_arrays == "all" or (local_arrays == "head" and k in HEAD_KEYS) or batchnorm.is_local(k, model)}
+    return {
+        k
+        for k in model.state_dict()
+        if local_arrays == "all" or (local_arrays == "head" and k in HEAD_KEYS) or batchnorm.is_local(k, model)
+    }
 
 
 @dataclass(frozen=True)
@@ -252,8 +257,13 @@ def make_loss(loss: str | SupervisedLoss, pos_weight: bool | None = None) -> Sup
     return SupervisedLoss(weighted=loss == "wbce" if pos_weight is None else bool(pos_weight))
 
 
-def logit_adjusted_bce(logits: torch.Tensor, targets: torch.Tensor, known: torch.Tensor | None,
-                       shift: torch.Tensor | None = None, denom: float | None = None) -> torch.Tensor:
+def logit_adjusted_bce(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    known: torch.Tensor | None,
+    shift: torch.Tensor | None = None,
+    denom: float | None = None,
+) -> torch.Tensor:
     """BCE on logit-adjusted logits ``logits + shift`` (``shift[c] = tau ln(pi_c1 / pi_c0)``,
     the class prior's log-odds; FedMLP's WPC, Eq. 3-4, FedNoRo's ``L_LA``) over the
     ``known`` entries (None: every entry, missing = negative).  ``denom``: the sum is
@@ -282,8 +292,9 @@ class Proximal:
         return 0.5 * self.mu * prox
 
 
-def moon_contrastive(z: torch.Tensor, z_glob: torch.Tensor, z_prev: torch.Tensor,
-                     temperature: float = 0.5) -> torch.Tensor:
+def moon_contrastive(
+    z: torch.Tensor, z_glob: torch.Tensor, z_prev: torch.Tensor, temperature: float = 0.5
+) -> torch.Tensor:
     """MOON's model-contrastive loss (Eq. 3), mean over the batch; ``[B, d]`` inputs."""
     z, z_glob, z_prev = z.flatten(1), z_glob.flatten(1), z_prev.flatten(1)
     pos = F.cosine_similarity(z, z_glob, dim=1) / temperature
@@ -311,8 +322,9 @@ def rowwise_head_aggregate(server, updates, encoder_weights, key: str = "label_c
     states = [u.state for u in updates]
     head = [k for k in HEAD_KEYS if k in states[0]]
     w = torch.stack([torch.as_tensor(u.metadata[key], dtype=torch.float64).flatten() for u in updates])
-    server.global_state.update(aggregate_with_head_weights(states, encoder_weights, w, head_keys=head,
-                                                           previous=server.global_state))
+    server.global_state.update(
+        aggregate_with_head_weights(states, encoder_weights, w, head_keys=head, previous=server.global_state)
+    )
 
 
 class HeadAggregation:
@@ -331,11 +343,13 @@ HEADS: dict[str, HeadAggregation] = {}
 
 def head_rule(option: str, **fields: Any):
     """Class decorator registering ``cls(**fields)`` as the rule of head option ``option``."""
+
     def deco(cls: type) -> type:
         if option in HEADS:
             raise ValueError(f"head option {option!r} is registered twice")
         HEADS[option] = cls(**fields)
         return cls
+
     return deco
 
 
@@ -420,9 +434,10 @@ def warm_up_head(method, ctx, epochs: float, lr: float) -> float:
         while done < steps:
             perm = torch.randperm(n, generator=gen)
             for s in range(0, n - bs + 1, bs):
-                pos = perm[s:s + bs]
-                batch = Batch(None, data.labels[pos].to(ctx.device), data.mask[pos].to(ctx.device), pos,
-                              data.indices[pos])
+                pos = perm[s : s + bs]
+                batch = Batch(
+                    None, data.labels[pos].to(ctx.device), data.mask[pos].to(ctx.device), pos, data.indices[pos]
+                )
                 if cached is not None:
                     feats = cached[pos.to(cached.device)]
                 else:
@@ -444,8 +459,13 @@ def warm_up_head(method, ctx, epochs: float, lr: float) -> float:
 
 
 @torch.no_grad()
-def calibrate_batchnorm(model: torch.nn.Module, images, normalize: str = "fixed", batch_size: int = 256,
-                        device: str | torch.device | None = None) -> torch.nn.Module:
+def calibrate_batchnorm(
+    model: torch.nn.Module,
+    images,
+    normalize: str = "fixed",
+    batch_size: int = 256,
+    device: str | torch.device | None = None,
+) -> torch.nn.Module:
     """Set every BatchNorm layer's running statistics to those of ``images`` under the
     current weights (cumulative average over the batches); nothing else changes.
 
@@ -467,7 +487,7 @@ def calibrate_batchnorm(model: torch.nn.Module, images, normalize: str = "fixed"
     model.train()
     try:
         for s in range(0, len(images), batch_size):
-            model(pre(torch.as_tensor(images[s:s + batch_size]).to(dev)))
+            model(pre(torch.as_tensor(images[s : s + batch_size]).to(dev)))
     finally:
         for m, mom in zip(bns, moms):
             m.momentum = mom
@@ -483,20 +503,30 @@ def pool_clients(clients: list, labels=None, mask=None, name="pooled") -> list:
     """All clients' data as one client, each sample keeping its client's partial labels."""
     idx = torch.cat([c.indices for c in clients])
     vals = [c.val for c in clients if c.val is not None]
-    return [ClientData(idx,
-                       torch.cat([c.labels for c in clients]) if labels is None else labels,
-                       torch.cat([c.mask for c in clients]) if mask is None else mask,
-                       torch.stack([c.class_mask for c in clients]).any(0), name,
-                       val=pool_clients(vals, name=f"{name}-val")[0] if vals else None)]
+    return [
+        ClientData(
+            idx,
+            torch.cat([c.labels for c in clients]) if labels is None else labels,
+            torch.cat([c.mask for c in clients]) if mask is None else mask,
+            torch.stack([c.class_mask for c in clients]).any(0),
+            name,
+            val=pool_clients(vals, name=f"{name}-val")[0] if vals else None,
+        )
+    ]
 
 
 def with_true_labels(c, dataset):
     """A copy of client data carrying every true label (and its val split too)."""
 
     idx = c.indices.numpy()
-    return ClientData(c.indices, torch.from_numpy(dataset.labels[idx]).float(), torch.from_numpy(dataset.known[idx]),
-                      torch.ones_like(c.class_mask), c.name,
-                      val=None if c.val is None else with_true_labels(c.val, dataset))
+    return ClientData(
+        c.indices,
+        torch.from_numpy(dataset.labels[idx]).float(),
+        torch.from_numpy(dataset.known[idx]),
+        torch.ones_like(c.class_mask),
+        c.name,
+        val=None if c.val is None else with_true_labels(c.val, dataset),
+    )
 
 
 @dataclass(frozen=True)
@@ -529,8 +559,10 @@ def prepare_clients(clients: list, dataset, how: str = "own") -> list:
 
 def require_single_label(method, info) -> None:
     if info.task != "multiclass":
-        raise ValueError(f"{method.name} is defined for single-label (softmax) tasks only; this federation's task is "
-                         f"{info.task!r} (multi-label: one sigmoid per class, no softmax over classes to restrict)")
+        raise ValueError(
+            f"{method.name} is defined for single-label (softmax) tasks only; this federation's task is "
+            f"{info.task!r} (multi-label: one sigmoid per class, no softmax over classes to restrict)"
+        )
 
 
 # ============================================================================ teachers, views
@@ -581,9 +613,44 @@ def ema_update(teacher: dict[str, torch.Tensor], model: torch.nn.Module, decay: 
                 t.copy_(v)
 
 
-__all__ = ["BN_POLICIES", "BatchNormPolicy", "LOCAL_ARRAYS", "local_keys", "ClientWeighting", "Clients", "sgd_step",
-           "train_batches", "default_metadata", "model_update", "SupervisedLoss", "LOSSES", "make_loss", "logit_adjusted_bce", "Proximal", "moon_contrastive", "sigmoid_rampup",
-           "rowwise_head_aggregate", "HEADS", "HeadAggregation", "FedAvgHead", "RowwiseHead", "head_rule", "make_head", "HeadWarmup", "warm_up_head",
-           "calibrate_batchnorm", "CLIENTS", "pool_clients", "with_true_labels", "prepare_clients",
-           "require_single_label", "clean_batches", "clean_local_train", "init_teacher", "record_pseudo_labels",
-           "ema_update", "bn_modules", "class_pos_weight"]
+__all__ = [
+    "BN_POLICIES",
+    "BatchNormPolicy",
+    "LOCAL_ARRAYS",
+    "local_keys",
+    "ClientWeighting",
+    "Clients",
+    "sgd_step",
+    "train_batches",
+    "default_metadata",
+    "model_update",
+    "SupervisedLoss",
+    "LOSSES",
+    "make_loss",
+    "logit_adjusted_bce",
+    "Proximal",
+    "moon_contrastive",
+    "sigmoid_rampup",
+    "rowwise_head_aggregate",
+    "HEADS",
+    "HeadAggregation",
+    "FedAvgHead",
+    "RowwiseHead",
+    "head_rule",
+    "make_head",
+    "HeadWarmup",
+    "warm_up_head",
+    "calibrate_batchnorm",
+    "CLIENTS",
+    "pool_clients",
+    "with_true_labels",
+    "prepare_clients",
+    "require_single_label",
+    "clean_batches",
+    "clean_local_train",
+    "init_teacher",
+    "record_pseudo_labels",
+    "ema_update",
+    "bn_modules",
+    "class_pos_weight",
+]

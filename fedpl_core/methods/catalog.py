@@ -15,6 +15,7 @@ what the method classes say, so that none of them is kept by hand:
 (the tests do the same: ``tests/test_cli_help.py``, ``tests/test_docs_pages.py``,
 ``tests/test_readme.py``).  Only the package's own methods are catalogued, not a plugin's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,8 +51,9 @@ _PACKAGE = __package__ or "fedpl_core.methods"  # (run as __main__ by -m: __pack
 def plain(text: str) -> str:
     """``text`` without reStructuredText markup: roles (``:func:`~a.b.c``` -> ``c``),
     literals, emphasis; whitespace joined."""
-    text = re.sub(r":[a-z]+:`~?([^`]+)`", lambda m: m.group(1).rsplit(".", 1)[-1] if "~" in m.group(0)
-                  else m.group(1), text)
+    text = re.sub(
+        r":[a-z]+:`~?([^`]+)`", lambda m: m.group(1).rsplit(".", 1)[-1] if "~" in m.group(0) else m.group(1), text
+    )
     text = re.sub(r"``([^`]*)``", r"\1", text).replace("`", "")
     text = re.sub(r"\*\*([^*]+)\*\*", r"\1", text)
     return " ".join(text.replace("\\*", "*").split())
@@ -72,7 +74,7 @@ def first_sentence(doc: str | None) -> str:
         elif ch == "." and depth == 0 and not quoted and (i + 1 == len(text) or text[i + 1] == " "):
             word = text[:i].rsplit(" ", 1)[-1].lstrip("(")
             if word not in _ABBREV:
-                return text[:i + 1]
+                return text[: i + 1]
     return text
 
 
@@ -91,10 +93,26 @@ def index(plugins: bool = False) -> dict[str, Any]:
         cls = METHODS[name]
         if not plugins and not cls.__module__.startswith(_PACKAGE + "."):
             continue
-        methods[name] = {"class": cls.__qualname__, "module": cls.__module__, "display_name": cls.display_name,
-                         "paper": cls.paper, "tasks": list(cls.tasks), "summary": summary(cls)}
-    papers = {key: {"name": p.name, "venue": p.venue, "notebook": p.notebook, "data": p.data,
-                    "tasks": list(p.tasks), "page": p.page, "heading": p.heading} for key, p in PAPERS.items()}
+        methods[name] = {
+            "class": cls.__qualname__,
+            "module": cls.__module__,
+            "display_name": cls.display_name,
+            "paper": cls.paper,
+            "tasks": list(cls.tasks),
+            "summary": summary(cls),
+        }
+    papers = {
+        key: {
+            "name": p.name,
+            "venue": p.venue,
+            "notebook": p.notebook,
+            "data": p.data,
+            "tasks": list(p.tasks),
+            "page": p.page,
+            "heading": p.heading,
+        }
+        for key, p in PAPERS.items()
+    }
     return {"command": COMMAND, "papers": papers, "methods": methods}
 
 
@@ -128,8 +146,10 @@ def _md(text: str) -> str:
 def docs_block(idx: dict[str, Any] | None = None) -> str:
     """The catalogue of ``docs/methods.md`` (between the markers): a table per paper."""
     idx = index() if idx is None else idx
-    lines = [f"{len(idx['methods'])} methods are registered. Each name links to its class, on the page of its "
-             "paper; `python -m fedpl_core methods` prints the same list."]
+    lines = [
+        f"{len(idx['methods'])} methods are registered. Each name links to its class, on the page of its "
+        "paper; `python -m fedpl_core methods` prints the same list."
+    ]
     for paper, names in groups(idx).items():
         p = idx["papers"].get(paper)
         lines += ["", f"### {p['heading'] if p else OTHER}", ""]
@@ -138,8 +158,10 @@ def docs_block(idx: dict[str, Any] | None = None) -> str:
         lines += ["| name | what it is |", "|---|---|"]
         for name in names:
             m = idx["methods"][name]
-            lines.append(f"| {{py:class}}`{name} <{m['module']}.{m['class']}>` | "
-                         f"{_md(m['summary'] + task_note(idx, name, paper))} |")
+            lines.append(
+                f"| {{py:class}}`{name} <{m['module']}.{m['class']}>` | "
+                f"{_md(m['summary'] + task_note(idx, name, paper))} |"
+            )
     return "\n".join(lines)
 
 
@@ -192,8 +214,7 @@ def outputs(idx: dict[str, Any] | None = None, root: Path | None = None) -> dict
 
 def stale(idx: dict[str, Any] | None = None, root: Path | None = None) -> list[Path]:
     """The generated copies that differ from what the registry says."""
-    return [p for p, text in outputs(idx, root).items()
-            if not p.is_file() or p.read_text(encoding="utf-8") != text]
+    return [p for p, text in outputs(idx, root).items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,23 +28,25 @@ pseudo-labelled (per-class sigmoid, multi-label only).
   **[choice]** ``theta_res`` starts as the round-0 aggregate (the FedMLP code's; CBAFed's
   is its supervised warm-up model, which here would be the untrained initial model).
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 import torch
 
-from ..nn.aggregation import weighted_average
 from ..fl.federation import Batch, ClientContext, ClientUpdate, copy_arrays
 from ..fl.server import Server
+from ..nn.aggregation import weighted_average
 from ..nn.losses import masked_bce
-from .registry import register
 from .blocks import record_pseudo_labels
 from .fedavg import FedAvg
+from .registry import register
 
 
-def cbafed_thresholds(counts: torch.Tensor, t_base: float = 0.84, upper: float = 0.95,
-                      lower: float = 0.55) -> torch.Tensor:
+def cbafed_thresholds(
+    counts: torch.Tensor, t_base: float = 0.84, upper: float = 0.95, lower: float = 0.55
+) -> torch.Tensor:
     """``clip(p + t_base - std(p), lower, upper)`` with ``p = counts / counts.sum()``
     (uniform when there is no count)."""
     c = torch.as_tensor(counts, dtype=torch.float64).flatten()
@@ -62,20 +64,31 @@ class CBAFed(FedAvg):
     color = "#ff9896"
     paper = "FedMLP"
     train_cost = 1.7  # pseudo-labels: teachers / prototypes
-    option_ranges = {"t_base": "[0,1]", "upper": "[0,1]", "lower": "[0,1]", "res_every": "int>=0",
-                     "res_weight": "[0,1]"}
+    option_ranges = {
+        "t_base": "[0,1]",
+        "upper": "[0,1]",
+        "lower": "[0,1]",
+        "res_every": "int>=0",
+        "res_weight": "[0,1]",
+    }
     partial = True
     tasks = ("multilabel",)
     metadata_keys = FedAvg.metadata_keys + ("pl_positive_counts", "labelled_entries")
 
-    def __init__(self, t_base: float = 0.84, upper: float = 0.95, lower: float = 0.55, res_every: int = 5,
-                 res_weight: float = 0.5, **kw: Any):
+    def __init__(
+        self,
+        t_base: float = 0.84,
+        upper: float = 0.95,
+        lower: float = 0.55,
+        res_every: int = 5,
+        res_weight: float = 0.5,
+        **kw: Any,
+    ):
         super().__init__(**kw)
         if not 0.5 < lower <= upper <= 1:
             raise ValueError("need 0.5 < lower <= upper <= 1 (symmetric positive / negative thresholds)")
         self.t_base, self.upper, self.lower = float(t_base), float(upper), float(lower)
         self.res_every, self.res_weight = int(res_every), float(res_weight)
-
 
     def thresholds(self, counts) -> torch.Tensor:
         return cbafed_thresholds(counts, self.t_base, self.upper, self.lower)
@@ -98,8 +111,9 @@ class CBAFed(FedAvg):
             new = weighted_average([new, server.state["residual"]], [self.res_weight, 1 - self.res_weight])
             server.state["residual"] = copy_arrays(new)
         server.global_state.update(new)
-        counts = torch.stack([torch.as_tensor(u.metadata["pl_positive_counts"], dtype=torch.float64)
-                              for u in updates]).sum(0)
+        counts = torch.stack(
+            [torch.as_tensor(u.metadata["pl_positive_counts"], dtype=torch.float64) for u in updates]
+        ).sum(0)
         server.state["tau"] = self.thresholds(counts)
 
     # ---------------------------------------------------------------- client
@@ -108,8 +122,12 @@ class CBAFed(FedAvg):
         ctx.scratch["tau"] = payload["tau"].to(ctx.device)
         # pseudo-label every unannotated entry the received model is confident about
         tau = ctx.scratch["tau"]
-        probs = torch.cat([torch.sigmoid(ctx.forward_with({}, b.x)[0])  # type: ignore[arg-type]  # a made batch has x
-                           for b in ctx.iterate_all()])
+        probs = torch.cat(
+            [
+                torch.sigmoid(ctx.forward_with({}, b.x)[0])  # type: ignore[arg-type]  # a made batch has x
+                for b in ctx.iterate_all()
+            ]
+        )
         miss = ~ctx.data.mask.to(ctx.device)
         pos, neg = probs > tau, probs < 1 - tau
         mask = miss & (pos | neg)

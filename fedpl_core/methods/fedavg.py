@@ -7,6 +7,7 @@ the server replaces every shared array by the client-size-weighted mean (the def
 ``get_method("fedavg", partial=True, loss="wbce", head="tdma")`` is FedPSL's "w/ TDMA"
 ablation (see :mod:`fedpl_core.methods.blocks`).
 """
+
 from __future__ import annotations
 
 import torch

@@ -28,6 +28,7 @@ adapted to partial labels and multi-label (FedMLP's FSSL baseline); any number o
   confidently called missing entries (p > 0.7 or p < 0.3) are kept in
   ``ctx.state["pseudo_labels"]``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -36,11 +37,11 @@ import torch
 
 from ..fl.federation import Batch, ClientContext, ClientUpdate
 from ..fl.server import Server
-from ..nn.losses import masked_bce
 from ..fl.views import weak_view
-from .registry import register
-from .blocks import clean_local_train, ema_update, sgd_step, init_teacher, record_pseudo_labels, sigmoid_rampup
+from ..nn.losses import masked_bce
+from .blocks import clean_local_train, ema_update, init_teacher, record_pseudo_labels, sgd_step, sigmoid_rampup
 from .fedavg import FedAvg
+from .registry import register
 
 
 def relation_matrix(logits: torch.Tensor, positives: torch.Tensor, temperature: float = 2.0):
@@ -67,23 +68,37 @@ class FedIRM(FedAvg):
     color = "#b5cf6b"
     paper = "FedMLP"
     train_cost = 1.7  # teachers / prototypes
-    option_ranges = {"temperature": ">0", "consistency": ">=0", "rampup": ">=0", "ema_decay": "[0,1]",
-                     "confidence": "[0,1]"}
+    option_ranges = {
+        "temperature": ">0",
+        "consistency": ">=0",
+        "rampup": ">=0",
+        "ema_decay": "[0,1]",
+        "confidence": "[0,1]",
+    }
     partial = True
     tasks = ("multilabel",)
     metadata_keys = FedAvg.metadata_keys + ("relation", "relation_counts")
 
-    def __init__(self, temperature: float = 2.0, consistency: float = 1.0, rampup: float = 30,
-                 ema_decay: float = 0.99, confidence: float = 0.7, **kw: Any):
+    def __init__(
+        self,
+        temperature: float = 2.0,
+        consistency: float = 1.0,
+        rampup: float = 30,
+        ema_decay: float = 0.99,
+        confidence: float = 0.7,
+        **kw: Any,
+    ):
         super().__init__(**kw)
         self.temperature, self.consistency, self.rampup = float(temperature), float(consistency), float(rampup)
         self.ema_decay, self.confidence = float(ema_decay), float(confidence)
 
-
     # ---------------------------------------------------------------- server
     def payload(self, server: Server, client_id: int) -> dict[str, Any]:
-        return {"state": server.global_state, "relation": server.state.get("relation"),
-                "relation_known": server.state.get("relation_known")}
+        return {
+            "state": server.global_state,
+            "relation": server.state.get("relation"),
+            "relation_known": server.state.get("relation_known"),
+        }
 
     def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
         super().aggregate(server, updates)

@@ -58,7 +58,8 @@ Each client k identifies a class set I_k (its labels) and not U_k.  Per round:
   model both are initialized from the global model" and the released code rebuilds the
   EMA from the received model every round (``hooks.EMA.before_train``): ``teacher_reset=
   True`` (default).  ``teacher_reset=False`` keeps each client's teacher across rounds in
-  ``ctx.state["teacher"]`` (first initialised from the global model), as the package's first specification of FedLSM read it;
+  ``ctx.state["teacher"]`` (first initialised from the global model), as the package's first
+  specification of FedLSM read it;
   with decay 0.999 and 30 steps a round that teacher stays near the random initial model
   for many rounds.
 * **Optimiser:** Adam with momentum terms 0.9 / 0.99 (Sec. 3.2; set on the optimizer's
@@ -127,10 +128,12 @@ Logged per client and round (``ctx.log``): ``share_dl`` / ``share_dm`` / ``share
 split), ``uncertainty`` (mean score), ``pl_share`` (share of the unknown entries of the
 round's main batches that got a pseudo-label; single-label: of the unlabelled samples).
 """
+
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -138,18 +141,33 @@ import torch.nn.functional as F
 from ..fl import views
 from ..fl.federation import Batch, ClientContext, ClientUpdate
 from ..nn.losses import class_pos_weight
-from .registry import register
 from .base import Method
 from .blocks import sgd_step
+from .registry import register
 
 PAPER_ENGINE = dict(optimizer="adam", lr=1e-4, weight_decay=5e-4, batch_size=64)
 LOCAL_ITERS = {"multilabel": 200, "multiclass": 30}
 # Table 4 (tau_l: D_h's single-label threshold; tau_lp / tau_ln: D_h's multi-label ones)
-TABLE4 = dict(tau=0.95, tau_l=0.85, tau_p=0.85, tau_n=5e-3, tau_lp=0.7, tau_ln=1e-2, lambda_u=0.1,
-              ema_decay=0.999, mixup_alpha=0.2)
+TABLE4 = dict(
+    tau=0.95,
+    tau_l=0.85,
+    tau_p=0.85,
+    tau_n=5e-3,
+    tau_lp=0.7,
+    tau_ln=1e-2,
+    lambda_u=0.1,
+    ema_decay=0.999,
+    mixup_alpha=0.2,
+)
 SPLIT = {"multilabel": (0.2, 0.05), "multiclass": (0.14, 0.036)}  # (n_l, n_h), released configs
-CODE_SWITCHES = ("scalar_reduction", "code_entropy", "swap_negative_thresholds", "entropy_train_mode",
-                 "pseudo_from_round0", "lambda_on_uncertain")
+CODE_SWITCHES = (
+    "scalar_reduction",
+    "code_entropy",
+    "swap_negative_thresholds",
+    "entropy_train_mode",
+    "pseudo_from_round0",
+    "lambda_on_uncertain",
+)
 
 
 # ------------------------------------------------------------------ pure pieces (tested)
@@ -174,8 +192,10 @@ def split_counts(n: int, n_l: float, n_h: float) -> tuple[int, int]:
     """(n_l, n_h) as counts: a whole number >= 1 is a count of samples (the paper's
     "top-n_k^l lowest entropy", Sec. 2.3), a number in [0, 1) a share of n (rounded);
     capped so that D_l and D_h are disjoint (D_h first)."""
+
     def count(v):
         return int(v) if float(v) >= 1 else int(round(float(v) * n))
+
     h = min(count(n_h), n)
     return min(count(n_l), n - h), h
 
@@ -184,26 +204,36 @@ def split_by_uncertainty(scores: torch.Tensor, n_l: int, n_h: int) -> tuple[torc
     """Positions of D_l (n_l lowest), D_m (the rest) and D_h (n_h highest); ties by position."""
     order = torch.sort(scores, stable=True).indices
     n = scores.numel()
-    low, high = order[:n_l], order[n - n_h:] if n_h else order[:0]
-    mid = order[n_l:n - n_h]
+    low, high = order[:n_l], order[n - n_h :] if n_h else order[:0]
+    mid = order[n_l : n - n_h]
     return low.sort().values, mid.sort().values, high.sort().values
 
 
-def multilabel_targets(probs: torch.Tensor, labels: torch.Tensor, known: torch.Tensor, tau_p: float, tau_n: float,
-                       soft: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def multilabel_targets(
+    probs: torch.Tensor, labels: torch.Tensor, known: torch.Tensor, tau_p: float, tau_n: float, soft: bool = False
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Eq. 5's targets: ``(target, mask, confident)``.  Known entries keep their labels;
     an unknown entry is 1 when p >= tau_p, 0 when p <= tau_n (``confident``), otherwise
     ignored (``mask`` False; target p when ``soft``, else 0)."""
     pos, neg = probs >= tau_p, probs <= tau_n
     confident = (pos | neg) & ~known
-    pseudo = torch.where(pos, torch.ones_like(probs), torch.where(neg, torch.zeros_like(probs),
-                                                                  probs if soft else torch.zeros_like(probs)))
+    pseudo = torch.where(
+        pos,
+        torch.ones_like(probs),
+        torch.where(neg, torch.zeros_like(probs), probs if soft else torch.zeros_like(probs)),
+    )
     target = torch.where(known, labels, pseudo)
     return target, known | confident, confident
 
 
-def multilabel_loss(logits: torch.Tensor, target: torch.Tensor, mask: torch.Tensor, known: torch.Tensor,
-                    pos_weight: torch.Tensor | None = None, scalar: bool = False) -> torch.Tensor:
+def multilabel_loss(
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    mask: torch.Tensor,
+    known: torch.Tensor,
+    pos_weight: torch.Tensor | None = None,
+    scalar: bool = False,
+) -> torch.Tensor:
     """L_I + L_U of Eq. 5.  Paper: sum over the entries in ``mask`` of BCE (positive term
     weighted by ``pos_weight``), divided by the number of samples.  ``scalar`` (code):
     ``mean(BCE) * mean(W)``, W = pos_weight on known entries and pos_weight x ``mask``
@@ -219,8 +249,9 @@ def multilabel_loss(logits: torch.Tensor, target: torch.Tensor, mask: torch.Tens
     return (per * mask).sum() / max(logits.shape[0], 1)
 
 
-def singlelabel_targets(probs: torch.Tensor, labels: torch.Tensor, labelled: torch.Tensor, class_mask: torch.Tensor,
-                        tau: float) -> tuple[torch.Tensor, torch.Tensor]:
+def singlelabel_targets(
+    probs: torch.Tensor, labels: torch.Tensor, labelled: torch.Tensor, class_mask: torch.Tensor, tau: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Eq. 4: ``(target [B, C], pseudo [B])``: a labelled row keeps its one-hot label; an
     unlabelled row gets the one-hot teacher argmax when its probability >= tau and the
     class is unknown to the client, else a zero row."""
@@ -259,8 +290,20 @@ def ude_mix(x_l, y_l, x_h, y_h, lam: float, lam_on_uncertain: bool = False):
     return views.mixup(x_l, y_l, x_h, y_h, lam)
 
 
-def ude_multilabel(x_l, x_h, p_l, p_h, y_l, y_h, known, lam: float, taus_l: tuple[float, float],
-                   taus_h: tuple[float, float], scalar: bool = False, lam_on_uncertain: bool = False):
+def ude_multilabel(
+    x_l,
+    x_h,
+    p_l,
+    p_h,
+    y_l,
+    y_h,
+    known,
+    lam: float,
+    taus_l: tuple[float, float],
+    taus_h: tuple[float, float],
+    scalar: bool = False,
+    lam_on_uncertain: bool = False,
+):
     """UDE (Eq. 6) for a multi-label batch of pairs: ``(x_mix, y_mix, mask)``.
 
     Targets: labels on known classes, teacher pseudo-labels elsewhere with ``taus_l`` =
@@ -280,8 +323,9 @@ def ude_multilabel(x_l, x_h, p_l, p_h, y_l, y_h, known, lam: float, taus_l: tupl
 
 
 @torch.no_grad()
-def ema_update(teacher: dict[str, torch.Tensor], params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor],
-               decay: float) -> None:
+def ema_update(
+    teacher: dict[str, torch.Tensor], params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor], decay: float
+) -> None:
     """In place: teacher parameters ``decay * t + (1 - decay) * s``; buffers copied."""
     for k, p in params.items():
         teacher[k].mul_(decay).add_(p.detach(), alpha=1.0 - decay)
@@ -323,7 +367,7 @@ def paper_strong_view(x: torch.Tensor, generator: torch.Generator | None = None)
     if bool((op == 1).any()):  # Gaussian blur, sigma as OpenCV's default for the kernel size
         sigma = 0.3 * ((k - 1) * 0.5 - 1) + 0.8
         t = torch.arange(k, device=dev, dtype=x.dtype) - k // 2
-        w1 = torch.exp(-t ** 2 / (2 * sigma ** 2))
+        w1 = torch.exp(-(t**2) / (2 * sigma**2))
         w2 = (w1[:, None] * w1[None, :]) / w1.sum() ** 2
         c = x.shape[1]
         out[op == 1] = F.conv2d(F.pad(x[op == 1], pad, mode="replicate"), w2.expand(c, 1, k, k).contiguous(), groups=c)
@@ -351,7 +395,7 @@ def _cycle(pool: torch.Tensor, bs: int, generator: torch.Generator) -> Iterator[
     while True:
         perm = pool[torch.randperm(pool.numel(), generator=generator)]
         for s in range(0, pool.numel() - bs + 1, bs):
-            yield perm[s:s + bs]
+            yield perm[s : s + bs]
 
 
 # ------------------------------------------------------------------ the method
@@ -385,24 +429,59 @@ class FedLSM(Method):
     color = "#7f3c8d"
     paper = "FedLSM"
     train_cost = 2.0  # EMA teacher, MixUp batch
-    option_ranges = {"tau": "[0,1]", "tau_l": "[0,1]", "tau_p": "[0,1]", "tau_n": "[0,1]", "tau_lp": "[0,1]",
-                     "tau_ln": "[0,1]", "lambda_u": ">=0", "ema_decay": "[0,1]", "mixup_alpha": ">0",
-                     "mix_batch": "int>=0", "n_l": "[0,1)|int>=1", "n_h": "[0,1)|int>=1", "warmup_rounds": "int>=0",
-                     "strong_ops": "int>=0", "strong_magnitude": ">=0"}
+    option_ranges = {
+        "tau": "[0,1]",
+        "tau_l": "[0,1]",
+        "tau_p": "[0,1]",
+        "tau_n": "[0,1]",
+        "tau_lp": "[0,1]",
+        "tau_ln": "[0,1]",
+        "lambda_u": ">=0",
+        "ema_decay": "[0,1]",
+        "mixup_alpha": ">0",
+        "mix_batch": "int>=0",
+        "n_l": "[0,1)|int>=1",
+        "n_h": "[0,1)|int>=1",
+        "warmup_rounds": "int>=0",
+        "strong_ops": "int>=0",
+        "strong_magnitude": ">=0",
+    }
     partial = True
     metadata_keys = Method.metadata_keys + ("class_counts",)
 
-    def __init__(self, mode: str = "paper", awpa: bool = True, ude: bool = True, ue: bool = True,
-                 tau: float = TABLE4["tau"], tau_l: float = TABLE4["tau_l"], tau_p: float = TABLE4["tau_p"],
-                 tau_n: float = TABLE4["tau_n"], tau_lp: float = TABLE4["tau_lp"], tau_ln: float = TABLE4["tau_ln"],
-                 lambda_u: float = TABLE4["lambda_u"], ema_decay: float = TABLE4["ema_decay"],
-                 mixup_alpha: float = TABLE4["mixup_alpha"], mix_batch: int = 4, teacher_reset: bool = True,
-                 n_l: float | None = None, n_h: float | None = None, warmup_rounds: int | None = None,
-                 pos_weight: bool = True, augment: str = "paper", strong_ops: int = 2, strong_magnitude: float = 10,
-                 adam_betas: tuple[float, float] | None | str = "auto",
-                 scalar_reduction: bool | None = None, code_entropy: bool | None = None,
-                 swap_negative_thresholds: bool | None = None, entropy_train_mode: bool | None = None,
-                 pseudo_from_round0: bool | None = None, lambda_on_uncertain: bool | None = None, **kw: Any):
+    def __init__(
+        self,
+        mode: str = "paper",
+        awpa: bool = True,
+        ude: bool = True,
+        ue: bool = True,
+        tau: float = TABLE4["tau"],
+        tau_l: float = TABLE4["tau_l"],
+        tau_p: float = TABLE4["tau_p"],
+        tau_n: float = TABLE4["tau_n"],
+        tau_lp: float = TABLE4["tau_lp"],
+        tau_ln: float = TABLE4["tau_ln"],
+        lambda_u: float = TABLE4["lambda_u"],
+        ema_decay: float = TABLE4["ema_decay"],
+        mixup_alpha: float = TABLE4["mixup_alpha"],
+        mix_batch: int = 4,
+        teacher_reset: bool = True,
+        n_l: float | None = None,
+        n_h: float | None = None,
+        warmup_rounds: int | None = None,
+        pos_weight: bool = True,
+        augment: str = "paper",
+        strong_ops: int = 2,
+        strong_magnitude: float = 10,
+        adam_betas: tuple[float, float] | None | str = "auto",
+        scalar_reduction: bool | None = None,
+        code_entropy: bool | None = None,
+        swap_negative_thresholds: bool | None = None,
+        entropy_train_mode: bool | None = None,
+        pseudo_from_round0: bool | None = None,
+        lambda_on_uncertain: bool | None = None,
+        **kw: Any,
+    ):
         kw.setdefault("head", "awpa" if awpa else "tdma")  # AWPA (Eq. 7) / masked aggregation
         super().__init__(**kw)
         if mode not in ("paper", "code"):
@@ -411,11 +490,16 @@ class FedLSM(Method):
         pick = lambda v: code if v is None else bool(v)  # noqa: E731
         self.mode = mode
         self.scalar_reduction, self.code_entropy = pick(scalar_reduction), pick(code_entropy)
-        self.swap_negative_thresholds, self.entropy_train_mode = pick(swap_negative_thresholds), pick(entropy_train_mode)
+        self.swap_negative_thresholds, self.entropy_train_mode = (
+            pick(swap_negative_thresholds),
+            pick(entropy_train_mode),
+        )
         self.pseudo_from_round0, self.lambda_on_uncertain = pick(pseudo_from_round0), pick(lambda_on_uncertain)
         self.awpa, self.ude, self.ue = bool(awpa), bool(ude), bool(ue)
         self.tau, self.tau_l, self.tau_p, self.tau_lp = float(tau), float(tau_l), float(tau_p), float(tau_lp)
-        self.tau_n, self.tau_ln = (float(tau_ln), float(tau_n)) if self.swap_negative_thresholds else (float(tau_n), float(tau_ln))
+        self.tau_n, self.tau_ln = (
+            (float(tau_ln), float(tau_n)) if self.swap_negative_thresholds else (float(tau_n), float(tau_ln))
+        )
         self.lambda_u, self.ema_decay, self.mixup_alpha = float(lambda_u), float(ema_decay), float(mixup_alpha)
         self.mix_batch, self.teacher_reset = int(mix_batch), bool(teacher_reset)
         self.n_l, self.n_h = n_l, n_h
@@ -485,8 +569,10 @@ class FedLSM(Method):
         d, n = ctx.data, ctx.data.n
         self.init_client(ctx)
         if "pseudo_labels" not in ctx.state:
-            ctx.state["pseudo_labels"] = {"mask": torch.zeros(d.labels.shape, dtype=torch.bool),
-                                          "target": torch.zeros(d.labels.shape)}
+            ctx.state["pseudo_labels"] = {
+                "mask": torch.zeros(d.labels.shape, dtype=torch.bool),
+                "target": torch.zeros(d.labels.shape),
+            }
         if self._warmup(ctx):
             ctx.log(pl_share=0.0)
         else:
@@ -495,8 +581,12 @@ class FedLSM(Method):
                 scores = self.uncertainty_scores(ctx)
                 low, mid, high = split_by_uncertainty(scores, *split_counts(n, *self._split_sizes(ctx)))
                 ctx.scratch.update(pool=torch.cat([low, mid]).sort().values, low=low, high=high)
-                ctx.log(share_dl=low.numel() / n, share_dm=mid.numel() / n, share_dh=high.numel() / n,
-                        uncertainty=float(scores.mean()))
+                ctx.log(
+                    share_dl=low.numel() / n,
+                    share_dm=mid.numel() / n,
+                    share_dh=high.numel() / n,
+                    uncertainty=float(scores.mean()),
+                )
             else:  # w/o UE: one pool, UDE mixes random pairs of it
                 ctx.scratch.update(pool=everything, low=everything, high=everything)
                 ctx.log(share_dl=0.0, share_dm=1.0, share_dh=0.0)
@@ -516,15 +606,17 @@ class FedLSM(Method):
         return (dl if self.n_l is None else self.n_l), (dh if self.n_h is None else self.n_h)
 
     def _ema(self, ctx) -> None:
-        ema_update(ctx.scratch["teacher"], dict(ctx.model.named_parameters()), dict(ctx.model.named_buffers()),
-                   self.ema_decay)
+        ema_update(
+            ctx.scratch["teacher"], dict(ctx.model.named_parameters()), dict(ctx.model.named_buffers()), self.ema_decay
+        )
 
     def init_client(self, ctx: ClientContext) -> None:
         """The class weights of the client's training labels (kept for the run)."""
         d = ctx.data
         if self._multilabel(ctx) and "pos_weight" not in ctx.state:
-            ctx.state["pos_weight"] = class_pos_weight(d.labels, d.mask) if self.pos_weight \
-                else torch.ones(d.labels.shape[1])
+            ctx.state["pos_weight"] = (
+                class_pos_weight(d.labels, d.mask) if self.pos_weight else torch.ones(d.labels.shape[1])
+            )
 
     def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         return self.supervised_loss(ctx, logits, batch)
@@ -593,8 +685,7 @@ class FedLSM(Method):
             labelled = (y * m).sum(1) > 0
             cls = ctx.data.class_mask.to(y.device)
             tm, pseudo = singlelabel_targets(probs[:nm], y[:nm], labelled[:nm], cls, self.tau)
-            self._record(ctx, pm, torch.where(pseudo[:, None], tm, torch.zeros_like(tm)),
-                         pseudo[:, None].expand_as(tm))
+            self._record(ctx, pm, torch.where(pseudo[:, None], tm, torch.zeros_like(tm)), pseudo[:, None].expand_as(tm))
             stats = ctx.scratch["pl_stats"]
             stats[0] += float(pseudo.sum())
             stats[1] += float((~labelled[:nm]).sum())
@@ -605,8 +696,19 @@ class FedLSM(Method):
             h_taus = (self.tau_lp, self.tau_ln, self.tau_l) if self.ue else (self.tau_p, self.tau_n, self.tau)
             if ml:
                 x_mix, t_mix, mix_mask = ude_multilabel(
-                    x_mix_src[:nx], x_mix_src[nx:], probs[sl], probs[sh], y[sl], y[sh], known[sl], lam,
-                    (self.tau_p, self.tau_n), h_taus[:2], self.scalar_reduction, self.lambda_on_uncertain)
+                    x_mix_src[:nx],
+                    x_mix_src[nx:],
+                    probs[sl],
+                    probs[sh],
+                    y[sl],
+                    y[sh],
+                    known[sl],
+                    lam,
+                    (self.tau_p, self.tau_n),
+                    h_taus[:2],
+                    self.scalar_reduction,
+                    self.lambda_on_uncertain,
+                )
             else:
                 tl, ql = singlelabel_targets(probs[sl], y[sl], labelled[sl], cls, self.tau)
                 th, qh = singlelabel_targets(probs[sh], y[sh], labelled[sh], cls, h_taus[2])

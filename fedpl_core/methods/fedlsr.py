@@ -28,6 +28,7 @@ the model FedMLP reports.  Here the loss is computed correctly (``BCE(p_s, y)`` 
 ``mode="code"`` behaviour; its class weights ``n / n_pos``, counted on the *true* labels, are
 not reproduced).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -35,11 +36,11 @@ from typing import Any
 import torch
 
 from ..fl.federation import Batch, ClientContext
-from ..nn.losses import masked_bce
 from ..fl.views import sample_lambda, weak_view
-from .registry import register
+from ..nn.losses import masked_bce
 from .blocks import clean_local_train
 from .fedavg import FedAvg
+from .registry import register
 
 EPS = 1e-6
 
@@ -68,15 +69,23 @@ class FedLSR(FedAvg):
     partial = False
     tasks = ("multilabel",)
 
-    def __init__(self, gamma: float = 0.4, t_w: float = 0.2, distill_t: float = 1 / 3, sharpen_t: float = 0.5,
-                 mix_alpha: float = 1.0, partial: bool = False, bce_on_probabilities: bool = False, **kw: Any):
+    def __init__(
+        self,
+        gamma: float = 0.4,
+        t_w: float = 0.2,
+        distill_t: float = 1 / 3,
+        sharpen_t: float = 0.5,
+        mix_alpha: float = 1.0,
+        partial: bool = False,
+        bce_on_probabilities: bool = False,
+        **kw: Any,
+    ):
         """``t_w``: warm-up of beta in rounds when >= 1, as a share of ``cfg.rounds`` when < 1."""
         super().__init__(**kw)
         self.gamma, self.t_w = float(gamma), float(t_w)
         self.distill_t, self.sharpen_t, self.mix_alpha = float(distill_t), float(sharpen_t), float(mix_alpha)
         # partial: a class attribute the instance overrides
         self.partial, self.bce_on_probabilities = bool(partial), bool(bce_on_probabilities)  # type: ignore[misc]
-
 
     def beta(self, ctx) -> float:
         t_w = self.t_w if self.t_w >= 1 else self.t_w * ctx.cfg.rounds
@@ -101,8 +110,9 @@ class FedLSR(FedAvg):
         ctx.optimizer.step()
         return loss.detach()
 
-    def lsr_loss(self, z1: torch.Tensor, z2: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None, lam: float,
-                 beta: float) -> torch.Tensor:
+    def lsr_loss(
+        self, z1: torch.Tensor, z2: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None, lam: float, beta: float
+    ) -> torch.Tensor:
         """The FedLSR objective on the two views' logits (see the module docstring)."""
         js = bernoulli_js(torch.sigmoid(z1 / self.distill_t), torch.sigmoid(z2 / self.distill_t)).mean()
         p = (lam * torch.sigmoid(z1) + (1 - lam) * torch.sigmoid(z2)).clamp(EPS, 1 - EPS)
@@ -113,8 +123,9 @@ class FedLSR(FedAvg):
 
     def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         z1, z2 = logits.chunk(2)
-        return self.lsr_loss(z1, z2, batch.y, batch.mask if self.partial else None, ctx.scratch["lam"],
-                             ctx.scratch["beta"])
+        return self.lsr_loss(
+            z1, z2, batch.y, batch.mask if self.partial else None, ctx.scratch["lam"], ctx.scratch["beta"]
+        )
 
 
 __all__ = ["FedLSR", "bernoulli_js"]

@@ -52,6 +52,7 @@ inference-time hard threshold of psi at ``l1_thres`` = 5e-6 (entries below it wo
 theta by at most 5e-6) and the sparse / delta-thresholded communication (the code's
 ``delta_thres``), which only measure communication cost; multi-class tasks.
 """
+
 from __future__ import annotations
 
 import copy
@@ -60,13 +61,13 @@ from typing import Any
 import torch
 from torch.func import functional_call
 
-from ..nn.aggregation import weighted_average
 from ..fl.federation import Batch, ClientContext, ClientUpdate, FederationInfo
 from ..fl.server import Server
-from ..nn.losses import masked_bce
 from ..fl.views import strong_view, weak_view
-from .registry import register
+from ..nn.aggregation import weighted_average
+from ..nn.losses import masked_bce
 from .base import Method
+from .registry import register
 from .simsiam import SimSiamPretraining
 
 PSI = "psi/"
@@ -78,7 +79,9 @@ def select_helpers(embeddings: dict[int, torch.Tensor], k: int) -> dict[int, lis
     ids = sorted(embeddings)
     out = {}
     for i in ids:
-        d = [(float(torch.linalg.vector_norm(embeddings[i].double() - embeddings[j].double())), j) for j in ids if j != i]
+        d = [
+            (float(torch.linalg.vector_norm(embeddings[i].double() - embeddings[j].double())), j) for j in ids if j != i
+        ]
         out[i] = [j for _, j in sorted(d)[:k]]
     return out
 
@@ -107,16 +110,35 @@ class FedMatch(Method):
     color = "#e7ba52"
     paper = "FedPSL"
     train_cost = 2.0  # helper models, pseudo-labels
-    option_ranges = {"num_helpers": "int>=0", "confidence": "[0,1]", "psi_factor": ">=0", "h_interval": "int>=1",
-                     "lambda_s": ">=0", "lambda_i": ">=0", "lambda_a": ">=0", "lambda_l1": ">=0", "lambda_l2": ">=0"}
+    option_ranges = {
+        "num_helpers": "int>=0",
+        "confidence": "[0,1]",
+        "psi_factor": ">=0",
+        "h_interval": "int>=1",
+        "lambda_s": ">=0",
+        "lambda_i": ">=0",
+        "lambda_a": ">=0",
+        "lambda_l1": ">=0",
+        "lambda_l2": ">=0",
+    }
     partial = True
     default_loss = "wbce"
     tasks = ("multilabel",)
     metadata_keys = Method.metadata_keys + ("input_shape",)
 
-    def __init__(self, num_helpers: int = 2, confidence: float = 0.75, psi_factor: float = 0.2,
-                 h_interval: int = 10, lambda_s: float = 10.0, lambda_i: float = 1e-2, lambda_a: float = 1e-2,
-                 lambda_l1: float = 1e-4, lambda_l2: float = 10.0, **kw: Any):
+    def __init__(
+        self,
+        num_helpers: int = 2,
+        confidence: float = 0.75,
+        psi_factor: float = 0.2,
+        h_interval: int = 10,
+        lambda_s: float = 10.0,
+        lambda_i: float = 1e-2,
+        lambda_a: float = 1e-2,
+        lambda_l1: float = 1e-4,
+        lambda_l2: float = 10.0,
+        **kw: Any,
+    ):
         super().__init__(**kw)
         self.num_helpers, self.confidence, self.psi_factor = int(num_helpers), float(confidence), float(psi_factor)
         self.h_interval = int(h_interval)
@@ -157,9 +179,13 @@ class FedMatch(Method):
 
     def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
         w = self.weights(updates)
-        model = [ClientUpdate(u.client_id, {k: v for k, v in u.state.items() if not k.startswith(PSI)},
-                              u.num_samples, u.metadata) for u in updates]
-        psis = [{k[len(PSI):]: v for k, v in u.state.items() if k.startswith(PSI)} for u in updates]
+        model = [
+            ClientUpdate(
+                u.client_id, {k: v for k, v in u.state.items() if not k.startswith(PSI)}, u.num_samples, u.metadata
+            )
+            for u in updates
+        ]
+        psis = [{k[len(PSI) :]: v for k, v in u.state.items() if k.startswith(PSI)} for u in updates]
         super().aggregate(server, model)
         server.state["psi"] = weighted_average(psis, w)
         for u, m, psi in zip(updates, model, psis):
@@ -176,8 +202,9 @@ class FedMatch(Method):
         psi = {k: v.detach().clone().to(ctx.device) for k, v in payload["psi"].items()}
         sigma = {k: theta[k].to(ctx.device) - psi[k] for k in psi}
         ctx.scratch["psi"] = psi
-        ctx.scratch["helpers"] = [{**theta, **{k: sigma[k] + h[k].to(ctx.device) for k in sigma}}
-                                  for h in payload["helpers"]]
+        ctx.scratch["helpers"] = [
+            {**theta, **{k: sigma[k] + h[k].to(ctx.device) for k in sigma}} for h in payload["helpers"]
+        ]
         n, c = ctx.data.n, ctx.info.num_classes
         ctx.state["pseudo_labels"] = {"mask": torch.zeros(n, c, dtype=torch.bool), "target": torch.zeros(n, c)}
 
@@ -217,8 +244,9 @@ class FedMatch(Method):
                 loss_u = loss_u + self.lambda_a * masked_bce(logits_s, y_hat, conf)
                 pl["mask"][pos] |= conf.cpu()
                 pl["target"][pos] = torch.where(conf.cpu(), y_hat.cpu(), pl["target"][pos])
-            reg = sum(self.lambda_l1 * psi[k].abs().sum() + self.lambda_l2 * (sigma[k] - psi[k]).pow(2).sum()
-                      for k in psi)
+            reg = sum(
+                self.lambda_l1 * psi[k].abs().sum() + self.lambda_l2 * (sigma[k] - psi[k]).pow(2).sum() for k in psi
+            )
             opt_psi.zero_grad(set_to_none=True)
             (loss_u + reg).backward()
             opt_psi.step()

@@ -80,6 +80,7 @@ misses the degree 1.0, as ``FedAvg_tao`` (``utils/FedAvg.py`` L66-67), and is se
 round no client uses that value (MLD and ST read d_c of missing classes only).
 ``degree_weighting`` (``"size"`` = Eq. 10, ``"mean"``) is the same in both modes.
 """
+
 from __future__ import annotations
 
 import math
@@ -91,15 +92,31 @@ import torch.nn.functional as F
 from ..fl.federation import Batch, ClientContext, ClientUpdate
 from ..fl.server import Server
 from ..nn.losses import masked_bce
-from .registry import register
 from .base import Method
 from .blocks import logit_adjusted_bce
 from .fedavg import FedAvg
+from .registry import register
 
-PAPER = dict(logit_adjust=True, wpc_norm="classes", cr_schedule="paper", st=True, degree_clients="active",
-             prototype_weighting="mean", cr_norm="classes", degree_empty=None)
-CODE = dict(logit_adjust=False, wpc_norm="code", cr_schedule="code", st=False, degree_clients="negative",
-            prototype_weighting="size", cr_norm="code", degree_empty=1.0)
+PAPER = dict(
+    logit_adjust=True,
+    wpc_norm="classes",
+    cr_schedule="paper",
+    st=True,
+    degree_clients="active",
+    prototype_weighting="mean",
+    cr_norm="classes",
+    degree_empty=None,
+)
+CODE = dict(
+    logit_adjust=False,
+    wpc_norm="code",
+    cr_schedule="code",
+    st=False,
+    degree_clients="negative",
+    prototype_weighting="size",
+    cr_norm="code",
+    degree_empty=1.0,
+)
 EPS = 1e-6
 
 
@@ -116,8 +133,9 @@ def adjusted_probability(prob: torch.Tensor, pos_rate: torch.Tensor) -> torch.Te
     return prob * p1 / (prob * p1 + (1 - prob) * (1 - p1))
 
 
-def wpc_loss(logits: torch.Tensor, targets: torch.Tensor, known: torch.Tensor, shift: torch.Tensor | None,
-             denom: float) -> torch.Tensor:
+def wpc_loss(
+    logits: torch.Tensor, targets: torch.Tensor, known: torch.Tensor, shift: torch.Tensor | None, denom: float
+) -> torch.Tensor:
     """Eq. 4 summed over the ``known`` entries on ``logits + shift`` (shift = ln(pi1/pi0)),
     divided by ``denom`` (paper: B x C): the logit-adjusted loss block
     (:func:`~fedpl_core.methods.blocks.logit_adjusted_bce`)."""
@@ -157,8 +175,13 @@ def dual_prototypes(features: torch.Tensor, labels: torch.Tensor, mask: torch.Te
     return out, counts
 
 
-def global_prototypes(protos: list[torch.Tensor], counts: list[torch.Tensor], class_masks: torch.Tensor,
-                      sizes: list[float], weighting: str = "mean"):
+def global_prototypes(
+    protos: list[torch.Tensor],
+    counts: list[torch.Tensor],
+    class_masks: torch.Tensor,
+    sizes: list[float],
+    weighting: str = "mean",
+):
     """Eq. 6: per class and n, the mean (``"mean"``) or client-size-weighted mean (``"size"``)
     of the prototypes of the clients in S_c that have one.  ``([C, 2, d], [C, 2] valid)``."""
     P = torch.stack([p.float() for p in protos])  # [K, C, 2, d]
@@ -198,8 +221,13 @@ def learning_degree(probs: torch.Tensor, lower: float = 0.3, upper: float = 0.7)
     return ((probs < lower) | (probs > upper)).float().mean(0)
 
 
-def global_learning_degree(degrees: torch.Tensor, sizes: list[float], members: torch.Tensor,
-                           weighting: str = "size", empty: float | None = None) -> torch.Tensor:
+def global_learning_degree(
+    degrees: torch.Tensor,
+    sizes: list[float],
+    members: torch.Tensor,
+    weighting: str = "size",
+    empty: float | None = None,
+) -> torch.Tensor:
     """Eq. 10 (right): per class the (size-weighted or plain) mean of ``degrees [K, C]`` over
     the clients with ``members[k, c]`` (S_c in the paper).  A class without members gets
     ``empty``; ``None``: the mean over all clients **[choice]**.  The released code's
@@ -235,28 +263,65 @@ class FedMLP(FedAvg):
     color = "#11a579"
     paper = "FedMLP"
     train_cost = 1.7  # prototypes / teachers
-    option_ranges = {"warmup_rounds": "int>=0", "lower": "[0,1]", "upper": "[0,1]", "t0": ">=0", "t1": ">=0",
-                     "num_views": "int>=1", "cr_weight": ">=0", "degree_empty": "[0,1]"}
+    option_ranges = {
+        "warmup_rounds": "int>=0",
+        "lower": "[0,1]",
+        "upper": "[0,1]",
+        "t0": ">=0",
+        "t1": ">=0",
+        "num_views": "int>=1",
+        "cr_weight": ">=0",
+        "degree_empty": "[0,1]",
+    }
     partial = True
     tasks = ("multilabel",)
     metadata_keys = Method.metadata_keys + ("prototypes", "prototype_counts", "learning_degree")
 
-    def __init__(self, mode: str = "paper", warmup_rounds: int = 10, lower: float = 0.3, upper: float = 0.7,
-                 t0: float = 0.005, t1: float = 0.01, mld: bool = True, wpc: bool = True, cr: bool = True,
-                 st: bool | None = None, num_views: int | None = None, cr_weight: float = 1.0, logit_adjust: bool | None = None,
-                 wpc_norm: str | None = None, cr_schedule: str | None = None, degree_clients: str | None = None,
-                 degree_weighting: str = "size", prototype_weighting: str | None = None, cr_norm: str | None = None,
-                 degree_empty: float | None = None, **kw: Any):
+    def __init__(
+        self,
+        mode: str = "paper",
+        warmup_rounds: int = 10,
+        lower: float = 0.3,
+        upper: float = 0.7,
+        t0: float = 0.005,
+        t1: float = 0.01,
+        mld: bool = True,
+        wpc: bool = True,
+        cr: bool = True,
+        st: bool | None = None,
+        num_views: int | None = None,
+        cr_weight: float = 1.0,
+        logit_adjust: bool | None = None,
+        wpc_norm: str | None = None,
+        cr_schedule: str | None = None,
+        degree_clients: str | None = None,
+        degree_weighting: str = "size",
+        prototype_weighting: str | None = None,
+        cr_norm: str | None = None,
+        degree_empty: float | None = None,
+        **kw: Any,
+    ):
         super().__init__(**kw)
         if mode not in ("paper", "code"):
             raise ValueError(f"unknown mode {mode!r}; use 'paper' or 'code'")
-        given = dict(logit_adjust=logit_adjust, wpc_norm=wpc_norm, cr_schedule=cr_schedule, st=st,
-                     degree_clients=degree_clients, prototype_weighting=prototype_weighting, cr_norm=cr_norm,
-                     degree_empty=degree_empty)
+        given = dict(
+            logit_adjust=logit_adjust,
+            wpc_norm=wpc_norm,
+            cr_schedule=cr_schedule,
+            st=st,
+            degree_clients=degree_clients,
+            prototype_weighting=prototype_weighting,
+            cr_norm=cr_norm,
+            degree_empty=degree_empty,
+        )
         opts = {k: (PAPER if mode == "paper" else CODE)[k] if v is None else v for k, v in given.items()}
-        for k, ok in (("wpc_norm", ("classes", "code")), ("cr_schedule", ("paper", "code")),
-                      ("degree_clients", ("active", "negative")), ("prototype_weighting", ("mean", "size")),
-                      ("cr_norm", ("classes", "code"))):
+        for k, ok in (
+            ("wpc_norm", ("classes", "code")),
+            ("cr_schedule", ("paper", "code")),
+            ("degree_clients", ("active", "negative")),
+            ("prototype_weighting", ("mean", "size")),
+            ("cr_norm", ("classes", "code")),
+        ):
             if opts[k] not in ok:
                 raise ValueError(f"unknown {k} {opts[k]!r}; use one of {ok}")
         if degree_weighting not in ("size", "mean"):
@@ -273,16 +338,16 @@ class FedMLP(FedAvg):
         self.degree_clients, self.degree_weighting = opts["degree_clients"], degree_weighting
         self.prototype_weighting, self.cr_norm = opts["prototype_weighting"], opts["cr_norm"]
         # opts mixes the options' types (object to the checker)
-        self.degree_empty = (None if opts["degree_empty"] is None
-                             else float(opts["degree_empty"]))  # type: ignore[arg-type]
+        self.degree_empty = None if opts["degree_empty"] is None else float(opts["degree_empty"])  # type: ignore[arg-type]
 
     # ---------------------------------------------------------------- server
     def init_server(self, server: Server) -> None:
         server.state["round"] = 0
 
     def payload(self, server: Server, client_id: int) -> dict[str, Any]:
-        extra = {k: server.state[k] for k in ("prototypes", "prototype_valid", "degree", "pos_rate")
-                 if k in server.state}
+        extra = {
+            k: server.state[k] for k in ("prototypes", "prototype_valid", "degree", "pos_rate") if k in server.state
+        }
         return {"state": server.global_state, **extra}  # type: ignore[dict-item]
 
     def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
@@ -297,9 +362,13 @@ class FedMLP(FedAvg):
             return
         cm = torch.stack([torch.as_tensor(u.metadata["class_mask"]).bool() for u in ups])
         sizes = [float(u.num_samples) for u in ups]
-        P, valid = global_prototypes([u.metadata["prototypes"] for u in ups],
-                                     [u.metadata["prototype_counts"] for u in ups], cm, sizes,
-                                     self.prototype_weighting)  # type: ignore[arg-type]  # a str option
+        P, valid = global_prototypes(
+            [u.metadata["prototypes"] for u in ups],
+            [u.metadata["prototype_counts"] for u in ups],
+            cm,
+            sizes,
+            self.prototype_weighting,  # type: ignore[arg-type]  # a str option
+        )
         server.state["prototypes"], server.state["prototype_valid"] = P, valid
         members = cm if self.degree_clients == "active" else ~cm
         deg = torch.stack([torch.as_tensor(u.metadata["learning_degree"], dtype=torch.float32) for u in ups])
@@ -330,8 +399,7 @@ class FedMLP(FedAvg):
         pl = ctx.state.get("pseudo_labels")
         if pl is None:
             n, C = ctx.data.labels.shape
-            pl = ctx.state["pseudo_labels"] = {"mask": torch.zeros(n, C, dtype=torch.bool),
-                                               "target": torch.zeros(n, C)}
+            pl = ctx.state["pseudo_labels"] = {"mask": torch.zeros(n, C, dtype=torch.bool), "target": torch.zeros(n, C)}
         return pl
 
     def prepare(self, ctx) -> None:
@@ -358,8 +426,12 @@ class FedMLP(FedAvg):
             pl["target"][neg, c], pl["target"][pos, c] = 0.0, 1.0
             added, pos_added = added + neg.numel() + pos.numel(), pos_added + pos.numel()
         if missing:
-            ctx.log(tags_added=added, tags_positive=pos_added, tag_share=added / (ctx.data.n * len(missing)),
-                    learning_degree=float(torch.as_tensor(deg)[missing].mean()))
+            ctx.log(
+                tags_added=added,
+                tags_positive=pos_added,
+                tag_share=added / (ctx.data.n * len(missing)),
+                learning_degree=float(torch.as_tensor(deg)[missing].mean()),
+            )
 
     def local_train(self, ctx: ClientContext) -> float:
         """One pass over the round's batches, augmented by the engine (FedAvg's batches)."""
@@ -380,8 +452,12 @@ class FedMLP(FedAvg):
             with ctx.autocast():
                 logits, features = ctx.model.forward_features(x)
             # loss: the float 0.0, then a tensor
-            loss = loss + self.loss(ctx, logits.float(), features,  # type: ignore[assignment]
-                                    Batch(x, batch.y, batch.mask, batch.pos, batch.index))
+            loss = loss + self.loss(
+                ctx,
+                logits.float(),
+                features,  # type: ignore[assignment]
+                Batch(x, batch.y, batch.mask, batch.pos, batch.index),
+            )
         loss = loss / len(views)
         loss.backward()  # type: ignore[attr-defined]
         ctx.optimizer.step()
@@ -416,10 +492,16 @@ class FedMLP(FedAvg):
                 sel = missing if not stage2 else None
             if sel is not None and bool(sel.any()):
                 teacher, _ = ctx.forward_with(ctx.scratch["teacher"], batch.x)  # type: ignore[arg-type]  # has x
-                denom = cr_denominator(self.cr_norm, B, C, ctx.cfg.batch_size,  # type: ignore[arg-type, assignment]
-                                       int(missing[0].sum()))
+                denom = cr_denominator(  # type: ignore[assignment]
+                    self.cr_norm,  # type: ignore[arg-type]
+                    B,
+                    C,
+                    ctx.cfg.batch_size,
+                    int(missing[0].sum()),
+                )
                 total = total + self.cr_weight * consistency_loss(
-                    torch.sigmoid(logits), torch.sigmoid(teacher.float().detach()), sel, denom)
+                    torch.sigmoid(logits), torch.sigmoid(teacher.float().detach()), sel, denom
+                )
         return total
 
     def make_update(self, ctx: ClientContext) -> ClientUpdate:
@@ -430,8 +512,11 @@ class FedMLP(FedAvg):
             logits, feats = self._forward_all(ctx)
             d = ctx.data
             P, counts = dual_prototypes(feats, d.labels.to(feats.device), d.mask.to(feats.device).bool())
-            meta = {"prototypes": P.cpu(), "prototype_counts": counts.cpu(),
-                    "learning_degree": learning_degree(torch.sigmoid(logits), self.lower, self.upper).cpu()}
+            meta = {
+                "prototypes": P.cpu(),
+                "prototype_counts": counts.cpu(),
+                "learning_degree": learning_degree(torch.sigmoid(logits), self.lower, self.upper).cpu(),
+            }
         upd = super().make_update(ctx)
         upd.metadata.update(meta)
         return upd

@@ -27,6 +27,7 @@ begin = 10, end = 49 of 100 rounds (FedNoRo ``options.py``; the FedMLP code: 10 
   distance-aware aggregation weighs noisy clients by their distance to the *clean* ones,
   and here there is none; the FedMLP code uses FedAvg too).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -35,9 +36,9 @@ import torch
 import torch.nn.functional as F
 
 from ..fl.federation import Batch, ClientContext
-from .registry import register
 from .blocks import logit_adjusted_bce, sgd_step, sigmoid_rampup, train_batches
 from .fedavg import FedAvg
+from .registry import register
 
 
 def logit_shift(labels: torch.Tensor, mask: torch.Tensor | None, tau: float = 1.0) -> torch.Tensor:
@@ -52,7 +53,7 @@ def logit_shift(labels: torch.Tensor, mask: torch.Tensor | None, tau: float = 1.
 
 def bernoulli_kl_logits(q: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
     """Per-entry ``KL(Ber(q) || Ber(sigmoid(z)))``, stable in ``z``."""
-    return (torch.xlogy(q, q) + torch.xlogy(1 - q, 1 - q) - q * F.logsigmoid(z) - (1 - q) * F.logsigmoid(-z))
+    return torch.xlogy(q, q) + torch.xlogy(1 - q, 1 - q) - q * F.logsigmoid(z) - (1 - q) * F.logsigmoid(-z)
 
 
 @register
@@ -68,13 +69,20 @@ class FedNoRo(FedAvg):
     partial = True
     tasks = ("multilabel",)
 
-    def __init__(self, a: float = 0.8, begin: int = 10, end: int | None = None, temperature: float = 0.8,
-                 tau: float = 1.0, partial: bool = True, **kw: Any):
+    def __init__(
+        self,
+        a: float = 0.8,
+        begin: int = 10,
+        end: int | None = None,
+        temperature: float = 0.8,
+        tau: float = 1.0,
+        partial: bool = True,
+        **kw: Any,
+    ):
         super().__init__(**kw)
         self.a, self.begin, self.end = float(a), int(begin), end
         # partial: a class attribute the instance overrides
         self.temperature, self.tau, self.partial = float(temperature), float(tau), bool(partial)  # type: ignore[misc]
-
 
     def kd_weight(self, ctx) -> float:
         end = ctx.cfg.rounds - 1 if self.end is None else self.end

@@ -111,10 +111,12 @@ Engine hook this module would like (implemented here by its own ``train_step``, 
 functional forward ``ctx.forward(params, x, buffers=...)`` in the engine, so that
 meta-learning methods do not need to know that a model is ``encoder`` + linear ``head``.
 """
+
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -122,11 +124,11 @@ from torch.func import functional_call
 
 from ..fl.federation import Batch, ClientContext
 from ..nn.models import FedModel
-from .registry import register
 from .base import Method
 from .baselines import FedProx
 from .blocks import rowwise_head_aggregate, sgd_step, train_batches
 from .fedavg import FedAvg
+from .registry import register
 
 HEAD_WEIGHTS = {"labelled": "label_counts", "positive": "positive_counts"}
 HEAD_BLOCK = {"labelled": "tdma", "positive": "positive"}
@@ -153,9 +155,16 @@ def _check_model(model: torch.nn.Module) -> None:
 LossFn = Callable[[torch.Tensor, torch.Tensor, Any], torch.Tensor]
 
 
-def tadl_step(model: FedModel, optimizer: torch.optim.Optimizer, loss_fn: LossFn, b_train, b_val,
-              alpha: float = 1e-3, first_order: bool = False,
-              autocast: Callable[[], Any] = contextlib.nullcontext) -> tuple[torch.Tensor, torch.Tensor]:
+def tadl_step(
+    model: FedModel,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: LossFn,
+    b_train,
+    b_val,
+    alpha: float = 1e-3,
+    first_order: bool = False,
+    autocast: Callable[[], Any] = contextlib.nullcontext,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One TADL step (FedPSL Alg. 1, lines 4-9) on ``model`` = ``encoder`` + linear ``head``.
 
     ``loss_fn(logits, features, batch)`` is the local loss; ``b_train`` / ``b_val`` carry
@@ -179,8 +188,8 @@ def tadl_step(model: FedModel, optimizer: torch.optim.Optimizer, loss_fn: LossFn
         logits_tr = F.linear(f_tr, phi_leaf[0], phi_leaf[1])
     loss_tr = loss_fn(logits_tr.float(), f_tr.float(), b_train)
     grads = torch.autograd.grad(loss_tr, theta + phi_leaf, create_graph=not first_order, allow_unused=True)
-    g_theta = [torch.zeros_like(p) if g is None else g for p, g in zip(theta, grads[:len(theta)])]
-    g_phi = [torch.zeros_like(p) if g is None else g.detach() for p, g in zip(phi, grads[len(theta):])]
+    g_theta = [torch.zeros_like(p) if g is None else g for p, g in zip(theta, grads[: len(theta)])]
+    g_phi = [torch.zeros_like(p) if g is None else g.detach() for p, g in zip(phi, grads[len(theta) :])]
     if first_order:
         g_theta = [g.detach() for g in g_theta]
     theta_prime = {n: p - alpha * g for (n, p), g in zip(theta_named, g_theta)}
@@ -232,8 +241,15 @@ class FedPSL(Method):
     partial = True
     default_loss = "wbce"
 
-    def __init__(self, tdma: bool = True, tadl: bool = True, head_weights: str = "labelled",
-                 first_order: bool = False, alpha: float = 1e-3, **kw: Any):
+    def __init__(
+        self,
+        tdma: bool = True,
+        tadl: bool = True,
+        head_weights: str = "labelled",
+        first_order: bool = False,
+        alpha: float = 1e-3,
+        **kw: Any,
+    ):
         if head_weights not in HEAD_WEIGHTS:
             raise ValueError(f"unknown head_weights {head_weights!r}; use one of {sorted(HEAD_WEIGHTS)}")
         kw.setdefault("head", HEAD_BLOCK[head_weights] if tdma else "plain")
@@ -263,8 +279,16 @@ class FedPSL(Method):
         if not self.tadl or len(batch.pos) < 2:
             return sgd_step(self, ctx, batch)
         b_tr, b_val = batch.split(len(batch.pos) // 2)
-        l_tr, l_val = tadl_step(ctx.model, ctx.optimizer, lambda lg, ft, b: self.loss(ctx, lg, ft, b), b_tr, b_val,
-                                alpha=self.alpha, first_order=self.first_order, autocast=ctx.autocast)
+        l_tr, l_val = tadl_step(
+            ctx.model,
+            ctx.optimizer,
+            lambda lg, ft, b: self.loss(ctx, lg, ft, b),
+            b_tr,
+            b_val,
+            alpha=self.alpha,
+            first_order=self.first_order,
+            autocast=ctx.autocast,
+        )
         return 0.5 * (l_tr + l_val)
 
 

@@ -30,21 +30,29 @@ terms normalised by ``|U|`` and ``|P_k|``, minus the prior-weighted positive ter
 * Multi-label tasks are refused (FedLSM: FedPU "was not applicable to multi-label
   classification").
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
 from ..fl.federation import Batch, ClientContext, FederationInfo
 from ..nn.losses import masked_ce
-from .registry import register
 from .blocks import require_single_label
 from .fedavg import FedAvg
+from .registry import register
 
 
-def fedpu_risk(logits: torch.Tensor, y: torch.Tensor, labelled: torch.Tensor, client_classes: torch.Tensor,
-               prior: torch.Tensor | float = 0.0, eps: float = 1e-6) -> torch.Tensor:
+def fedpu_risk(
+    logits: torch.Tensor,
+    y: torch.Tensor,
+    labelled: torch.Tensor,
+    client_classes: torch.Tensor,
+    prior: torch.Tensor | float = 0.0,
+    eps: float = 1e-6,
+) -> torch.Tensor:
     """The PU term of :mod:`fedpu` (without the CE): ``[B, C]`` logits, one-hot ``y``,
     ``[B]`` bool ``labelled``, ``[C]`` bool ``client_classes``, ``prior`` pi^U."""
     p = logits.softmax(1)

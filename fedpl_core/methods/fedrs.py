@@ -23,6 +23,7 @@ without TDMA, "specifically designed for the similar scenario").
 * The loss hook scales only while the model is in training mode (validation loss and
   evaluation see the plain softmax).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,15 +32,18 @@ import torch
 
 from ..fl.federation import Batch, ClientContext, FederationInfo
 from ..nn.losses import masked_ce
-from .registry import register
 from .blocks import require_single_label
 from .fedavg import FedAvg
+from .registry import register
 
 
 def restricted_logits(logits: torch.Tensor, class_mask: torch.Tensor, alpha: float) -> torch.Tensor:
     """Logits of the classes outside ``class_mask`` ``[C]`` multiplied by ``alpha``."""
-    scale = torch.where(class_mask.to(torch.bool).to(logits.device), torch.ones((), dtype=logits.dtype,
-                        device=logits.device), torch.full((), float(alpha), dtype=logits.dtype, device=logits.device))
+    scale = torch.where(
+        class_mask.to(torch.bool).to(logits.device),
+        torch.ones((), dtype=logits.dtype, device=logits.device),
+        torch.full((), float(alpha), dtype=logits.dtype, device=logits.device),
+    )
     return logits * scale
 
 

@@ -52,11 +52,13 @@ GPU runs give slightly different encoders but share the key), nor code changes t
 pre-training itself (clear the directory after changing it); a cache hit leaves the
 pre-training rounds' ``train_loss`` at 0 and ``log/ssp_cache_hit`` at 1.
 """
+
 from __future__ import annotations
 
+from .fedavg import FedAvg
 from .registry import register
 from .simsiam import SimSiamPretraining
-from .fedavg import FedAvg
+
 
 @register
 class FedSSP(SimSiamPretraining, FedAvg):

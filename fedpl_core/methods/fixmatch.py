@@ -56,6 +56,7 @@ Registered methods:
                           FedMatch's ``config.py``: ``confidence = 0.75``), weighted BCE
 ========================  =====================================================================
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -65,8 +66,8 @@ import torch.nn.functional as F
 
 from ..fl.federation import Batch, ClientContext
 from ..fl.views import strong_view, weak_view
-from .registry import register
 from .base import Method
+from .registry import register
 
 TEACHERS = ("current", "global")
 
@@ -77,8 +78,9 @@ def labelled_rows(y: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return ((y > 0) & mask.to(torch.bool)).any(1)
 
 
-def fixmatch_pseudo_labels(logits: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, task: str, tau: float,
-                           restrict_known: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+def fixmatch_pseudo_labels(
+    logits: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, task: str, tau: float, restrict_known: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Hard pseudo-labels of the unannotated entries from (teacher) logits of the weak view.
 
     Returns ``(pl_mask [B, C] bool, pl_target [B, C] float)``: ``pl_mask`` True on the
@@ -105,8 +107,14 @@ def fixmatch_pseudo_labels(logits: torch.Tensor, y: torch.Tensor, mask: torch.Te
     return pos | neg, pos.to(logits.dtype)
 
 
-def unlabelled_loss(logits_s: torch.Tensor, pl_mask: torch.Tensor, pl_target: torch.Tensor, y: torch.Tensor,
-                    mask: torch.Tensor, task: str) -> torch.Tensor:
+def unlabelled_loss(
+    logits_s: torch.Tensor,
+    pl_mask: torch.Tensor,
+    pl_target: torch.Tensor,
+    y: torch.Tensor,
+    mask: torch.Tensor,
+    task: str,
+) -> torch.Tensor:
     """FixMatch's ``L_u`` on the strong-view logits (normalisation in the module docstring)."""
     if task == "multiclass":
         rows = pl_mask.any(1)
@@ -143,8 +151,17 @@ class FixMatch(Method):
     partial = True
     default_loss = "wbce"
 
-    def __init__(self, tau: float = 0.95, lambda_u: float = 1.0, teacher: str = "current", num_ops: int = 2,
-                 magnitude: float = 10, restrict_known: bool = True, pos_weight: bool = False, **kw: Any):
+    def __init__(
+        self,
+        tau: float = 0.95,
+        lambda_u: float = 1.0,
+        teacher: str = "current",
+        num_ops: int = 2,
+        magnitude: float = 10,
+        restrict_known: bool = True,
+        pos_weight: bool = False,
+        **kw: Any,
+    ):
         super().__init__(pos_weight=pos_weight, **kw)
         if not 0.0 < tau <= 1.0:
             raise ValueError(f"tau must be in (0, 1], got {tau}")
@@ -159,8 +176,7 @@ class FixMatch(Method):
             ctx.scratch["global_state"] = ctx.extract_state()
         if "pseudo_labels" not in ctx.state:
             n, c = ctx.data.labels.shape
-            ctx.state["pseudo_labels"] = {"mask": torch.zeros(n, c, dtype=torch.bool),
-                                          "target": torch.zeros(n, c)}
+            ctx.state["pseudo_labels"] = {"mask": torch.zeros(n, c, dtype=torch.bool), "target": torch.zeros(n, c)}
 
     def loss(self, ctx: ClientContext, logits: torch.Tensor, features: torch.Tensor, batch: Batch) -> torch.Tensor:
         """The supervised term (``train_step`` adds ``lambda_u L_u``)."""
@@ -181,8 +197,7 @@ class FixMatch(Method):
         xw = weak_view(batch.x, ctx.generator)
         xs = strong_view(batch.x, ctx.generator, self.num_ops, self.magnitude)
         # the global teacher does not read logits_w
-        pl_mask, pl_target = ((None, None) if self.teacher == "current"
-                              else self.pseudo_labels(ctx, batch, None, xw))  # type: ignore[arg-type]
+        pl_mask, pl_target = (None, None) if self.teacher == "current" else self.pseudo_labels(ctx, batch, None, xw)  # type: ignore[arg-type]
         ctx.optimizer.zero_grad(set_to_none=True)
         with ctx.autocast():
             logits, feats = ctx.model.forward_features(torch.cat([xw, xs]))

@@ -23,6 +23,7 @@ reading of FedPSL's description and of mixup (Zhang et al., ICLR 2018), every st
   used: only entries annotated in *both* samples count;
 * ``alpha`` = 1.0 (mixup's CIFAR default; [9]'s value unknown), ``warmup_rounds`` = 1.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,15 +31,16 @@ from typing import Any
 import torch
 
 from ..fl.federation import ClientContext
-from ..nn.losses import masked_bce
 from ..fl.views import mixup, sample_lambda
-from .registry import register
+from ..nn.losses import masked_bce
 from .blocks import train_batches
 from .fedavg import FedAvg
+from .registry import register
 
 
-def pme_targets(y: torch.Tensor, mask: torch.Tensor, probs: torch.Tensor | None, perm: torch.Tensor,
-                lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+def pme_targets(
+    y: torch.Tensor, mask: torch.Tensor, probs: torch.Tensor | None, perm: torch.Tensor, lam: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Mixed targets and their loss mask for a batch mixed with ``batch[perm]``.
 
     ``y``: ``[B, C]`` labels (0 where unannotated), ``mask``: ``[B, C]`` annotated entries,

@@ -42,6 +42,7 @@ Registered here:
                   (``get_method("fedprox", mu=0.001, partial=True, loss="wbce", head="tdma")``)
 ================  ==================================================================
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -49,10 +50,10 @@ from typing import Any
 import torch
 
 from ..fl.federation import Batch, ClientContext, ClientUpdate
-from .registry import register
 from .base import Method
 from .baselines import FedProx
 from .blocks import moon_contrastive, train_batches
+from .registry import register
 
 
 @register

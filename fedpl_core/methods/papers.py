@@ -6,6 +6,7 @@ read by the figures and tables (:mod:`fedpl_core.report.names`), by the catalogu
 ``docs/methods.md`` shows and by ``python -m fedpl_core methods`` (through the generated index,
 :mod:`fedpl_core.methods.catalog`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,22 +36,46 @@ class Paper:
 
     @property
     def heading(self) -> str:
-        """"FedPSL (IEEE TMI; notebook 01): multi-label chest X-rays"."""
+        """ "FedPSL (IEEE TMI; notebook 01): multi-label chest X-rays"."""
         if not self.venue:
             return f"{self.name} ({self.data})"
         return f"{self.name} ({self.venue}; notebook {self.notebook[:2]}): {self.data}"
 
 
 #: The papers in the order of the notebooks, the common baselines first.
-PAPERS: dict[str, Paper] = {p.key: p for p in (
-    Paper("baseline", "Common baselines", "", "", "every paper", BOTH_TASKS, "papers/baselines.md"),
-    Paper("FedPSL", "FedPSL", "IEEE TMI", "01_fedpsl", "multi-label chest X-rays", MULTILABEL, "papers/fedpsl.md"),
-    Paper("FedLSM", "FedLSM", "MICCAI 2023", "02_fedlsm",
-          "multi-label chest X-rays (Task 1), single-label skin lesions (Task 2)", BOTH_TASKS, "papers/fedlsm.md"),
-    Paper("Surgical Aggregation", "Surgical Aggregation", "ML4H 2024", "03_surgical_aggregation",
-          "multi-label chest X-rays, different label spaces", MULTILABEL, "papers/surgical.md"),
-    Paper("FedMLP", "FedMLP", "MICCAI 2024", "04_fedmlp", "multi-label head CT and chest X-rays", MULTILABEL,
-          "papers/fedmlp.md"),
-)}
+PAPERS: dict[str, Paper] = {
+    p.key: p
+    for p in (
+        Paper("baseline", "Common baselines", "", "", "every paper", BOTH_TASKS, "papers/baselines.md"),
+        Paper("FedPSL", "FedPSL", "IEEE TMI", "01_fedpsl", "multi-label chest X-rays", MULTILABEL, "papers/fedpsl.md"),
+        Paper(
+            "FedLSM",
+            "FedLSM",
+            "MICCAI 2023",
+            "02_fedlsm",
+            "multi-label chest X-rays (Task 1), single-label skin lesions (Task 2)",
+            BOTH_TASKS,
+            "papers/fedlsm.md",
+        ),
+        Paper(
+            "Surgical Aggregation",
+            "Surgical Aggregation",
+            "ML4H 2024",
+            "03_surgical_aggregation",
+            "multi-label chest X-rays, different label spaces",
+            MULTILABEL,
+            "papers/surgical.md",
+        ),
+        Paper(
+            "FedMLP",
+            "FedMLP",
+            "MICCAI 2024",
+            "04_fedmlp",
+            "multi-label head CT and chest X-rays",
+            MULTILABEL,
+            "papers/fedmlp.md",
+        ),
+    )
+}
 
 __all__ = ["Paper", "PAPERS", "BOTH_TASKS", "MULTILABEL"]

@@ -7,6 +7,7 @@ time a registry function answers, then the user's plugin modules named in
 ``$FEDPL_PLUGINS`` (:mod:`fedpl_core.base.plugins`), so that a worker process finds a
 plugin's method by name.  A new method is one module with one decorated class.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from .base import Method
 
 #: ``{registry name: class}``; :func:`register` fills it.
-METHODS: dict[str, type["Method"]] = {}
+METHODS: dict[str, type[Method]] = {}
 
 #: The package whose every module :func:`load_all` imports.
 PACKAGE = __name__.rpartition(".")[0]
@@ -33,7 +34,7 @@ def _where(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def register(cls: type["Method"]) -> type["Method"]:
+def register(cls: type[Method]) -> type[Method]:
     """Class decorator (or call) adding a method to the registry under ``cls.name``.
 
     Registering the same class again is a no-op, and a class defined at the same place (the
@@ -42,12 +43,15 @@ def register(cls: type["Method"]) -> type["Method"]:
     :class:`DuplicateMethodError` naming both classes."""
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not name or name == "method":
-        raise ValueError(f"{_where(cls)}: a registered method needs a registry name of its own (class attribute "
-                         "`name`)")
+        raise ValueError(
+            f"{_where(cls)}: a registered method needs a registry name of its own (class attribute `name`)"
+        )
     have = METHODS.get(name)
     if have is not None and have is not cls and _where(have) != _where(cls):
-        raise DuplicateMethodError(f"method name {name!r} is taken by {_where(have)}: {_where(cls)} cannot be "
-                                   "registered under it (give it a name of its own)")
+        raise DuplicateMethodError(
+            f"method name {name!r} is taken by {_where(have)}: {_where(cls)} cannot be "
+            "registered under it (give it a name of its own)"
+        )
     METHODS[name] = cls
     return cls
 

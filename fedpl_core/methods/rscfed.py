@@ -40,6 +40,7 @@ sigmoid, multi-label only).
   by ``(seed, server round)``, so runs are reproducible.  With K' >= K every subset is the
   whole round and RSCFed's aggregation is DMA over all clients.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -47,14 +48,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..nn.aggregation import weighted_average
 from ..fl.federation import Batch, ClientContext, ClientUpdate, derive_seed
 from ..fl.server import Server
-from ..nn.losses import masked_bce
 from ..fl.views import weak_view
-from .registry import register
+from ..nn.aggregation import weighted_average
+from ..nn.losses import masked_bce
 from .blocks import clean_batches, clean_local_train, ema_update, init_teacher, record_pseudo_labels, sgd_step  # noqa: F401
 from .fedavg import FedAvg
+from .registry import register
 
 
 # ------------------------------------------------------------ DMA
@@ -71,8 +72,13 @@ def dma_weights(states: list[dict[str, torch.Tensor]], sizes: list[float], beta:
     n = torch.as_tensor(sizes, dtype=torch.float64)
     base = n / n.sum()
     mean = weighted_average(states, base.tolist())
-    d = torch.tensor([sum(float(torch.linalg.vector_norm((s[k] - mean[k]).double())) for k in mean
-                          if mean[k].is_floating_point()) for s in states], dtype=torch.float64)
+    d = torch.tensor(
+        [
+            sum(float(torch.linalg.vector_norm((s[k] - mean[k]).double())) for k in mean if mean[k].is_floating_point())
+            for s in states
+        ],
+        dtype=torch.float64,
+    )
     return torch.softmax(base.log() - beta * d / n, 0).tolist()
 
 
@@ -86,20 +92,34 @@ class RSCFed(FedAvg):
     color = "#6b6ecf"
     paper = "FedMLP"
     train_cost = 1.7  # teachers / prototypes
-    option_ranges = {"num_subsets": "int>=1", "subset_size": "int>=1", "dist_scale": ">0", "ema_decay": "[0,1]",
-                     "lambda_u": ">=0", "sharpen_t": ">0"}
+    option_ranges = {
+        "num_subsets": "int>=1",
+        "subset_size": "int>=1",
+        "dist_scale": ">0",
+        "ema_decay": "[0,1]",
+        "lambda_u": ">=0",
+        "sharpen_t": ">0",
+    }
     partial = True
     tasks = ("multilabel",)
 
-    def __init__(self, num_subsets: int = 3, subset_size: int = 5, dist_scale: float = 1e4, ema_decay: float = 0.999,
-                 lambda_u: float = 1.0, sharpen_t: float = 0.5, seed: int = 0, **kw: Any):
+    def __init__(
+        self,
+        num_subsets: int = 3,
+        subset_size: int = 5,
+        dist_scale: float = 1e4,
+        ema_decay: float = 0.999,
+        lambda_u: float = 1.0,
+        sharpen_t: float = 0.5,
+        seed: int = 0,
+        **kw: Any,
+    ):
         super().__init__(**kw)
         if num_subsets < 1 or subset_size < 1:
             raise ValueError("num_subsets and subset_size must be >= 1")
         self.num_subsets, self.subset_size = int(num_subsets), int(subset_size)
         self.dist_scale, self.ema_decay = float(dist_scale), float(ema_decay)
         self.lambda_u, self.sharpen_t, self.seed = float(lambda_u), float(sharpen_t), int(seed)
-
 
     # ---------------------------------------------------------------- server
     def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
@@ -110,8 +130,9 @@ class RSCFed(FedAvg):
         subs = []
         for s in subsets:
             states = [updates[i].state for i in s]
-            subs.append(weighted_average(states, dma_weights(states, [updates[i].num_samples for i in s],
-                                                             self.dist_scale)))
+            subs.append(
+                weighted_average(states, dma_weights(states, [updates[i].num_samples for i in s], self.dist_scale))
+            )
         server.global_state.update(weighted_average(subs))
 
     # ---------------------------------------------------------------- client
@@ -143,5 +164,13 @@ class RSCFed(FedAvg):
         return sup + self.lambda_u * unsup
 
 
-__all__ = ["RSCFed", "dma_weights", "sample_subsets", "ema_update", "init_teacher", "record_pseudo_labels",
-           "clean_batches", "clean_local_train"]
+__all__ = [
+    "RSCFed",
+    "dma_weights",
+    "sample_subsets",
+    "ema_update",
+    "init_teacher",
+    "record_pseudo_labels",
+    "clean_batches",
+    "clean_local_train",
+]

@@ -6,6 +6,7 @@ FedMatch+).  It is a mixin, not a block, because during pre-training it takes ov
 round's hooks (``payload``, ``aggregate``, ``receive``, ``local_train``, ``make_update``);
 :mod:`fedpl_core.methods.fedssp` describes the procedure and its cache.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,11 +19,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..nn.aggregation import weighted_average
 from ..fl.checkpoint import atomic_torch_save
 from ..fl.federation import ClientContext, ClientUpdate, FederationInfo
 from ..fl.server import Server
 from ..fl.views import strong_view
+from ..nn.aggregation import weighted_average
 from .blocks import model_update
 
 SSP = "ssp/"  # prefix of the method-owned arrays in a client update
@@ -32,7 +33,10 @@ SSP = "ssp/"  # prefix of the method-owned arrays in a client update
 def simsiam_loss(p1: torch.Tensor, p2: torch.Tensor, z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
     """SimSiam's symmetrised loss ``D(p1, sg(z2)) / 2 + D(p2, sg(z1)) / 2``, with
     ``D(p, z) = -mean_i cos(p_i, z_i)`` (Chen & He 2021, Eqs. 1-2, stop-gradient on z)."""
-    d = lambda p, z: -F.cosine_similarity(p, z.detach(), dim=1).mean()
+
+    def d(p: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        return -F.cosine_similarity(p, z.detach(), dim=1).mean()
+
     return 0.5 * d(p1, z2) + 0.5 * d(p2, z1)
 
 
@@ -42,14 +46,25 @@ def _linear(o: int, i: int, g: torch.Generator) -> torch.Tensor:
 
 
 def init_projector(d: int, proj_dim: int, g: torch.Generator) -> dict[str, torch.Tensor]:
-    return {"l0.w": _linear(d, d, g), "bn0.w": torch.ones(d), "bn0.b": torch.zeros(d),
-            "l1.w": _linear(d, d, g), "bn1.w": torch.ones(d), "bn1.b": torch.zeros(d),
-            "l2.w": _linear(proj_dim, d, g)}
+    return {
+        "l0.w": _linear(d, d, g),
+        "bn0.w": torch.ones(d),
+        "bn0.b": torch.zeros(d),
+        "l1.w": _linear(d, d, g),
+        "bn1.w": torch.ones(d),
+        "bn1.b": torch.zeros(d),
+        "l2.w": _linear(proj_dim, d, g),
+    }
 
 
 def init_predictor(proj_dim: int, pred_dim: int, g: torch.Generator) -> dict[str, torch.Tensor]:
-    return {"l0.w": _linear(pred_dim, proj_dim, g), "bn0.w": torch.ones(pred_dim), "bn0.b": torch.zeros(pred_dim),
-            "l1.w": _linear(proj_dim, pred_dim, g), "l1.b": (torch.rand(proj_dim, generator=g) * 2 - 1) / math.sqrt(pred_dim)}
+    return {
+        "l0.w": _linear(pred_dim, proj_dim, g),
+        "bn0.w": torch.ones(pred_dim),
+        "bn0.b": torch.zeros(pred_dim),
+        "l1.w": _linear(proj_dim, pred_dim, g),
+        "l1.b": (torch.rand(proj_dim, generator=g) * 2 - 1) / math.sqrt(pred_dim),
+    }
 
 
 def _bn(x, w=None, b=None):
@@ -79,9 +94,6 @@ def cache_key(settings: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-
-
-
 # ------------------------------------------------------------------- the mixin
 class SimSiamPretraining:
     """Federated SimSiam pre-training for the first ``pretrain_rounds`` rounds, then the
@@ -91,26 +103,54 @@ class SimSiamPretraining:
     :mod:`fedpl_core.methods.fedssp` for the procedure and the cache."""
 
     SSP_METADATA = ("ssp_key", "ssp_cached")
-    option_ranges = {"pretrain_rounds": "int>=0", "proj_dim": "int>=1", "pred_dim": "int>=1", "ssp_lr": ">0",
-                     "ssp_momentum": "[0,1]", "ssp_weight_decay": ">=0"}
+    option_ranges = {
+        "pretrain_rounds": "int>=0",
+        "proj_dim": "int>=1",
+        "pred_dim": "int>=1",
+        "ssp_lr": ">0",
+        "ssp_momentum": "[0,1]",
+        "ssp_weight_decay": ">=0",
+    }
 
-    def __init__(self, pretrain_rounds: int = 5, proj_dim: int = 2048, pred_dim: int = 512, ssp_lr: float = 0.05,
-                 ssp_momentum: float = 0.9, ssp_weight_decay: float = 1e-4, fix_pred_lr: bool = True,
-                 share_predictor: bool = False, cache_dir: str | None = None, **kw: Any):
+    def __init__(
+        self,
+        pretrain_rounds: int = 5,
+        proj_dim: int = 2048,
+        pred_dim: int = 512,
+        ssp_lr: float = 0.05,
+        ssp_momentum: float = 0.9,
+        ssp_weight_decay: float = 1e-4,
+        fix_pred_lr: bool = True,
+        share_predictor: bool = False,
+        cache_dir: str | None = None,
+        **kw: Any,
+    ):
         super().__init__(**kw)
         if int(pretrain_rounds) < 0:
             raise ValueError(f"pretrain_rounds must be >= 0, got {pretrain_rounds}")
         self.pretrain_rounds = int(pretrain_rounds)
         self.proj_dim, self.pred_dim = int(proj_dim), int(pred_dim)
-        self.ssp_lr, self.ssp_momentum, self.ssp_weight_decay = float(ssp_lr), float(ssp_momentum), float(ssp_weight_decay)
+        self.ssp_lr, self.ssp_momentum, self.ssp_weight_decay = (
+            float(ssp_lr),
+            float(ssp_momentum),
+            float(ssp_weight_decay),
+        )
         self.fix_pred_lr, self.share_predictor = bool(fix_pred_lr), bool(share_predictor)
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self._client_digest: dict[int, tuple[int, str]] = {}
 
     def ssp_settings(self) -> dict[str, Any]:
-        return {"pretrain_rounds": self.pretrain_rounds, "proj_dim": self.proj_dim, "pred_dim": self.pred_dim,
-                "lr": self.ssp_lr, "momentum": self.ssp_momentum, "wd": self.ssp_weight_decay,
-                "fix_pred_lr": self.fix_pred_lr, "share_predictor": self.share_predictor, "version": 1}
+        return {
+            "pretrain_rounds": self.pretrain_rounds,
+            "proj_dim": self.proj_dim,
+            "pred_dim": self.pred_dim,
+            "lr": self.ssp_lr,
+            "momentum": self.ssp_momentum,
+            "wd": self.ssp_weight_decay,
+            "fix_pred_lr": self.fix_pred_lr,
+            "share_predictor": self.share_predictor,
+            "version": 1,
+        }
 
     # ---------------------------------------------------------------- once per run
     def setup(self, model: torch.nn.Module, info: FederationInfo) -> None:
@@ -142,15 +182,22 @@ class SimSiamPretraining:
         super().init_server(server)  # type: ignore[misc]  # mixin
         digest = state_digest(server.global_state)
         g = torch.Generator().manual_seed(int(digest[:8], 16))
-        server.state.update(ssp_round=0, ssp_init=digest,
-                            ssp_projector=init_projector(self._feature_dim, self.proj_dim, g),
-                            ssp_predictor=init_predictor(self.proj_dim, self.pred_dim, g))
+        server.state.update(
+            ssp_round=0,
+            ssp_init=digest,
+            ssp_projector=init_projector(self._feature_dim, self.proj_dim, g),
+            ssp_predictor=init_predictor(self.proj_dim, self.pred_dim, g),
+        )
 
     def payload(self, server: Server, client_id: int) -> dict[str, Any]:
         if server.state["ssp_round"] >= self.pretrain_rounds:
             return super().payload(server, client_id)  # type: ignore[misc]  # mixin
-        return {"state": server.global_state, "ssp_projector": server.state["ssp_projector"],
-                "ssp_predictor": server.state["ssp_predictor"], "ssp_init": server.state["ssp_init"]}
+        return {
+            "state": server.global_state,
+            "ssp_projector": server.state["ssp_projector"],
+            "ssp_predictor": server.state["ssp_predictor"],
+            "ssp_init": server.state["ssp_init"],
+        }
 
     def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
         r = server.state["ssp_round"]
@@ -161,18 +208,24 @@ class SimSiamPretraining:
             server.global_state.update({k: v.clone() for k, v in updates[0].state.items() if not k.startswith(SSP)})
             return
         w = self.weights(updates)  # type: ignore[attr-defined]  # mixin: Method.weights
-        model = [ClientUpdate(u.client_id, {k: v for k, v in u.state.items() if not k.startswith(SSP)},
-                              u.num_samples, u.metadata) for u in updates]
+        model = [
+            ClientUpdate(
+                u.client_id, {k: v for k, v in u.state.items() if not k.startswith(SSP)}, u.num_samples, u.metadata
+            )
+            for u in updates
+        ]
         server.global_state.update(weighted_average([u.state for u in model], w))
         for part in ("projector", "predictor") if self.share_predictor else ("projector",):
             pre = f"{SSP}{part}/"
-            avg = weighted_average([{k[len(pre):]: v for k, v in u.state.items() if k.startswith(pre)}
-                                    for u in updates], w)
+            avg = weighted_average(
+                [{k[len(pre) :]: v for k, v in u.state.items() if k.startswith(pre)} for u in updates], w
+            )
             server.state[f"ssp_{part}"] = avg
         key = updates[0].metadata.get("ssp_key")
         if self.cache_dir is not None and key and r + 1 == self.pretrain_rounds:
-            atomic_torch_save({k: v.detach().cpu() for k, v in server.global_state.items()},
-                        self.cache_dir / f"simsiam-{key}.pt")
+            atomic_torch_save(
+                {k: v.detach().cpu() for k, v in server.global_state.items()}, self.cache_dir / f"simsiam-{key}.pt"
+            )
 
     # ---------------------------------------------------------------- client
     def _pretraining(self, ctx) -> bool:
@@ -180,11 +233,29 @@ class SimSiamPretraining:
 
     def ssp_key(self, ctx, init_digest: str) -> str:
         cfg = ctx.cfg
-        eng = {k: getattr(cfg, k, None) for k in ("seed", "batch_size", "local_epochs", "local_iters",
-                                                     "client_fraction", "normalize", "channels_last")}
+        eng = {
+            k: getattr(cfg, k, None)
+            for k in (
+                "seed",
+                "batch_size",
+                "local_epochs",
+                "local_iters",
+                "client_fraction",
+                "normalize",
+                "channels_last",
+            )
+        }
         shapes = {k: list(v.shape) for k, v in ctx.extract_state().items()}
-        return cache_key({"ssp": self.ssp_settings(), "engine": eng, "shapes": shapes, "init": init_digest,
-                          "data": self.data_digest(), "torch": torch.__version__})
+        return cache_key(
+            {
+                "ssp": self.ssp_settings(),
+                "engine": eng,
+                "shapes": shapes,
+                "init": init_digest,
+                "data": self.data_digest(),
+                "torch": torch.__version__,
+            }
+        )
 
     def receive(self, ctx: ClientContext, payload: dict[str, Any]) -> None:
         if not self._pretraining(ctx):
@@ -199,7 +270,11 @@ class SimSiamPretraining:
             return
         dev = ctx.device
         ctx.scratch["ssp_projector"] = {k: v.detach().clone().to(dev) for k, v in payload["ssp_projector"].items()}
-        pred = payload["ssp_predictor"] if self.share_predictor else ctx.state.get("ssp_predictor", payload["ssp_predictor"])
+        pred = (
+            payload["ssp_predictor"]
+            if self.share_predictor
+            else ctx.state.get("ssp_predictor", payload["ssp_predictor"])
+        )
         ctx.scratch["ssp_predictor"] = {k: v.detach().clone().to(dev) for k, v in pred.items()}
 
     def local_train(self, ctx: ClientContext) -> float:
@@ -214,9 +289,12 @@ class SimSiamPretraining:
         bs = min(ctx.cfg.batch_size, ctx.data.n)
         lr = self.ssp_lr * bs / 256 * 0.5 * (1 + math.cos(math.pi * ctx.round / max(self.pretrain_rounds, 1)))
         pred_lr = self.ssp_lr * bs / 256 if self.fix_pred_lr else lr
-        opt = torch.optim.SGD([{"params": enc + list(proj.values()), "lr": lr},
-                               {"params": list(pred.values()), "lr": pred_lr}],
-                              lr=lr, momentum=self.ssp_momentum, weight_decay=self.ssp_weight_decay)
+        opt = torch.optim.SGD(
+            [{"params": enc + list(proj.values()), "lr": lr}, {"params": list(pred.values()), "lr": pred_lr}],
+            lr=lr,
+            momentum=self.ssp_momentum,
+            weight_decay=self.ssp_weight_decay,
+        )
         total, steps = 0.0, 0
         for pos in ctx.batch_positions():
             if len(pos) < 2:

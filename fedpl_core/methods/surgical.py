@@ -114,20 +114,22 @@ Protocol audit (paper = "Federated Setup", Sec. 2.4; code = the released
   takes the plain mean (``federated.py`` L32-37).  Ours: size-weighted (``weighting=
   "uniform"`` gives the code's).  Equal in the ablation (equal clients).
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 
-from ..nn.aggregation import rowwise_average, weighted_average
 from ..fl.federation import Batch, ClientContext, ClientUpdate, derive_seed
 from ..fl.server import Server
+from ..nn.aggregation import rowwise_average, weighted_average
 from ..nn.losses import masked_bce
 from ..nn.models import HEAD_KEYS
-from .registry import register
 from .base import Method
 from .fedavg import FedAvg
+from .registry import register
 
 W_KEY, B_KEY = HEAD_KEYS
 
@@ -142,9 +144,12 @@ def _index(names: Sequence[str], what: str) -> dict[str, int]:
     return idx
 
 
-def surgical_head_aggregate(local_heads: Sequence[Head], global_names: Sequence[str],
-                            previous: tuple[torch.Tensor, torch.Tensor] | None = None,
-                            weights: Sequence[float] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def surgical_head_aggregate(
+    local_heads: Sequence[Head],
+    global_names: Sequence[str],
+    previous: tuple[torch.Tensor, torch.Tensor] | None = None,
+    weights: Sequence[float] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Build the global head class by class (Surgical Aggregation Eq. 2 and 3).
 
     Arguments, in order:
@@ -179,8 +184,10 @@ def surgical_head_aggregate(local_heads: Sequence[Head], global_names: Sequence[
         names = list(names)
         _index(names, f"client head {k}")
         if W.dim() != 2 or W.shape != (len(names), d) or b.shape != (len(names),):
-            raise ValueError(f"client head {k}: W {tuple(W.shape)} and b {tuple(b.shape)} do not fit "
-                             f"{len(names)} classes and {d} features")
+            raise ValueError(
+                f"client head {k}: W {tuple(W.shape)} and b {tuple(b.shape)} do not fit "
+                f"{len(names)} classes and {d} features"
+            )
         unknown = [n for n in names if n not in gidx]
         if unknown:
             raise ValueError(f"client head {k}: unknown class(es) {unknown}; global classes: {list(global_names)}")
@@ -206,8 +213,9 @@ def surgical_head_aggregate(local_heads: Sequence[Head], global_names: Sequence[
     return out_w, out_b
 
 
-def rebuild_local_head(W: torch.Tensor, b: torch.Tensor, global_names: Sequence[str],
-                       client_names: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+def rebuild_local_head(
+    W: torch.Tensor, b: torch.Tensor, global_names: Sequence[str], client_names: Sequence[str]
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Client k's head from the global one: the rows of ``client_names``, in that order."""
     gidx = _index(global_names, "global classes")
     _index(client_names, "client classes")
@@ -218,8 +226,9 @@ def rebuild_local_head(W: torch.Tensor, b: torch.Tensor, global_names: Sequence[
     return W[rows].clone(), b[rows].clone()
 
 
-def client_class_order(class_names: Sequence[str], class_mask: torch.Tensor, order: Any = "permuted",
-                       seed: int = 0, client_name: str = "") -> list[str]:
+def client_class_order(
+    class_names: Sequence[str], class_mask: torch.Tensor, order: Any = "permuted", seed: int = 0, client_name: str = ""
+) -> list[str]:
     """A client's own class order (see the module docstring): ``"permuted"`` (seeded
     random permutation), ``"global"`` or ``{client name: [names]}``."""
     own = [n for n, m in zip(class_names, class_mask.tolist()) if m]
@@ -270,8 +279,14 @@ class SurgicalAggregation(FedAvg):
     partial = True
     metadata_keys = ("class_names",)
 
-    def __init__(self, head_weighting: str = "mean", class_order: Any = "permuted",
-                 warmup_epochs: float = 15, warmup_lr: float = 5e-3, **kw: Any):
+    def __init__(
+        self,
+        head_weighting: str = "mean",
+        class_order: Any = "permuted",
+        warmup_epochs: float = 15,
+        warmup_lr: float = 5e-3,
+        **kw: Any,
+    ):
         super().__init__(warmup_epochs=warmup_epochs, warmup_lr=warmup_lr, **kw)
         if head_weighting not in ("mean", "size"):
             raise ValueError(f"unknown head_weighting {head_weighting!r}; use 'mean' or 'size'")
@@ -285,8 +300,13 @@ class SurgicalAggregation(FedAvg):
         """The client's own classes in its own order (fixed at its first round)."""
         names = ctx.state.get("class_names")
         if names is None:
-            names = client_class_order(ctx.info.class_names, ctx.data.class_mask, self.class_order,
-                                       seed=derive_seed(ctx.cfg.seed, ctx.client_id, 7717), client_name=ctx.data.name)
+            names = client_class_order(
+                ctx.info.class_names,
+                ctx.data.class_mask,
+                self.class_order,
+                seed=derive_seed(ctx.cfg.seed, ctx.client_id, 7717),
+                client_name=ctx.data.name,
+            )
             ctx.state["class_names"] = names
         return list(names)
 
@@ -304,8 +324,10 @@ class SurgicalAggregation(FedAvg):
             head.bias.zero_()
             if "head" in payload:
                 if list(payload["head_classes"]) != names:
-                    raise RuntimeError(f"client {ctx.client_id}: the server rebuilt a head for "
-                                       f"{payload['head_classes']}, expected {names}")
+                    raise RuntimeError(
+                        f"client {ctx.client_id}: the server rebuilt a head for "
+                        f"{payload['head_classes']}, expected {names}"
+                    )
                 W, b = payload["head"]
                 head.weight[rows] = W.to(head.weight)
                 head.bias[rows] = b.to(head.bias)
@@ -339,16 +361,19 @@ class SurgicalAggregation(FedAvg):
     # ------------------------------------------------------------ server side
     def init_server(self, server: Server) -> None:
         server.state["client_classes"] = {}
-        server.state["init_head"] = (server.global_state[W_KEY].detach().clone(),
-                                     server.global_state[B_KEY].detach().clone())
+        server.state["init_head"] = (
+            server.global_state[W_KEY].detach().clone(),
+            server.global_state[B_KEY].detach().clone(),
+        )
 
     def payload(self, server: Server, client_id: int) -> dict[str, Any]:
         enc = {k: v for k, v in server.global_state.items() if k not in HEAD_KEYS}
         names = server.state["client_classes"].get(client_id)
         if names is None:
             return {"state": enc, "init_head": server.state["init_head"]}
-        W, b = rebuild_local_head(server.global_state[W_KEY], server.global_state[B_KEY],
-                                  server.info.class_names, names)
+        W, b = rebuild_local_head(
+            server.global_state[W_KEY], server.global_state[B_KEY], server.info.class_names, names
+        )
         return {"state": enc, "head": (W, b), "head_classes": list(names)}
 
     def aggregate(self, server: Server, updates: list[ClientUpdate]) -> None:
@@ -360,11 +385,14 @@ class SurgicalAggregation(FedAvg):
         new = weighted_average([u.state for u in updates], self.weights(updates), keys=enc_keys)
         hw = None if self.head_weighting == "mean" else [float(u.num_samples) for u in updates]
         gw, gb = server.global_state[W_KEY], server.global_state[B_KEY]
-        W, b = surgical_head_aggregate([(u.metadata["class_names"], u.state[W_KEY], u.state[B_KEY]) for u in updates],
-                                       server.info.class_names, previous=(gw, gb), weights=hw)
+        W, b = surgical_head_aggregate(
+            [(u.metadata["class_names"], u.state[W_KEY], u.state[B_KEY]) for u in updates],
+            server.info.class_names,
+            previous=(gw, gb),
+            weights=hw,
+        )
         new[W_KEY], new[B_KEY] = W.to(gw.device), b.to(gb.device)
         server.global_state.update(new)
 
 
-__all__ = ["SurgicalAggregation", "surgical_head_aggregate", "rebuild_local_head",
-           "client_class_order", "paper_method"]
+__all__ = ["SurgicalAggregation", "surgical_head_aggregate", "rebuild_local_head", "client_class_order", "paper_method"]

@@ -3,9 +3,10 @@
 All functions take plain ``dict[str, Tensor]`` states (never client data), so every
 aggregation rule can be unit-tested on hand-made arrays.
 """
+
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 
@@ -21,8 +22,11 @@ def _norm_weights(weights: Sequence[float] | torch.Tensor, n: int) -> torch.Tens
     return w / w.sum()
 
 
-def weighted_average(states: Sequence[Mapping[str, torch.Tensor]], weights: Sequence[float] | None = None,
-                     keys: Sequence[str] | None = None) -> State:
+def weighted_average(
+    states: Sequence[Mapping[str, torch.Tensor]],
+    weights: Sequence[float] | None = None,
+    keys: Sequence[str] | None = None,
+) -> State:
     """FedAvg: ``sum_k w_k theta_k / sum_k w_k`` for every floating-point array.
 
     Integer buffers (BatchNorm's ``num_batches_tracked``) take the maximum.  ``weights``
@@ -47,8 +51,9 @@ def weighted_average(states: Sequence[Mapping[str, torch.Tensor]], weights: Sequ
     return out
 
 
-def rowwise_average(rows: Sequence[torch.Tensor], weights: torch.Tensor,
-                    fallback: torch.Tensor | None = None) -> torch.Tensor:
+def rowwise_average(
+    rows: Sequence[torch.Tensor], weights: torch.Tensor, fallback: torch.Tensor | None = None
+) -> torch.Tensor:
     """Average a head array class by class with per-class client weights.
 
     ``rows[k]`` is client k's ``[C, ...]`` array (head weight ``[C, d]`` or bias ``[C]``);
@@ -81,15 +86,22 @@ def rowwise_average(rows: Sequence[torch.Tensor], weights: torch.Tensor,
         out[idx] = avg[idx].to(torch.float64)
     empty = total <= 0
     if empty.any():
-        fb = torch.stack([r.to(torch.float64) for r in rows]).mean(0) if fallback is None \
+        fb = (
+            torch.stack([r.to(torch.float64) for r in rows]).mean(0)
+            if fallback is None
             else fallback.to(out.device, torch.float64)
+        )
         out[empty.to(out.device)] = fb[empty.to(fb.device)].to(out.device)
     return out.to(rows[0].dtype)
 
 
-def aggregate_with_head_weights(states: Sequence[Mapping[str, torch.Tensor]], encoder_weights: Sequence[float],
-                                head_weights: torch.Tensor, head_keys: Sequence[str] = ("head.weight", "head.bias"),
-                                previous: Mapping[str, torch.Tensor] | None = None) -> State:
+def aggregate_with_head_weights(
+    states: Sequence[Mapping[str, torch.Tensor]],
+    encoder_weights: Sequence[float],
+    head_weights: torch.Tensor,
+    head_keys: Sequence[str] = ("head.weight", "head.bias"),
+    previous: Mapping[str, torch.Tensor] | None = None,
+) -> State:
     """Encoder by :func:`weighted_average` with ``encoder_weights``; head rows by
     :func:`rowwise_average` with ``head_weights [K, C]`` (previous global rows as fallback)."""
     keys = [k for k in states[0] if k not in head_keys]

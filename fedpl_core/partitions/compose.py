@@ -24,26 +24,43 @@ contradicting one is an error.  The FedLSM paper's released algorithm is a label
 :class:`Contiguous`); :func:`label_set_mismatch` pairs them as the paper does, any
 other split composes too.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from ..data.base import DataError, ImageDataset
-from .label_sets import (AllClasses, ExplicitClasses, LabelRule, LabelSetMismatch, MissingClasses,
-                         RandomCover, SharedClasses, SourceClasses)
+from .label_sets import (
+    AllClasses,
+    ExplicitClasses,
+    LabelRule,
+    LabelSetMismatch,
+    MissingClasses,
+    RandomCover,
+    SharedClasses,
+    SourceClasses,
+)
 from .partition import ClientSpec, Draws, Partition, as_dataset, check_num_clients, finish
 from .sample_splits import IID, BySource, Contiguous, Dirichlet, FedLSMSplit, Pools, SplitRule
 
 #: Sample splits by name (``make_partition(split="dirichlet", split_kwargs={"alpha": 0.5})``).
 SPLITS: dict[str, type[SplitRule]] = {
-    "iid": IID, "dirichlet": Dirichlet, "pools": Pools, "by_source": BySource,
-    "fedlsm": FedLSMSplit, "contiguous": Contiguous,
+    "iid": IID,
+    "dirichlet": Dirichlet,
+    "pools": Pools,
+    "by_source": BySource,
+    "fedlsm": FedLSMSplit,
+    "contiguous": Contiguous,
 }
 #: Label-set rules by name (``make_partition(labels="missing_classes", label_kwargs={"missing": 4})``).
 LABEL_SETS: dict[str, type[LabelRule]] = {
-    "all": AllClasses, "explicit": ExplicitClasses, "missing_classes": MissingClasses,
-    "label_set_mismatch": LabelSetMismatch, "shared_classes": SharedClasses,
-    "random_cover": RandomCover, "by_source": SourceClasses,
+    "all": AllClasses,
+    "explicit": ExplicitClasses,
+    "missing_classes": MissingClasses,
+    "label_set_mismatch": LabelSetMismatch,
+    "shared_classes": SharedClasses,
+    "random_cover": RandomCover,
+    "by_source": SourceClasses,
 }
 
 
@@ -71,10 +88,19 @@ def _num_clients(num_clients, split: SplitRule, labels: LabelRule, dataset) -> i
     return check_num_clients(given[0][1], len(dataset))
 
 
-def make_partition(data: ImageDataset | int, num_clients: int | None = None, split="iid", labels="all",
-                   seed: int = 0, *, split_kwargs: dict | None = None, label_kwargs: dict | None = None,
-                   class_names: list[str] | None = None, allow_unlabelled: bool = False,
-                   name: str | None = None) -> Partition:
+def make_partition(
+    data: ImageDataset | int,
+    num_clients: int | None = None,
+    split="iid",
+    labels="all",
+    seed: int = 0,
+    *,
+    split_kwargs: dict | None = None,
+    label_kwargs: dict | None = None,
+    class_names: list[str] | None = None,
+    allow_unlabelled: bool = False,
+    name: str | None = None,
+) -> Partition:
     """A :class:`Partition`: the sample split ``split`` times the label sets ``labels``.
 
     ``split`` is a name in :data:`SPLITS` (with ``split_kwargs``) or a split object,
@@ -111,11 +137,20 @@ def make_partition(data: ImageDataset | int, num_clients: int | None = None, spl
         masks, label_info = labels(dataset, K, draws, shares.parts)
     names = shares.names or labels.client_names() or [""] * K
     clients = [ClientSpec(p, masks[k], names[k]) for k, p in enumerate(shares.parts)]
-    info = {"builder": "make_partition", "split": split.name, "labels": labels.name, "num_clients": K,
-            "seed": seed, "n_samples": len(dataset), "unassigned": shares.unassigned.tolist(),
-            "split_info": shares.info, "label_info": label_info}
-    return finish(clients, dataset.class_names, name or f"{split.name} x {labels.name}", info,
-                  allow_unlabelled, dataset)
+    info = {
+        "builder": "make_partition",
+        "split": split.name,
+        "labels": labels.name,
+        "num_clients": K,
+        "seed": seed,
+        "n_samples": len(dataset),
+        "unassigned": shares.unassigned.tolist(),
+        "split_info": shares.info,
+        "label_info": label_info,
+    }
+    return finish(
+        clients, dataset.class_names, name or f"{split.name} x {labels.name}", info, allow_unlabelled, dataset
+    )
 
 
 def _flat(part: Partition, builder: str, **extra) -> Partition:
@@ -125,9 +160,16 @@ def _flat(part: Partition, builder: str, **extra) -> Partition:
 
 
 # ============================================================================ named builders
-def iid(data: ImageDataset | int, num_clients: int, seed: int = 0, *,
-        class_names: list[str] | None = None, group_aware: bool = False,
-        allow_unlabelled: bool = False, name: str = "iid") -> Partition:
+def iid(
+    data: ImageDataset | int,
+    num_clients: int,
+    seed: int = 0,
+    *,
+    class_names: list[str] | None = None,
+    group_aware: bool = False,
+    allow_unlabelled: bool = False,
+    name: str = "iid",
+) -> Partition:
     """Equal random split (:class:`IID`); every client annotates every class.
 
     ``data`` is an :class:`ImageDataset` or a number of samples (then ``class_names``
@@ -138,23 +180,55 @@ def iid(data: ImageDataset | int, num_clients: int, seed: int = 0, *,
     >>> p.sizes().tolist(), bool(p.masks.all())
     ([4, 3, 3], True)
     """
-    part = make_partition(data, num_clients, IID(group_aware), AllClasses(), seed, class_names=class_names,
-                          allow_unlabelled=allow_unlabelled, name=name)
+    part = make_partition(
+        data,
+        num_clients,
+        IID(group_aware),
+        AllClasses(),
+        seed,
+        class_names=class_names,
+        allow_unlabelled=allow_unlabelled,
+        name=name,
+    )
     return _flat(part, "iid")
 
 
-def dirichlet(dataset: ImageDataset, num_clients: int, alpha: float, seed: int = 0, *,
-              key="first_positive", min_size: int = 10, max_tries: int = 1000,
-              allow_unlabelled: bool = False, name: str = "dirichlet") -> Partition:
+def dirichlet(
+    dataset: ImageDataset,
+    num_clients: int,
+    alpha: float,
+    seed: int = 0,
+    *,
+    key="first_positive",
+    min_size: int = 10,
+    max_tries: int = 1000,
+    allow_unlabelled: bool = False,
+    name: str = "dirichlet",
+) -> Partition:
     """Non-IID split by label distribution (:class:`Dirichlet`); every client annotates every class."""
-    part = make_partition(dataset, num_clients, Dirichlet(alpha, key, min_size, max_tries), AllClasses(),
-                          seed, allow_unlabelled=allow_unlabelled, name=name)
+    part = make_partition(
+        dataset,
+        num_clients,
+        Dirichlet(alpha, key, min_size, max_tries),
+        AllClasses(),
+        seed,
+        allow_unlabelled=allow_unlabelled,
+        name=name,
+    )
     return _flat(part, "dirichlet")
 
 
-def missing_classes(dataset: ImageDataset, num_clients: int, missing: int, seed: int = 0, *,
-                    assignment: str = "random", max_tries: int = 10000, allow_unlabelled: bool = False,
-                    name: str = "missing_classes") -> Partition:
+def missing_classes(
+    dataset: ImageDataset,
+    num_clients: int,
+    missing: int,
+    seed: int = 0,
+    *,
+    assignment: str = "random",
+    max_tries: int = 10000,
+    allow_unlabelled: bool = False,
+    name: str = "missing_classes",
+) -> Partition:
     """FedMLP's partial labels (:class:`MissingClasses`) on an equal IID split.
 
     FedMLP: "an equal distribution of training data among clients".  Other splits
@@ -167,18 +241,33 @@ def missing_classes(dataset: ImageDataset, num_clients: int, missing: int, seed:
     >>> p.masks.astype(int).tolist()
     [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
     """
-    part = make_partition(dataset, num_clients, IID(), MissingClasses(missing, assignment, max_tries), seed,
-                          allow_unlabelled=allow_unlabelled, name=name)
+    part = make_partition(
+        dataset,
+        num_clients,
+        IID(),
+        MissingClasses(missing, assignment, max_tries),
+        seed,
+        allow_unlabelled=allow_unlabelled,
+        name=name,
+    )
     return _flat(part, "missing_classes")
 
 
 _FEDLSM_SPLITS = {"fedlsm": FedLSMSplit, "contiguous": Contiguous, "iid": IID}
 
 
-def label_set_mismatch(dataset: ImageDataset, num_clients: int, classes_per_client: int,
-                       seed: int = 523, *, class_order="auto", sample_split: str = "fedlsm",
-                       dedupe: bool = True, allow_unlabelled: bool = False,
-                       name: str = "label_set_mismatch") -> Partition:
+def label_set_mismatch(
+    dataset: ImageDataset,
+    num_clients: int,
+    classes_per_client: int,
+    seed: int = 523,
+    *,
+    class_order="auto",
+    sample_split: str = "fedlsm",
+    dedupe: bool = True,
+    allow_unlabelled: bool = False,
+    name: str = "label_set_mismatch",
+) -> Partition:
     """FedLSM (MICCAI 2023, Tables 5 and 6): :class:`LabelSetMismatch` on the authors' sample split.
 
     Seed 523 gives the paper's Table 5 (NIH 14 classes, K=8, s=3) and Table 6 (ISIC 7
@@ -203,15 +292,29 @@ def label_set_mismatch(dataset: ImageDataset, num_clients: int, classes_per_clie
     """
     if sample_split not in _FEDLSM_SPLITS:
         raise DataError(f"unknown sample_split {sample_split!r}; use 'fedlsm', 'contiguous' or 'iid'")
-    part = make_partition(dataset, num_clients, _FEDLSM_SPLITS[sample_split](),
-                          LabelSetMismatch(classes_per_client, class_order, dedupe), seed,
-                          allow_unlabelled=allow_unlabelled, name=name)
+    part = make_partition(
+        dataset,
+        num_clients,
+        _FEDLSM_SPLITS[sample_split](),
+        LabelSetMismatch(classes_per_client, class_order, dedupe),
+        seed,
+        allow_unlabelled=allow_unlabelled,
+        name=name,
+    )
     return _flat(part, "label_set_mismatch", sample_split=sample_split)
 
 
-def explicit(dataset: ImageDataset, client_classes, sizes=None, seed: int = 0, *,
-             pools: list[np.ndarray] | None = None, take: str = "random",
-             allow_unlabelled: bool = False, name: str = "explicit") -> Partition:
+def explicit(
+    dataset: ImageDataset,
+    client_classes,
+    sizes=None,
+    seed: int = 0,
+    *,
+    pools: list[np.ndarray] | None = None,
+    take: str = "random",
+    allow_unlabelled: bool = False,
+    name: str = "explicit",
+) -> Partition:
     """FedPSL (IEEE TMI, Tables I and III): given label sets (:class:`ExplicitClasses`) on
     given sizes and sample pools (:class:`Pools`).
 
@@ -230,24 +333,46 @@ def explicit(dataset: ImageDataset, client_classes, sizes=None, seed: int = 0, *
     labels = ExplicitClasses(client_classes)
     if labels.class_lists is None:
         raise DataError("client_classes must hold one list of class names per client")
-    part = make_partition(dataset, None, Pools(pools, sizes, take), labels, seed,
-                          allow_unlabelled=allow_unlabelled, name=name)
+    part = make_partition(
+        dataset, None, Pools(pools, sizes, take), labels, seed, allow_unlabelled=allow_unlabelled, name=name
+    )
     return _flat(part, "explicit")
 
 
-def by_source(dataset: ImageDataset, clients_per_source: int | list[int] = 1, seed: int = 0, *,
-              group_aware: bool = False, allow_unlabelled: bool = False,
-              name: str = "by_source") -> Partition:
+def by_source(
+    dataset: ImageDataset,
+    clients_per_source: int | list[int] = 1,
+    seed: int = 0,
+    *,
+    group_aware: bool = False,
+    allow_unlabelled: bool = False,
+    name: str = "by_source",
+) -> Partition:
     """Surgical Aggregation (non-IID): one client per source (:class:`BySource`), annotating
     its source's label space (:class:`SourceClasses`)."""
-    part = make_partition(dataset, None, BySource(clients_per_source, group_aware), SourceClasses(), seed,
-                          allow_unlabelled=allow_unlabelled, name=name)
+    part = make_partition(
+        dataset,
+        None,
+        BySource(clients_per_source, group_aware),
+        SourceClasses(),
+        seed,
+        allow_unlabelled=allow_unlabelled,
+        name=name,
+    )
     return _flat(part, "by_source")
 
 
-def shared_classes_split(dataset: ImageDataset, num_clients: int, num_shared: int | None, seed: int = 0, *,
-                         shared: list[str] | None = None, group_aware: bool = False,
-                         allow_unlabelled: bool = False, name: str = "shared_classes") -> Partition:
+def shared_classes_split(
+    dataset: ImageDataset,
+    num_clients: int,
+    num_shared: int | None,
+    seed: int = 0,
+    *,
+    shared: list[str] | None = None,
+    group_aware: bool = False,
+    allow_unlabelled: bool = False,
+    name: str = "shared_classes",
+) -> Partition:
     """Surgical Aggregation's ablation "effect of the number of shared classes" (IID subsets of NIH).
 
     The samples are split IID into ``num_clients`` equal parts (``group_aware=True``:
@@ -262,6 +387,13 @@ def shared_classes_split(dataset: ImageDataset, num_clients: int, num_shared: in
     (1, [3, 3])
     """
     grouped = group_aware and dataset.groups is not None  # as before: no groups, plain IID
-    part = make_partition(dataset, num_clients, IID(grouped), SharedClasses(num_shared, shared), seed,
-                          allow_unlabelled=allow_unlabelled, name=name)
+    part = make_partition(
+        dataset,
+        num_clients,
+        IID(grouped),
+        SharedClasses(num_shared, shared),
+        seed,
+        allow_unlabelled=allow_unlabelled,
+        name=name,
+    )
     return _flat(part, "shared_classes_split", group_aware=group_aware)

@@ -7,6 +7,7 @@ whether the rule draws before the sample split (its draws then come first on the
 stream, and ``parts`` is None); a rule that looks at the clients' samples
 (:class:`SourceClasses`) runs after it.
 """
+
 from __future__ import annotations
 
 import random
@@ -38,8 +39,9 @@ class LabelRule:
     def check(self, dataset, num_clients: int) -> None:
         """Raise :class:`DataError` for arguments that cannot work, before anything is drawn."""
 
-    def __call__(self, dataset, num_clients: int, draws: Draws,
-                 parts: list[np.ndarray] | None) -> tuple[np.ndarray, dict]:
+    def __call__(
+        self, dataset, num_clients: int, draws: Draws, parts: list[np.ndarray] | None
+    ) -> tuple[np.ndarray, dict]:
         raise NotImplementedError
 
 
@@ -180,8 +182,9 @@ class MissingClasses(LabelRule):
         if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
             raise DataError(f"missing must be an integer, got {m!r}")
         if not 1 <= m <= C - 1:
-            raise DataError(f"missing must be in [1, C-1] = [1, {C - 1}] (no client has all "
-                            f"classes, every client has one), got {m}")
+            raise DataError(
+                f"missing must be in [1, C-1] = [1, {C - 1}] (no client has all classes, every client has one), got {m}"
+            )
         if num_clients * (C - m) < C:
             raise DataError(f"{num_clients} clients x {C - m} classes each cannot cover all {C} classes")
         if self.assignment not in ("random", "cyclic"):
@@ -199,9 +202,9 @@ class MissingClasses(LabelRule):
             method, tries = "exact-partition", 1
             perm = rng.permutation(C)
             for k in range(K):
-                masks[k, perm[k * a:(k + 1) * a]] = True
+                masks[k, perm[k * a : (k + 1) * a]] = True
         elif self.assignment == "random":
-            for tries in range(1, self.max_tries + 1):
+            for tries in range(1, self.max_tries + 1):  # noqa: B007  (its last value is reported)
                 masks[:] = False
                 for k in range(K):
                     masks[k, rng.choice(C, a, replace=False)] = True
@@ -222,17 +225,31 @@ class MissingClasses(LabelRule):
             for k in range(K):
                 start = (k * C) // K
                 masks[k, [(start + j) % C for j in range(a)]] = True
-        return masks, {"missing": self.missing, "assignment": self.assignment, "assignment_method": method,
-                       "tries": tries, "clients_per_class": masks.sum(0).tolist()}
+        return masks, {
+            "missing": self.missing,
+            "assignment": self.assignment,
+            "assignment_method": method,
+            "tries": tries,
+            "clients_per_class": masks.sum(0).tolist(),
+        }
 
 
 # ============================================================================ FedLSM
 _ALIASES = {
-    "pleuralthickening": "thickening", "pleural": "thickening",
-    "melanoma": "mel", "melanocyticnevi": "nv", "melanocyticnevus": "nv", "nevus": "nv",
-    "basalcellcarcinoma": "bcc", "actinickeratoses": "akiec", "actinickeratosis": "akiec",
-    "actinickeratosesandintraepithelialcarcinoma": "akiec", "benignkeratosis": "bkl",
-    "benignkeratosislikelesions": "bkl", "dermatofibroma": "df", "vascularlesions": "vasc",
+    "pleuralthickening": "thickening",
+    "pleural": "thickening",
+    "melanoma": "mel",
+    "melanocyticnevi": "nv",
+    "melanocyticnevus": "nv",
+    "nevus": "nv",
+    "basalcellcarcinoma": "bcc",
+    "actinickeratoses": "akiec",
+    "actinickeratosis": "akiec",
+    "actinickeratosesandintraepithelialcarcinoma": "akiec",
+    "benignkeratosis": "bkl",
+    "benignkeratosislikelesions": "bkl",
+    "dermatofibroma": "df",
+    "vascularlesions": "vasc",
     "vascularlesion": "vasc",
 }
 
@@ -248,8 +265,7 @@ def fedlsm_class_order(class_names: list[str], class_order="auto") -> tuple[list
         if class_order == "dataset":
             return list(class_names), "dataset"
         if class_order != "auto":
-            raise DataError(f"class_order must be 'auto', 'dataset' or a list of class names, "
-                            f"got {class_order!r}")
+            raise DataError(f"class_order must be 'auto', 'dataset' or a list of class names, got {class_order!r}")
         by_canon = {_canon(c): c for c in class_names}
         for label, ref in (("FedLSM NIH", FEDLSM_NIH_CLASS_ORDER), ("FedLSM ISIC", FEDLSM_ISIC_CLASS_ORDER)):
             if len(by_canon) == len(class_names) and set(by_canon) == {_canon(r) for r in ref}:
@@ -262,8 +278,9 @@ def fedlsm_class_order(class_names: list[str], class_order="auto") -> tuple[list
     return order, "given"
 
 
-def fedlsm_assignment(class_order: list[str], num_clients: int, classes_per_client: int,
-                      seed: int = 523, dedupe: bool = True) -> tuple[list[list[str]], int]:
+def fedlsm_assignment(
+    class_order: list[str], num_clients: int, classes_per_client: int, seed: int = 523, dedupe: bool = True
+) -> tuple[list[list[str]], int]:
     """FedLSM's class assignment, call for call as in the authors' released scripts.
 
     ``scripts/chestxray14_prepare_fl.py`` and ``scripts/isic2018_prepare_fl.py`` of
@@ -289,8 +306,10 @@ def fedlsm_assignment(class_order: list[str], num_clients: int, classes_per_clie
     if not 1 <= classes_per_client <= C:
         raise DataError(f"classes_per_client must be in [1, {C}], got {classes_per_client}")
     if -(-C // num_clients) > classes_per_client:
-        raise DataError(f"round robin gives some client {-(-C // num_clients)} classes > "
-                        f"classes_per_client={classes_per_client}; use more clients or classes")
+        raise DataError(
+            f"round robin gives some client {-(-C // num_clients)} classes > "
+            f"classes_per_client={classes_per_client}; use more clients or classes"
+        )
     r = random.Random(seed)  # same stream as random.seed(seed) on the module-level generator
     names = list(class_order)
     r.shuffle(names)
@@ -335,14 +354,18 @@ class LabelSetMismatch(LabelRule):
 
     def __call__(self, dataset, num_clients, draws, parts):
         order, source = fedlsm_class_order(dataset.class_names, self.class_order)
-        assignment, repeats = fedlsm_assignment(order, num_clients, self.classes_per_client,
-                                                draws.seed, self.dedupe)
+        assignment, repeats = fedlsm_assignment(order, num_clients, self.classes_per_client, draws.seed, self.dedupe)
         masks = np.zeros((num_clients, dataset.num_classes), dtype=bool)
         for k, names in enumerate(assignment):
             masks[k, class_index(dataset.class_names, names)] = True
-        return masks, {"classes_per_client": self.classes_per_client, "class_order": order,
-                       "class_order_source": source, "dedupe": self.dedupe,
-                       "repeats_replaced": repeats, "assignment": assignment}
+        return masks, {
+            "classes_per_client": self.classes_per_client,
+            "class_order": order,
+            "class_order_source": source,
+            "dedupe": self.dedupe,
+            "repeats_replaced": repeats,
+            "assignment": assignment,
+        }
 
 
 # ============================================================================ Surgical Aggregation
@@ -394,11 +417,17 @@ class SharedClasses(LabelRule):
             masks[j % K, c] = True
         empty = np.flatnonzero(~masks.any(1))
         if len(empty):
-            raise DataError(f"{len(empty)} client(s) would annotate no class ({C} classes, {num_shared} "
-                            f"shared, {K} clients)")
-        return masks, {"num_shared": num_shared, "shared": [dataset.class_names[c] for c in shared_idx],
-                       "unique": {default_client_name(k) if K <= 26 else f"client{k}":
-                                  [dataset.class_names[c] for c in rest[k::K]] for k in range(K)}}
+            raise DataError(
+                f"{len(empty)} client(s) would annotate no class ({C} classes, {num_shared} shared, {K} clients)"
+            )
+        return masks, {
+            "num_shared": num_shared,
+            "shared": [dataset.class_names[c] for c in shared_idx],
+            "unique": {
+                default_client_name(k) if K <= 26 else f"client{k}": [dataset.class_names[c] for c in rest[k::K]]
+                for k in range(K)
+            },
+        }
 
 
 @dataclass
@@ -457,6 +486,16 @@ class SourceClasses(LabelRule):
         return masks, {}
 
 
-__all__ = ["LabelRule", "AllClasses", "ExplicitClasses", "MissingClasses", "LabelSetMismatch",
-           "SharedClasses", "RandomCover", "SourceClasses", "fedlsm_assignment", "fedlsm_class_order",
-           "most_frequent_classes"]
+__all__ = [
+    "LabelRule",
+    "AllClasses",
+    "ExplicitClasses",
+    "MissingClasses",
+    "LabelSetMismatch",
+    "SharedClasses",
+    "RandomCover",
+    "SourceClasses",
+    "fedlsm_assignment",
+    "fedlsm_class_order",
+    "most_frequent_classes",
+]

@@ -6,6 +6,7 @@
   client, and the class orders of the authors' released preparation scripts (the
   order matters: their class assignment shuffles it with a fixed seed).
 """
+
 from __future__ import annotations
 
 # --------------------------------------------------------------------------- FedPSL
@@ -23,19 +24,37 @@ FEDPSL_CLASSES_I = ["Infiltration", "Effusion", "Atelectasis", "Nodule", "Consol
 FEDPSL_CLASSES_III = FEDPSL_CLASSES_I + ["Tuberculosis", "COVID-19"]
 #: Positives per class and client printed in Tables I and III (clients 1..4 / 1..6).
 FEDPSL_TABLE_I_COUNTS = {
-    "Infiltration": [141, 0, 0, 0], "Effusion": [131, 98, 0, 0], "Atelectasis": [78, 91, 121, 0],
-    "Nodule": [0, 45, 67, 55], "Consolidation": [0, 0, 40, 49], "Pneumothorax": [0, 0, 0, 45],
+    "Infiltration": [141, 0, 0, 0],
+    "Effusion": [131, 98, 0, 0],
+    "Atelectasis": [78, 91, 121, 0],
+    "Nodule": [0, 45, 67, 55],
+    "Consolidation": [0, 0, 40, 49],
+    "Pneumothorax": [0, 0, 0, 45],
 }
 FEDPSL_TABLE_III_COUNTS = {
     **{c: v + [0, 0] for c, v in FEDPSL_TABLE_I_COUNTS.items()},
-    "Tuberculosis": [0, 0, 0, 0, 167, 0], "COVID-19": [0, 0, 0, 0, 0, 262],
+    "Tuberculosis": [0, 0, 0, 0, 167, 0],
+    "COVID-19": [0, 0, 0, 0, 0, 262],
 }
 
 # --------------------------------------------------------------------------- FedLSM
 #: Class order of FedLSM's released ``scripts/chestxray14_prepare_fl.py`` (before shuffling).
-FEDLSM_NIH_CLASS_ORDER = ["Atelectasis", "Cardiomegaly", "Consolidation", "Edema", "Effusion",
-                          "Emphysema", "Fibrosis", "Hernia", "Infiltration", "Mass", "Nodule",
-                          "Pleural_Thickening", "Pneumonia", "Pneumothorax"]
+FEDLSM_NIH_CLASS_ORDER = [
+    "Atelectasis",
+    "Cardiomegaly",
+    "Consolidation",
+    "Edema",
+    "Effusion",
+    "Emphysema",
+    "Fibrosis",
+    "Hernia",
+    "Infiltration",
+    "Mass",
+    "Nodule",
+    "Pleural_Thickening",
+    "Pneumonia",
+    "Pneumothorax",
+]
 #: Class order of FedLSM's released ``scripts/isic2018_prepare_fl.py``.
 FEDLSM_ISIC_CLASS_ORDER = ["MEL", "NV", "BCC", "AKIEC", "BKL", "DF", "VASC"]
 

@@ -10,6 +10,7 @@ loss).  No true label of an unannotated class reaches a client.
 :class:`Draws` is the randomness of one build and :func:`finish` its last step (checks
 and warnings); both are used by :func:`~fedpl_core.partitions.compose.make_partition`.
 """
+
 from __future__ import annotations
 
 import os
@@ -74,15 +75,12 @@ class Partition:
     def sizes(self) -> np.ndarray:
         return np.array([len(c.indices) for c in self.clients])
 
-    def check(self, allow_unlabelled: bool = False) -> "Partition":
+    def check(self, allow_unlabelled: bool = False) -> Partition:
         """Raise when a class is annotated by no client (unless explicitly allowed)."""
         if not allow_unlabelled:
             missing = [n for n, m in zip(self.class_names, self.masks.any(0)) if not m]
             if missing:
-                raise DataError(
-                    f"no client labels class(es) {missing}; pass allow_unlabelled=True "
-                    "if this is intended"
-                )
+                raise DataError(f"no client labels class(es) {missing}; pass allow_unlabelled=True if this is intended")
         return self
 
     def client_labels(self, dataset: ImageDataset, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -93,10 +91,7 @@ class Partition:
         """
         spec = self.clients[k]
         if dataset.class_names != self.class_names:
-            raise DataError(
-                f"partition classes {self.class_names} do not match data set classes "
-                f"{dataset.class_names}"
-            )
+            raise DataError(f"partition classes {self.class_names} do not match data set classes {dataset.class_names}")
         mask = dataset.known[spec.indices] & spec.class_mask[None, :]
         labels = np.where(mask, dataset.labels[spec.indices], 0.0).astype(np.float32)
         return labels, mask
@@ -233,8 +228,9 @@ def label_warnings(part: Partition, dataset) -> list[str]:
     return out
 
 
-def finish(clients: list[ClientSpec], class_names: list[str], name: str, info: dict,
-           allow_unlabelled: bool, dataset=None) -> Partition:
+def finish(
+    clients: list[ClientSpec], class_names: list[str], name: str, info: dict, allow_unlabelled: bool, dataset=None
+) -> Partition:
     """Build the :class:`Partition`: no client without samples, every class annotated
     (unless ``allow_unlabelled``), then one :class:`PartitionWarning` listing the
     clients without classes and the assigned classes without positives."""
@@ -245,8 +241,7 @@ def finish(clients: list[ClientSpec], class_names: list[str], name: str, info: d
     part.check(allow_unlabelled=allow_unlabelled)
     problems = label_warnings(part, dataset)
     if problems:
-        warnings.warn(f"partition {name!r}: " + "; ".join(problems), PartitionWarning,
-                      stacklevel=_outside_level())
+        warnings.warn(f"partition {name!r}: " + "; ".join(problems), PartitionWarning, stacklevel=_outside_level())
     return part
 
 

@@ -3,6 +3,7 @@
 pandas, matplotlib and seaborn are imported inside the functions, so importing
 :mod:`fedpl_core.partitions` never loads a plotting backend.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -25,8 +26,9 @@ def client_names(partition: Partition) -> list[str]:
     >>> client_names(Partition([spec("1"), spec("2")], ["a"])), client_names(Partition([spec("NIH"), spec("")], ["a"]))
     (['A', 'B'], ['NIH', 'B'])
     """
-    return [c.name if c.name and not c.name.isdigit() else default_client_name(k)
-            for k, c in enumerate(partition.clients)]
+    return [
+        c.name if c.name and not c.name.isdigit() else default_client_name(k) for k, c in enumerate(partition.clients)
+    ]
 
 
 def _class(name: str) -> str:
@@ -38,8 +40,9 @@ def _title(partition: Partition) -> str:
     return str(partition.name).replace("_", " ")
 
 
-def label_report(partition: Partition, dataset: ImageDataset, sizes_row: bool = False, unannotated: Any = 0,
-                 display: bool = False):
+def label_report(
+    partition: Partition, dataset: ImageDataset, sizes_row: bool = False, unannotated: Any = 0, display: bool = False
+):
     """Positives per class (rows) and client (columns), as FedLSM Tables 5/6 and FedPSL Tables I/III.
 
     Counted on each client's own labels (:meth:`Partition.client_labels`), so a class
@@ -76,8 +79,7 @@ def _hatch(ax, unannotated: np.ndarray) -> None:
     from matplotlib.patches import Rectangle
 
     for i, j in zip(*np.nonzero(unannotated)):
-        ax.add_patch(Rectangle((j, i), 1, 1, facecolor="0.92", edgecolor="0.65", hatch="///",
-                               linewidth=0, zorder=0.5))
+        ax.add_patch(Rectangle((j, i), 1, 1, facecolor="0.92", edgecolor="0.65", hatch="///", linewidth=0, zorder=0.5))
 
 
 def plot_label_report(partition: Partition, dataset: ImageDataset, ax=None, annotate: bool = True):
@@ -94,8 +96,17 @@ def plot_label_report(partition: Partition, dataset: ImageDataset, ax=None, anno
         fig, ax = plt.subplots(figsize=(1.0 + 0.8 * partition.num_clients, 1.2 + 0.38 * len(df)))
     else:
         fig = ax.figure
-    sns.heatmap(df, mask=unannotated, annot=annotate, fmt="d", cmap="Blues", ax=ax,
-                linewidths=0.5, linecolor="white", cbar_kws={"label": "positives"})
+    sns.heatmap(
+        df,
+        mask=unannotated,
+        annot=annotate,
+        fmt="d",
+        cmap="Blues",
+        ax=ax,
+        linewidths=0.5,
+        linecolor="white",
+        cbar_kws={"label": "positives"},
+    )
     from matplotlib.ticker import MaxNLocator
 
     cbar = ax.collections[0].colorbar
@@ -124,10 +135,18 @@ def plot_mask(partition: Partition, ax=None):
         fig, ax = plt.subplots(figsize=(1.0 + 0.6 * partition.num_clients, 1.0 + 0.35 * m.shape[0]))
     else:
         fig = ax.figure
-    sns.heatmap(m, cmap=ListedColormap(["0.92", "tab:green"]), vmin=0, vmax=1, cbar=False, ax=ax,
-                linewidths=0.5, linecolor="white",
-                xticklabels=client_names(partition),
-                yticklabels=[f"{_class(n)} ({k})" for n, k in zip(partition.class_names, per_class)])
+    sns.heatmap(
+        m,
+        cmap=ListedColormap(["0.92", "tab:green"]),
+        vmin=0,
+        vmax=1,
+        cbar=False,
+        ax=ax,
+        linewidths=0.5,
+        linecolor="white",
+        xticklabels=client_names(partition),
+        yticklabels=[f"{_class(n)} ({k})" for n, k in zip(partition.class_names, per_class)],
+    )
     ax.set_title(f"{_title(partition)}: annotated classes (green)\n(k) = clients per class", fontsize=10)
     ax.set_xlabel("client")
     fig.tight_layout()
@@ -144,8 +163,13 @@ def plot_masks(partitions, titles=None, width_ratios=None, height: float = 4.8):
     items = list(partitions.items()) if isinstance(partitions, dict) else [(None, p) for p in partitions]
     titles = list(titles) if titles is not None else [t for t, _ in items]
     ratios = list(width_ratios) if width_ratios is not None else [max(2, p.num_clients) for _, p in items]
-    fig, axes = plt.subplots(1, len(items), figsize=(1.6 + 0.55 * sum(ratios) + 1.6 * len(items), height),
-                             gridspec_kw={"width_ratios": ratios}, squeeze=False)
+    fig, axes = plt.subplots(
+        1,
+        len(items),
+        figsize=(1.6 + 0.55 * sum(ratios) + 1.6 * len(items), height),
+        gridspec_kw={"width_ratios": ratios},
+        squeeze=False,
+    )
     for ax, (_, part), title in zip(axes[0], items, titles):
         plot_mask(part, ax=ax)
         if title:

@@ -5,6 +5,7 @@ calls ``rule(dataset, num_clients, draws)`` and gets a :class:`SampleSplit`.  Ru
 fix the number of clients themselves (one client per source, one per pool) say so in
 :meth:`SplitRule.fixed_clients`.  Client indices are returned sorted.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -43,8 +44,9 @@ class SplitRule:
         raise NotImplementedError
 
 
-def equal_split(indices: np.ndarray, num_clients: int, rng: np.random.Generator,
-                groups: np.ndarray | None = None) -> list[np.ndarray]:
+def equal_split(
+    indices: np.ndarray, num_clients: int, rng: np.random.Generator, groups: np.ndarray | None = None
+) -> list[np.ndarray]:
     """Random split of ``indices`` into ``num_clients`` parts of (nearly) equal size.
 
     Without groups the sizes differ by at most one.  With ``groups`` (patient ids) whole
@@ -115,8 +117,7 @@ def dirichlet_keys(ds: ImageDataset, key) -> np.ndarray:
         return np.unique(y, axis=0, return_inverse=True)[1].ravel()
     if key == "num_positives":
         return y.sum(1)
-    raise DataError(f"unknown dirichlet key {key!r}; use 'first_positive', 'combination', "
-                    "'num_positives' or an array")
+    raise DataError(f"unknown dirichlet key {key!r}; use 'first_positive', 'combination', 'num_positives' or an array")
 
 
 @dataclass
@@ -154,15 +155,14 @@ class Dirichlet(SplitRule):
         if not self.alpha > 0:
             raise DataError(f"alpha must be positive, got {self.alpha}")
         if self.min_size * num_clients > len(dataset):
-            raise DataError(f"min_size {self.min_size} x {num_clients} clients exceeds "
-                            f"{len(dataset)} samples")
+            raise DataError(f"min_size {self.min_size} x {num_clients} clients exceeds {len(dataset)} samples")
         dirichlet_keys(dataset, self.key)
 
     def __call__(self, dataset, num_clients: int, draws: Draws) -> SampleSplit:
         K, n = num_clients, len(dataset)
         keys = dirichlet_keys(dataset, self.key)
         rng = draws.child()
-        for attempt in range(1, self.max_tries + 1):
+        for attempt in range(1, self.max_tries + 1):  # noqa: B007  (its last value is reported)
             batches: list[list[int]] = [[] for _ in range(K)]
             for v in np.unique(keys):
                 idx = rng.permutation(np.flatnonzero(keys == v))
@@ -180,11 +180,20 @@ class Dirichlet(SplitRule):
             if batches and min(len(b) for b in batches) >= self.min_size:
                 break
         else:
-            raise DataError(f"dirichlet: no split with min_size {self.min_size} in {self.max_tries} "
-                            f"tries (alpha={self.alpha}); lower min_size or raise alpha")
+            raise DataError(
+                f"dirichlet: no split with min_size {self.min_size} in {self.max_tries} "
+                f"tries (alpha={self.alpha}); lower min_size or raise alpha"
+            )
         parts = [np.sort(np.asarray(b, dtype=np.int64)) for b in batches]
-        return SampleSplit(parts, info={"alpha": self.alpha, "min_size": self.min_size, "tries": attempt,
-                                        "key": self.key if isinstance(self.key, str) else "array"})
+        return SampleSplit(
+            parts,
+            info={
+                "alpha": self.alpha,
+                "min_size": self.min_size,
+                "tries": attempt,
+                "key": self.key if isinstance(self.key, str) else "array",
+            },
+        )
 
 
 # ============================================================================ explicit sizes / pools
@@ -266,8 +275,14 @@ class Pools(SplitRule):
             chosen = cand[:want]
             used[chosen] = True
             parts.append(np.sort(chosen))
-        return SampleSplit(parts, info={"sizes": sizes, "take": self.take,
-                                        "pools": None if self.pools is None else [len(p) for p in self.pools]})
+        return SampleSplit(
+            parts,
+            info={
+                "sizes": sizes,
+                "take": self.take,
+                "pools": None if self.pools is None else [len(p) for p in self.pools],
+            },
+        )
 
 
 # ============================================================================ by source
@@ -277,8 +292,10 @@ def sources(dataset: ImageDataset) -> tuple[np.ndarray, list[str]]:
     if src is None:
         src = dataset.domains
     if src is None:
-        raise DataError(f"{getattr(dataset, 'name', 'data')}: no source information (extra['source'] "
-                        "or domains); join data sets with concat_datasets")
+        raise DataError(
+            f"{getattr(dataset, 'name', 'data')}: no source information (extra['source'] "
+            "or domains); join data sets with concat_datasets"
+        )
     src = np.asarray(src)
     if len(src) != len(dataset):
         raise DataError(f"{dataset.name}: source array has {len(src)} entries for {len(dataset)} samples")
@@ -333,8 +350,9 @@ class BySource(SplitRule):
             for j, p in enumerate(equal_split(idx, c, draws.rng, groups) if c > 1 else [idx]):
                 parts.append(p)
                 client_names.append(nm if c == 1 else f"{nm}-{j + 1}")
-        return SampleSplit(parts, client_names, info={"sources": names, "clients_per_source": cps,
-                                                      "group_aware": self.group_aware})
+        return SampleSplit(
+            parts, client_names, info={"sources": names, "clients_per_source": cps, "group_aware": self.group_aware}
+        )
 
 
 # ============================================================================ FedLSM's scripts
@@ -382,9 +400,19 @@ class Contiguous(SplitRule):
     def __call__(self, dataset, num_clients: int, draws: Draws) -> SampleSplit:
         n, K = len(dataset), num_clients
         step = n // K
-        return SampleSplit([np.arange(k * step, (k + 1) * step) for k in range(K)],
-                           unassigned=np.arange(K * step, n))
+        return SampleSplit([np.arange(k * step, (k + 1) * step) for k in range(K)], unassigned=np.arange(K * step, n))
 
 
-__all__ = ["SampleSplit", "SplitRule", "IID", "Dirichlet", "Pools", "BySource", "FedLSMSplit",
-           "Contiguous", "equal_split", "dirichlet_keys", "sources"]
+__all__ = [
+    "SampleSplit",
+    "SplitRule",
+    "IID",
+    "Dirichlet",
+    "Pools",
+    "BySource",
+    "FedLSMSplit",
+    "Contiguous",
+    "equal_split",
+    "dirichlet_keys",
+    "sources",
+]

@@ -18,6 +18,7 @@ not a valid notebook, a notebook name that is not plain, an ``--out`` that is a 
 link); the sources are staged in ``<out>/src`` with each notebook sanitised
 (:mod:`fedpl_core.report.sanitize`); Sphinx builds ``<out>/html`` with warnings as errors.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,8 +76,9 @@ def executed_notebooks(folder: str | Path) -> list[Path]:
         if any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):
             out.append(p)
     if not out:
-        raise DocsError(f"--notebooks {folder}: none of its {len(found)} notebook(s) has been executed "
-                        "(run `make reproduce` first)")
+        raise DocsError(
+            f"--notebooks {folder}: none of its {len(found)} notebook(s) has been executed (run `make reproduce` first)"
+        )
     return out
 
 
@@ -106,8 +108,9 @@ def stage(docs: Path, notebooks: list[Path], figures: Path | None, src: Path, ba
 
     if src.exists():
         shutil.rmtree(src)
-    shutil.copytree(docs, src, ignore=shutil.ignore_patterns("_build", "__pycache__", ".ipynb_checkpoints"),
-                    symlinks=True)
+    shutil.copytree(
+        docs, src, ignore=shutil.ignore_patterns("_build", "__pycache__", ".ipynb_checkpoints"), symlinks=True
+    )
     for p in src.rglob("*"):
         if p.is_symlink():  # a page that is a link is not published
             p.unlink()
@@ -125,16 +128,23 @@ def stage(docs: Path, notebooks: list[Path], figures: Path | None, src: Path, ba
         "# The executed notebooks\n\nThe notebooks of the committed run, executed from an empty results folder, "
         "with every output. Each one teaches one paper on the built-in data; the sources, without outputs, are "
         "in the repository's `notebooks/` folder.\n\n```{toctree}\n:maxdepth: 1\n\n" + toc + "\n```\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     (src / "findings.md").write_text(findings_page(figures), encoding="utf-8")
-    (src / "_fedpl.json").write_text(json.dumps({"banner": banner, "notebooks": [p.stem for p in notebooks]}),
-                                     encoding="utf-8")
+    (src / "_fedpl.json").write_text(
+        json.dumps({"banner": banner, "notebooks": [p.stem for p in notebooks]}), encoding="utf-8"
+    )
     return removed
 
 
-def build_docs(notebooks: str | Path = ROOT / "reports", out: str | Path = ROOT / "outputs" / "docs",
-               docs: str | Path = ROOT / "docs", figures: str | Path = ROOT / "figures", strict: bool = True,
-               quiet: bool = True) -> Path:
+def build_docs(
+    notebooks: str | Path = ROOT / "reports",
+    out: str | Path = ROOT / "outputs" / "docs",
+    docs: str | Path = ROOT / "docs",
+    figures: str | Path = ROOT / "figures",
+    strict: bool = True,
+    quiet: bool = True,
+) -> Path:
     """Check, stage and build the site; return ``<out>/html/index.html``.  ``strict``: a
     Sphinx warning (a broken link or reference, a page in no table of contents, removed
     unsafe content) fails the build with :class:`DocsError` naming the first one."""
@@ -147,15 +157,18 @@ def build_docs(notebooks: str | Path = ROOT / "reports", out: str | Path = ROOT 
     banner = R.describe(R.read_record(notebooks))
     removed = stage(docs, nbs, figures if figures.is_dir() else None, out / "src", banner)
     if removed:
-        print("removed from the notebooks before publishing: " + ", ".join(f"{v} {k}" for k, v in removed.items()),
-              file=sys.stderr)
+        print(
+            "removed from the notebooks before publishing: " + ", ".join(f"{v} {k}" for k, v in removed.items()),
+            file=sys.stderr,
+        )
     warnings = out / "warnings.txt"
     args = ["-b", "html", "-d", str(out / "doctrees"), "-w", str(warnings), "-j", "1", "-E"]
     args += (["-W", "--keep-going"] if strict else []) + (["-q"] if quiet else [])
     code = build_main(args + [str(out / "src"), str(out / "html")])
     if code != 0:
-        lines = [ln for ln in warnings.read_text(encoding="utf-8").splitlines() if ln.strip()] \
-            if warnings.is_file() else []
+        lines = (
+            [ln for ln in warnings.read_text(encoding="utf-8").splitlines() if ln.strip()] if warnings.is_file() else []
+        )
         first = lines[0] if lines else "see the output above"
         raise DocsError(f"the site did not build ({len(lines)} warning(s); first: {first}); all in {warnings}")
     return out / "html" / "index.html"
@@ -163,9 +176,14 @@ def build_docs(notebooks: str | Path = ROOT / "reports", out: str | Path = ROOT 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fedpl_core.report.docs", description=__doc__.splitlines()[0])
-    ap.add_argument("--notebooks", default=str(ROOT / "reports"), help="folder of executed notebooks (default: reports)")
-    ap.add_argument("--out", default=str(ROOT / "outputs" / "docs"),
-                    help="site folder (default: outputs/docs; the pages land in <out>/html)")
+    ap.add_argument(
+        "--notebooks", default=str(ROOT / "reports"), help="folder of executed notebooks (default: reports)"
+    )
+    ap.add_argument(
+        "--out",
+        default=str(ROOT / "outputs" / "docs"),
+        help="site folder (default: outputs/docs; the pages land in <out>/html)",
+    )
     ap.add_argument("--docs", default=str(ROOT / "docs"), help="folder of the pages (default: docs)")
     ap.add_argument("--figures", default=str(ROOT / "figures"), help="figures and tables the findings page reads")
     ap.add_argument("--no-strict", action="store_true", help="keep going on Sphinx warnings")

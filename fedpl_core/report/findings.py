@@ -15,24 +15,54 @@ and the comparisons of a notebook's claims table).  Every claim is tested the sa
   (:func:`fedpl_core.report.tables.describe_difference`), and :func:`reproduced_count`, how
   many of them the run reproduces before and after Holm's correction.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import pandas as pd
 
 from .tables import describe_difference, difference_columns, holm, paired_difference, verdict
 
 #: The columns of a headline table, in order.
-COLUMNS = ("paper", "claim", "setting", "a", "b", "metric", "diff", "ci_low", "ci_high", "p", "pairs", "verdict",
-           "mechanism", "evidence")
+COLUMNS = (
+    "paper",
+    "claim",
+    "setting",
+    "a",
+    "b",
+    "metric",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "p",
+    "pairs",
+    "verdict",
+    "mechanism",
+    "evidence",
+)
 #: The columns of a family table (:func:`family_table`), in order: the claim, its paired
 #: difference (:func:`fedpl_core.report.tables.difference_columns`), Holm's p over the family,
 #: the verdict and the sentence.
-FAMILY_COLUMNS = ("paper", "claim", "frame", "setting", "a", "b", "metric", "diff (points)", "sd", "95 % CI", "pairs",
-                  "p", "p (Holm)", "verdict", "sentence")
+FAMILY_COLUMNS = (
+    "paper",
+    "claim",
+    "frame",
+    "setting",
+    "a",
+    "b",
+    "metric",
+    "diff (points)",
+    "sd",
+    "95 % CI",
+    "pairs",
+    "p",
+    "p (Holm)",
+    "verdict",
+    "sentence",
+)
 _PAPER_ORDER = ("FedPSL", "FedLSM", "Surgical Aggregation", "FedMLP", "Introduction")
 
 
@@ -67,9 +97,10 @@ class Claim:
         if self.a_setting is not None or self.b_setting is not None:
             if "setting" not in df:
                 return None
-            parts = [df[(df["label"] == lab) & (df["setting"] == st)].assign(label=lab + " @ " + str(st),
-                                                                          setting="")
-                     for lab, st in ((self.a, self.a_setting), (self.b, self.b_setting))]
+            parts = [
+                df[(df["label"] == lab) & (df["setting"] == st)].assign(label=lab + " @ " + str(st), setting="")
+                for lab, st in ((self.a, self.a_setting), (self.b, self.b_setting))
+            ]
             if any(p.empty for p in parts):
                 return None
             return pd.concat(parts, ignore_index=True)
@@ -89,8 +120,9 @@ class Claim:
         return f"{self.a_setting} against {self.b_setting}" if self.two_settings else (self.setting or "")
 
 
-def tested_claims(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame],
-                  which: str = "final") -> list[tuple[Claim, dict]]:
+def tested_claims(
+    claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], which: str = "final"
+) -> list[tuple[Claim, dict]]:
     """Test each claim on its runs: ``(claim, paired difference)`` with the
     :func:`~fedpl_core.report.tables.paired_difference` dict of ``a`` minus ``b`` (points,
     paired over seeds, at the claim's round ``which`` or else ``which``); a claim whose runs are
@@ -113,15 +145,30 @@ def headline_table(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], 
     rows = []
     for c, d in tested_claims(claims, frames, which):
         ci = d.get("ci") or (None, None)
-        rows.append({"paper": c.paper, "claim": c.claim, "setting": c.setting_text, "a": c.a, "b": c.b,
-                     "metric": c.metric, "diff": round(d["diff"], 2), "ci_low": ci[0], "ci_high": ci[1],
-                     "p": d["p"], "pairs": d["n"], "verdict": verdict(d, c.direction),
-                     "mechanism": c.mechanism, "evidence": c.evidence})
+        rows.append(
+            {
+                "paper": c.paper,
+                "claim": c.claim,
+                "setting": c.setting_text,
+                "a": c.a,
+                "b": c.b,
+                "metric": c.metric,
+                "diff": round(d["diff"], 2),
+                "ci_low": ci[0],
+                "ci_high": ci[1],
+                "p": d["p"],
+                "pairs": d["n"],
+                "verdict": verdict(d, c.direction),
+                "mechanism": c.mechanism,
+                "evidence": c.evidence,
+            }
+        )
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def family_table(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], which: str = "final",
-                 pairs: str = "runs") -> pd.DataFrame:
+def family_table(
+    claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], which: str = "final", pairs: str = "runs"
+) -> pd.DataFrame:
     """The claims of one table as one family of tests (:func:`tested_claims`): one row per
     claim tested with :data:`FAMILY_COLUMNS`: the claim (its ``frame``, setting, ``a``, ``b``,
     ``metric``), the paired difference's columns (:func:`~fedpl_core.report.tables.difference_columns`),
@@ -137,9 +184,22 @@ def family_table(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], wh
     >>> t["sentence"].iloc[0]
     'A is 2.0 points above B (95 % CI -0.5 to 4.5; paired t-test over 3 runs: p = 0.074, not significant at 0.05)'
     """
-    rows = [{"paper": c.paper, "claim": c.claim, "frame": c.frame, "setting": c.setting_text, "a": c.a, "b": c.b,
-             "metric": c.metric, **difference_columns(d), "p (Holm)": None, "verdict": verdict(d, c.direction),
-             "sentence": describe_difference(d, pairs=pairs)} for c, d in tested_claims(claims, frames, which)]
+    rows = [
+        {
+            "paper": c.paper,
+            "claim": c.claim,
+            "frame": c.frame,
+            "setting": c.setting_text,
+            "a": c.a,
+            "b": c.b,
+            "metric": c.metric,
+            **difference_columns(d),
+            "p (Holm)": None,
+            "verdict": verdict(d, c.direction),
+            "sentence": describe_difference(d, pairs=pairs),
+        }
+        for c, d in tested_claims(claims, frames, which)
+    ]
     out = pd.DataFrame(rows, columns=list(FAMILY_COLUMNS))
     out["p (Holm)"] = holm(list(out["p"]))
     return out
@@ -149,13 +209,16 @@ def reproduced_count(claims: pd.DataFrame, subject: str, alpha: float = 0.05) ->
     """How many of a family table's comparisons (columns ``diff (points)``, ``p`` and ``p (Holm)``,
     each "``subject`` above the reference": :func:`family_table`) the run reproduces, p < ``alpha``
     in the paper's direction, before and after Holm's correction for the family, in one sentence."""
+
     def below(col: str):
         return claims[col].map(lambda p: p is not None and p == p and float(p) < alpha)
 
     up = claims["diff (points)"] > 0
     n, raw, adjusted = len(claims), int((up & below("p")).sum()), int((up & below("p (Holm)")).sum())
-    return (f"{subject} is significantly above the reference in {raw} of {n} comparisons "
-            f"({adjusted} after Holm's correction for the {n} tests).")
+    return (
+        f"{subject} is significantly above the reference in {raw} of {n} comparisons "
+        f"({adjusted} after Holm's correction for the {n} tests)."
+    )
 
 
 def p_text(p: float) -> str:
@@ -169,7 +232,7 @@ def p_text(p: float) -> str:
 
 
 def _fmt_row(r: pd.Series) -> str:
-    ci = (f"; 95 % CI {r['ci_low']:.1f} to {r['ci_high']:.1f}" if pd.notna(r["ci_low"]) else "")
+    ci = f"; 95 % CI {r['ci_low']:.1f} to {r['ci_high']:.1f}" if pd.notna(r["ci_low"]) else ""
     p = f", {p_text(r['p'])}" if pd.notna(r["p"]) else ", no test"
     return f"{r['a']} − {r['b']}: {r['diff']:+.1f} points{ci}{p} ({int(r['pairs'])} seeds)"
 
@@ -190,33 +253,47 @@ def read_headlines(figures: str | Path | None) -> pd.DataFrame:
 def findings_page(figures: str | Path | None) -> str:
     """The Markdown of the findings page, from the headline tables in ``figures``."""
     df = read_headlines(figures)
-    lines = ["# Findings", "",
-             "Every headline claim of the four papers, tested on the committed run (built-in data, 3 seeds, "
-             "the cpu profile; each notebook tests its paper's claims on its own runs). A difference is in "
-             "points of the metric (AUROC x 100 unless named), paired over seeds. The verdict: "
-             "**reproduced** (p < 0.05 in the paper's direction), **opposite** (p < 0.05 against it) or "
-             "**not distinguishable** (the 95 % interval of the difference spans 0). With three seeds the "
-             "tests have little power: *not distinguishable* is not evidence of no effect.", ""]
+    lines = [
+        "# Findings",
+        "",
+        "Every headline claim of the four papers, tested on the committed run (built-in data, 3 seeds, "
+        "the cpu profile; each notebook tests its paper's claims on its own runs). A difference is in "
+        "points of the metric (AUROC x 100 unless named), paired over seeds. The verdict: "
+        "**reproduced** (p < 0.05 in the paper's direction), **opposite** (p < 0.05 against it) or "
+        "**not distinguishable** (the 95 % interval of the difference spans 0). With three seeds the "
+        "tests have little power: *not distinguishable* is not evidence of no effect.",
+        "",
+    ]
     if df.empty:
         return "\n".join(lines + ["No headline table was found: run the notebooks (`make reproduce`).", ""])
     counts = df["verdict"].value_counts()
-    lines += ["Of {n} claims: {r} reproduced, {o} opposite, {d} not distinguishable.".format(
-        n=len(df), r=counts.get("reproduced", 0), o=counts.get("opposite", 0),
-        d=counts.get("not distinguishable", 0)), ""]
+    lines += [
+        "Of {n} claims: {r} reproduced, {o} opposite, {d} not distinguishable.".format(
+            n=len(df),
+            r=counts.get("reproduced", 0),
+            o=counts.get("opposite", 0),
+            d=counts.get("not distinguishable", 0),
+        ),
+        "",
+    ]
     order = {p: i for i, p in enumerate(_PAPER_ORDER)}
     df = df.assign(_o=df["paper"].map(lambda p: order.get(p, len(order)))).sort_values("_o", kind="stable")
     for paper, g in df.groupby("paper", sort=False):
         lines += [f"## {paper}", "", "| claim | this run | verdict | mechanism | shown in |", "|---|---|---|---|---|"]
         for _, r in g.iterrows():
             claim = _cell(r["claim"]) + (f" ({_cell(r['setting'])})" if _cell(r["setting"]) else "")
-            lines.append(f"| {claim} | {_fmt_row(r)} | **{r['verdict']}** | {_cell(r['mechanism'])} | "
-                         f"{_cell(r['evidence'])} |")
+            lines.append(
+                f"| {claim} | {_fmt_row(r)} | **{r['verdict']}** | {_cell(r['mechanism'])} | {_cell(r['evidence'])} |"
+            )
         lines.append("")
     return "\n".join(lines)
 
 
 #: The README's generated block lies between these two lines.
-README_START, README_END = "<!-- findings: generated by python -m fedpl_core.report.findings -->", "<!-- findings: end -->"
+README_START, README_END = (
+    "<!-- findings: generated by python -m fedpl_core.report.findings -->",
+    "<!-- findings: end -->",
+)
 
 
 def readme_block(figures: str | Path | None) -> str:
@@ -234,9 +311,12 @@ def readme_block(figures: str | Path | None) -> str:
         claim = _cell(r["claim"]) + (f" ({_cell(r['setting'])})" if _cell(r["setting"]) else "")
         lines.append(f"| {r['paper']} | {claim} | {r['diff']:+.1f} ({p}) | {r['verdict']} |")
     counts = df["verdict"].value_counts()
-    lines += ["", f"{len(df)} claims: {counts.get('reproduced', 0)} reproduced, {counts.get('opposite', 0)} opposite, "
-                  f"{counts.get('not distinguishable', 0)} not distinguishable (differences in points, paired over "
-                  "3 seeds; *not distinguishable*: the 95 % interval spans 0)."]
+    lines += [
+        "",
+        f"{len(df)} claims: {counts.get('reproduced', 0)} reproduced, {counts.get('opposite', 0)} opposite, "
+        f"{counts.get('not distinguishable', 0)} not distinguishable (differences in points, paired over "
+        "3 seeds; *not distinguishable*: the 95 % interval spans 0).",
+    ]
     return "\n".join(lines)
 
 
@@ -260,9 +340,11 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     root = Path(__file__).resolve().parents[2]
-    ap = argparse.ArgumentParser(prog="python -m fedpl_core.report.findings",
-                                 description="Rewrite the README's findings block and the findings page "
-                                             "(docs/findings.md) from the headline tables.")
+    ap = argparse.ArgumentParser(
+        prog="python -m fedpl_core.report.findings",
+        description="Rewrite the README's findings block and the findings page "
+        "(docs/findings.md) from the headline tables.",
+    )
     ap.add_argument("--readme", default=str(root / "README.md"))
     ap.add_argument("--page", default=str(root / "docs" / "findings.md"))
     ap.add_argument("--figures", default=str(root / "figures"))
@@ -277,8 +359,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["COLUMNS", "FAMILY_COLUMNS", "Claim", "tested_claims", "headline_table", "family_table", "reproduced_count",
-           "read_headlines", "findings_page", "readme_block", "update_readme"]
+__all__ = [
+    "COLUMNS",
+    "FAMILY_COLUMNS",
+    "Claim",
+    "tested_claims",
+    "headline_table",
+    "family_table",
+    "reproduced_count",
+    "read_headlines",
+    "findings_page",
+    "readme_block",
+    "update_readme",
+]
 
 if __name__ == "__main__":
     raise SystemExit(main())

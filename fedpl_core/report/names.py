@@ -14,9 +14,10 @@ shown as it is; a registry key (``fedavg_star``) never is: :func:`display_name` 
 into the class's name.  The figures (:mod:`fedpl_core.report.plotting`) and the tables
 (:mod:`fedpl_core.report.tables`) map every label and metric through these functions.
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ..methods.papers import PAPERS as _PAPERS
 from ..nn.metrics import METRIC_NAMES, metric_name
@@ -51,8 +52,11 @@ def method_class(label: str, method: str | None = None) -> type | None:
         return classes[str(method)]
     label = str(label)
     by_name = {c.display_name: c for c in classes.values() if c.display_name}
-    for cand in (label, label.rsplit(", ", 1)[0], label[:label.rindex(" (")] if label.endswith(")") and " (" in label
-                 else label):
+    for cand in (
+        label,
+        label.rsplit(", ", 1)[0],
+        label[: label.rindex(" (")] if label.endswith(")") and " (" in label else label,
+    ):
         if cand in classes:
             return classes[cand]
         if cand in by_name:
@@ -101,8 +105,7 @@ def registry_words() -> set[str]:
     every method registry key, every metric key of :data:`~fedpl_core.nn.metrics.METRIC_NAMES`
     whose name differs from it (``auroc_mean``, ``map``; not ``accuracy``), and the frame
     columns ``label`` / ``value``."""
-    return (set(method_classes()) | {k for k, v in METRIC_NAMES.items() if v != k}
-            | {"label", "value", "bacc", "ap"})
+    return set(method_classes()) | {k for k, v in METRIC_NAMES.items() if v != k} | {"label", "value", "bacc", "ap"}
 
 
 def rename_methods(labels: Mapping[str, str] | Iterable[str]) -> dict[str, str]:
@@ -111,5 +114,16 @@ def rename_methods(labels: Mapping[str, str] | Iterable[str]) -> dict[str, str]:
     return {lab: display_name(lab) for lab in labels if display_name(lab) != lab}
 
 
-__all__ = ["PAPERS", "method_classes", "method_class", "display_name", "display_names", "class_name", "by_paper",
-           "registry_words", "rename_methods", "metric_name", "METRIC_NAMES"]
+__all__ = [
+    "PAPERS",
+    "method_classes",
+    "method_class",
+    "display_name",
+    "display_names",
+    "class_name",
+    "by_paper",
+    "registry_words",
+    "rename_methods",
+    "metric_name",
+    "METRIC_NAMES",
+]

@@ -19,12 +19,13 @@ Every figure follows the same rules, fixed here once:
 Importing this module leaves the matplotlib backend alone (``%matplotlib widget`` keeps
 working); without a display matplotlib picks a non-interactive backend by itself.
 """
+
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -59,8 +60,11 @@ def _fallback() -> tuple[str, ...]:
     tab20, tab20b and tab20c without those within 30 (RGB distance, 0-255 scale) of a method's
     colour, so such a label is never mistaken for a method."""
     used = set(method_colors().values())
-    pool = (sns.color_palette("tab20", 20).as_hex() + sns.color_palette("tab20b", 20).as_hex()
-            + sns.color_palette("tab20c", 20).as_hex())
+    pool = (
+        sns.color_palette("tab20", 20).as_hex()
+        + sns.color_palette("tab20b", 20).as_hex()
+        + sns.color_palette("tab20c", 20).as_hex()
+    )
     return tuple(c for c in dict.fromkeys(pool) if min(_rgb_distance(c, f) for f in used) > 30)
 
 
@@ -156,8 +160,11 @@ def with_gaps(s: pd.DataFrame | pd.Series, step: float | None) -> pd.DataFrame |
     at = gaps + step
     if pd.api.types.is_integer_dtype(s.index) and np.all(at == np.round(at)):
         at = at.astype(s.index.dtype)
-    add = (pd.DataFrame(np.nan, index=at, columns=s.columns) if isinstance(s, pd.DataFrame)
-           else pd.Series(np.nan, index=at))
+    add = (
+        pd.DataFrame(np.nan, index=at, columns=s.columns)
+        if isinstance(s, pd.DataFrame)
+        else pd.Series(np.nan, index=at)
+    )
     return pd.concat([s, add]).sort_index()
 
 
@@ -166,8 +173,16 @@ def _mean_sd(d: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
     return s[s["mean"].notna()]
 
 
-def draw_lines(ax, d: pd.DataFrame, x: str, y: str, order: Sequence[str], colors: Mapping[str, str],
-               styles: Mapping[str, str] | None = None, band: bool = True) -> None:
+def draw_lines(
+    ax,
+    d: pd.DataFrame,
+    x: str,
+    y: str,
+    order: Sequence[str],
+    colors: Mapping[str, str],
+    styles: Mapping[str, str] | None = None,
+    band: bool = True,
+) -> None:
     """One line per label of ``d`` (long rows ``label``, ``x``, ``y``; several seeds are
     averaged, their sd drawn as a band), each with its own marker; a line breaks where the
     panel's evaluation step (the smallest of its labels' typical steps) finds no value."""
@@ -179,8 +194,16 @@ def draw_lines(ax, d: pd.DataFrame, x: str, y: str, order: Sequence[str], colors
         if s.empty:
             continue
         s = with_gaps(s, step)
-        ax.plot(s.index, s["mean"], marker=MARKERS[i % len(MARKERS)], ms=4, lw=1.5, color=colors[lab],
-                ls=(styles or {}).get(lab, "-"), label=lab)
+        ax.plot(
+            s.index,
+            s["mean"],
+            marker=MARKERS[i % len(MARKERS)],
+            ms=4,
+            lw=1.5,
+            color=colors[lab],
+            ls=(styles or {}).get(lab, "-"),
+            label=lab,
+        )
         if band and s["std"].notna().any():
             ax.fill_between(s.index, s["mean"] - s["std"], s["mean"] + s["std"], color=colors[lab], alpha=0.15, lw=0)
 
@@ -215,8 +238,15 @@ def figure_legend(fig, title: str = "method", fontsize: float | None = None, rel
         fig.tight_layout()
     if not handles:
         return None
-    return fig.legend(list(handles.values()), list(handles), title=title, loc="upper left",
-                      bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=fontsize)
+    return fig.legend(
+        list(handles.values()),
+        list(handles),
+        title=title,
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+        frameon=False,
+        fontsize=fontsize,
+    )
 
 
 def plot_reference(ax, x: float, y: float, label: str, color: str = "black") -> None:
@@ -229,8 +259,13 @@ def plot_reference(ax, x: float, y: float, label: str, color: str = "black") -> 
         ax.set_xlim(min(lo, x) - pad, max(hi, x) + pad)
 
 
-def plot_curves(curves: pd.DataFrame, metric: str = "auroc_mean", ax=None, title: str | None = None,
-                labels: Sequence[str] | None = None):
+def plot_curves(
+    curves: pd.DataFrame,
+    metric: str = "auroc_mean",
+    ax=None,
+    title: str | None = None,
+    labels: Sequence[str] | None = None,
+):
     """Metric per round, one line per method: the mean over seeds with an sd band (where
     there are several seeds); ``curves`` long rows as :func:`fedpl_core.report.tables.curve_frame`
     gives them.  Integer rounds, a human y label, one legend for the figure (drawing on
@@ -245,8 +280,14 @@ def plot_curves(curves: pd.DataFrame, metric: str = "auroc_mean", ax=None, title
     return ax.figure
 
 
-def plot_curve_grid(curves: pd.DataFrame, metric: str = "auroc_mean", col: str = "setting",
-                    labels: Sequence[str] | None = None, title: str | None = None, col_wrap: int | None = None):
+def plot_curve_grid(
+    curves: pd.DataFrame,
+    metric: str = "auroc_mean",
+    col: str = "setting",
+    labels: Sequence[str] | None = None,
+    title: str | None = None,
+    col_wrap: int | None = None,
+):
     """One panel per ``col`` value (titled ``K = 4``, or the setting's own name), one line per
     method (mean and sd band over seeds), a shared y axis and one legend; ``curves`` as
     :func:`fedpl_core.report.tables.curve_frame` gives it."""
@@ -259,7 +300,7 @@ def plot_curve_grid(curves: pd.DataFrame, metric: str = "auroc_mean", col: str =
         draw_lines(ax, d[d[col] == v], "round", metric, order, colors)
         _rounds_axis(ax)
         ax.set_title(str(v) if col == "setting" else f"{col} = {v}")
-    for ax in list(axes.flat)[len(values):]:
+    for ax in list(axes.flat)[len(values) :]:
         ax.set_visible(False)
     for ax in axes[:, 0]:
         ax.set_ylabel(metric_name(metric))
@@ -280,8 +321,15 @@ def unit_interval(key: str) -> bool:
     return key.startswith("pl/") or bool(re.search(r"(share|rate|accuracy)", key))
 
 
-def plot_metric_panels(curves: pd.DataFrame, metrics: Sequence[str], labels: Sequence[str] | None = None,
-                       title: str | None = None, ncols: int = 4, value: str = "value", constant: str = "drop"):
+def plot_metric_panels(
+    curves: pd.DataFrame,
+    metrics: Sequence[str],
+    labels: Sequence[str] | None = None,
+    title: str | None = None,
+    ncols: int = 4,
+    value: str = "value",
+    constant: str = "drop",
+):
     """One panel per metric (``curves`` long rows: ``label``, ``seed``, ``round``, ``metric``,
     ``value``), one line per method: the mean over seeds with an sd band.  Panels wrap after
     ``ncols``; each method has its own marker and line style, so lines that coincide (several
@@ -301,8 +349,9 @@ def plot_metric_panels(curves: pd.DataFrame, metrics: Sequence[str], labels: Seq
     n = max(1, len(shown))
     nc = max(1, min(ncols, n))
     nr = -(-n // nc)
-    fig, axes = plt.subplots(nr, nc, figsize=(3.4 * nc, 2.9 * nr + (0.4 if constant == "drop" and flat else 0)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        nr, nc, figsize=(3.4 * nc, 2.9 * nr + (0.4 if constant == "drop" and flat else 0)), squeeze=False
+    )
     for ax, m in zip(axes.flat, shown):
         sub = d[d["metric"] == m]
         draw_lines(ax, sub, "round", value, order, colors, styles)
@@ -315,21 +364,34 @@ def plot_metric_panels(curves: pd.DataFrame, metrics: Sequence[str], labels: Seq
         ax.set_title(metric_name(m) + (f" (constant: {flat[m]:.3g})" if m in flat else ""), fontsize=9)
         ax.set_ylabel(metric_name(m).split(": ")[-1], fontsize=8)
         _rounds_axis(ax)
-    for ax in list(axes.flat)[len(shown):]:
+    for ax in list(axes.flat)[len(shown) :]:
         ax.set_visible(False)
     if title:
         fig.suptitle(title)
     figure_legend(fig, fontsize=8)
     if constant == "drop" and flat:
         fig.subplots_adjust(bottom=fig.subplotpars.bottom + 0.35 / fig.get_figheight())
-        fig.text(0.01, 0.005, "constant over the rounds, left out: "
-                 + "; ".join(f"{metric_name(m)} {v:.3g}" for m, v in flat.items()), fontsize=8, va="bottom", wrap=True)
+        fig.text(
+            0.01,
+            0.005,
+            "constant over the rounds, left out: " + "; ".join(f"{metric_name(m)} {v:.3g}" for m, v in flat.items()),
+            fontsize=8,
+            va="bottom",
+            wrap=True,
+        )
     return fig
 
 
 # ---------------------------------------------------------------------------- bars
-def plot_per_class(df: pd.DataFrame, x: str = "class", y: str = "auroc", hue: str = "label", ax=None,
-                   title: str | None = None, order: Sequence[str] | None = None):
+def plot_per_class(
+    df: pd.DataFrame,
+    x: str = "class",
+    y: str = "auroc",
+    hue: str = "label",
+    ax=None,
+    title: str | None = None,
+    order: Sequence[str] | None = None,
+):
     """Per-class bars from 0 (``y`` an AUROC: the axis spans [0, 1], chance dotted at 0.5),
     one bar per method (mean over seeds, sd as an error bar); ``df`` long form (one row per
     class x method [x seed], :func:`per_class_long`); class names with spaces; one legend for
@@ -341,8 +403,18 @@ def plot_per_class(df: pd.DataFrame, x: str = "class", y: str = "auroc", hue: st
     d = d.assign(**{x: d[x].map(class_name)})
     order = [class_name(c) for c in order] if order is not None else list(dict.fromkeys(d[x]))
     ax = ax or plt.subplots(figsize=(max(6.0, 0.6 * len(order) + 2), 4))[1]
-    sns.barplot(d, x=x, y=y, hue=hue, hue_order=labels, order=order, ax=ax, errorbar="sd", palette=palette,
-                err_kws={"linewidth": 1})
+    sns.barplot(
+        d,
+        x=x,
+        y=y,
+        hue=hue,
+        hue_order=labels,
+        order=order,
+        ax=ax,
+        errorbar="sd",
+        palette=palette,
+        err_kws={"linewidth": 1},
+    )
     top = max(1.0, float(d[y].max())) if len(d) else 1.0
     ax.set_ylim(0.0, top)
     if "auroc" in str(y).lower():
@@ -360,18 +432,35 @@ def per_class_long(df: pd.DataFrame, which: str = "final") -> pd.DataFrame:
     """From ``run_many``'s wide rows to long rows (label, seed, class, auroc[, method])."""
     d = df[df["which"] == which] if "which" in df else df
     cols = [c for c in d.columns if c.startswith("auroc:")]
-    long = d.melt(id_vars=[c for c in ("setting", "label", "seed", "method") if c in d], value_vars=cols,
-                  var_name="class", value_name="auroc")
+    long = d.melt(
+        id_vars=[c for c in ("setting", "label", "seed", "method") if c in d],
+        value_vars=cols,
+        var_name="class",
+        value_name="auroc",
+    )
     long["class"] = long["class"].str.replace("auroc:", "", regex=False)
     return long.dropna(subset=["auroc"])
 
 
-def plot_mask_matrix(mask: np.ndarray, class_names: Sequence[str], client_names: Sequence[str] | None = None,
-                     ax=None, title: str = "annotated classes"):
+def plot_mask_matrix(
+    mask: np.ndarray,
+    class_names: Sequence[str],
+    client_names: Sequence[str] | None = None,
+    ax=None,
+    title: str = "annotated classes",
+):
     """Client x class annotation matrix (1 = the client labels the class)."""
     ax = ax or plt.subplots(figsize=(0.45 * len(class_names) + 2, 0.4 * len(mask) + 1.5))[1]
-    sns.heatmap(pd.DataFrame(mask.astype(int), index=client_names, columns=[class_name(c) for c in class_names]),
-                cmap="Blues", cbar=False, linewidths=0.5, linecolor="white", ax=ax, vmin=0, vmax=1)
+    sns.heatmap(
+        pd.DataFrame(mask.astype(int), index=client_names, columns=[class_name(c) for c in class_names]),
+        cmap="Blues",
+        cbar=False,
+        linewidths=0.5,
+        linecolor="white",
+        ax=ax,
+        vmin=0,
+        vmax=1,
+    )
     ax.set_title(title)
     ax.set_ylabel("client")
     return ax.figure
@@ -441,8 +530,11 @@ def _collisions(ax, axis, renderer) -> list[str]:
                 if _area(boxes[i], boxes[j]) > 0.5:
                     out.append(f"tick labels {labs[i].get_text()!r} and {labs[j].get_text()!r} overlap")
         return out
-    pos = sorted(ax.transData.transform([(t.get_position()[0], 0) if axis is ax.xaxis else (0, t.get_position()[1])
-                                         for t in labs])[:, 0 if axis is ax.xaxis else 1])
+    pos = sorted(
+        ax.transData.transform(
+            [(t.get_position()[0], 0) if axis is ax.xaxis else (0, t.get_position()[1]) for t in labs]
+        )[:, 0 if axis is ax.xaxis else 1]
+    )
     line = labs[0].get_fontsize() * renderer.points_to_pixels(1.0)
     gap = min(np.diff(pos)) * abs(np.sin(np.radians(rot)))
     if gap < 0.9 * line:
@@ -541,7 +633,25 @@ def savefig(fig, name: str, folder: str | Path | None = None, dpi: int = 150) ->
     return p
 
 
-__all__ = ["method_colors", "method_color", "method_palette", "metric_label", "with_gaps", "draw_lines",
-           "integer_ticks", "figure_legend", "plot_reference", "plot_curves", "plot_curve_grid", "unit_interval",
-           "plot_metric_panels", "plot_per_class", "per_class_long", "plot_mask_matrix", "figure_problems",
-           "check_figure", "savefig", "MARKERS"]
+__all__ = [
+    "method_colors",
+    "method_color",
+    "method_palette",
+    "metric_label",
+    "with_gaps",
+    "draw_lines",
+    "integer_ticks",
+    "figure_legend",
+    "plot_reference",
+    "plot_curves",
+    "plot_curve_grid",
+    "unit_interval",
+    "plot_metric_panels",
+    "plot_per_class",
+    "per_class_long",
+    "plot_mask_matrix",
+    "figure_problems",
+    "check_figure",
+    "savefig",
+    "MARKERS",
+]

@@ -12,6 +12,7 @@ files.  ``reproduce`` refuses to write into the committed ``reports/`` from cach
 was asked to keep although stale (:func:`check_fresh_target`), and a test fails if a
 committed executed notebook holds a stale-result warning (:func:`stale_warnings`).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -50,8 +51,13 @@ def code_dirty(root: str | Path = ROOT) -> bool | None:
     import subprocess
 
     try:
-        out = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
-                              "fedpl_core", "notebooks"], capture_output=True, text=True, timeout=5, check=True)
+        out = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", "fedpl_core", "notebooks"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return bool(out.stdout.strip())
@@ -81,18 +87,43 @@ def write_record(folder: str | Path, profile: str, runs: list[tuple[str, float, 
     entries = dict(old.get("notebooks") or {}) if isinstance(old.get("notebooks"), dict) else {}
     date = datetime.now(timezone.utc).isoformat(timespec="seconds")
     for name, seconds, status, params in runs:
-        entries[name] = {"commit": commit, "dirty": dirty, "code_fingerprint": fp, "profile": profile,
-                         "parameters": params, "status": status, "seconds": round(seconds, 1), "date": date,
-                         "load_average_at_end": load}
+        entries[name] = {
+            "commit": commit,
+            "dirty": dirty,
+            "code_fingerprint": fp,
+            "profile": profile,
+            "parameters": params,
+            "status": status,
+            "seconds": round(seconds, 1),
+            "date": date,
+            "load_average_at_end": load,
+        }
     invocations = list(old.get("invocations") or []) if isinstance(old.get("invocations"), list) else []
-    invocations.append({"date": date, "commit": commit, "code_fingerprint": fp, "profile": profile,
-                        "notebooks": [name for name, *_ in runs], "parameters": runs[0][3] if runs else {},
-                        "seconds": round(sum(sec for _, sec, _, _ in runs), 1),
-                        "seconds_by_notebook": {name: round(sec, 1) for name, sec, _, _ in runs},
-                        "load_average_at_end": load})
-    rec = {"commit": commit, "dirty": dirty, "profile": profile, "date": date, "cpus": os.cpu_count(),
-           "numeric_platform": numeric_platform()["key"], "code_fingerprint": fp, "code": state,
-           "notebooks": dict(sorted(entries.items())), "invocations": invocations}
+    invocations.append(
+        {
+            "date": date,
+            "commit": commit,
+            "code_fingerprint": fp,
+            "profile": profile,
+            "notebooks": [name for name, *_ in runs],
+            "parameters": runs[0][3] if runs else {},
+            "seconds": round(sum(sec for _, sec, _, _ in runs), 1),
+            "seconds_by_notebook": {name: round(sec, 1) for name, sec, _, _ in runs},
+            "load_average_at_end": load,
+        }
+    )
+    rec = {
+        "commit": commit,
+        "dirty": dirty,
+        "profile": profile,
+        "date": date,
+        "cpus": os.cpu_count(),
+        "numeric_platform": numeric_platform()["key"],
+        "code_fingerprint": fp,
+        "code": state,
+        "notebooks": dict(sorted(entries.items())),
+        "invocations": invocations,
+    }
     target = Path(folder) / RECORD
     with atomic_write(target) as f:
         json.dump(rec, f, indent=1, sort_keys=True)
@@ -122,8 +153,11 @@ def compare(record: dict[str, Any] | None, root: str | Path = ROOT) -> dict[str,
     old = record["code"]
     changed = sorted(k for k in set(old) | set(state) if old.get(k) != state.get(k))
     entries = record.get("notebooks") if isinstance(record.get("notebooks"), dict) else {}
-    older = sorted(n for n, e in entries.items()
-                   if isinstance(e, dict) and e.get("code_fingerprint") != record.get("code_fingerprint"))
+    older = sorted(
+        n
+        for n, e in entries.items()
+        if isinstance(e, dict) and e.get("code_fingerprint") != record.get("code_fingerprint")
+    )
     return {"same": not changed, "changed": changed, "fingerprint": fingerprint(state), "older": older}
 
 
@@ -133,10 +167,13 @@ def describe(record: dict[str, Any] | None, root: str | Path = ROOT) -> str:
     if record is None:
         return "These results carry no run record: which code produced them is not known."
     c = compare(record, root)
-    commit = (record.get("commit") or "an unknown commit")[:10] + (" (with uncommitted changes)" if record.get("dirty")
-                                                                   else "")
-    head = (f"Results from commit {commit}, code fingerprint {record['code_fingerprint']}, "
-            f"{record.get('profile', '?')} profile, run on {str(record.get('date', '?'))[:10]}.")
+    commit = (record.get("commit") or "an unknown commit")[:10] + (
+        " (with uncommitted changes)" if record.get("dirty") else ""
+    )
+    head = (
+        f"Results from commit {commit}, code fingerprint {record['code_fingerprint']}, "
+        f"{record.get('profile', '?')} profile, run on {str(record.get('date', '?'))[:10]}."
+    )
     if c["older"]:
         head += f" Made by older code: {', '.join(c['older'])}."
     if c["same"]:
@@ -168,9 +205,23 @@ def check_fresh_target(output: str | Path, keep_stale: bool) -> None:
     """Refuse (``ValueError``, one line) to write the committed reports from results kept
     although stale: they would show numbers today's code does not produce."""
     if keep_stale and is_committed_reports(output):
-        raise ValueError(f"refusing to write the committed reports ({output}) from stale cached results "
-                         "(FEDPL_KEEP_STALE / --keep-stale): re-run from an empty results folder, or write elsewhere")
+        raise ValueError(
+            f"refusing to write the committed reports ({output}) from stale cached results "
+            "(FEDPL_KEEP_STALE / --keep-stale): re-run from an empty results folder, or write elsewhere"
+        )
 
 
-__all__ = ["RECORD", "STALE_MARK", "code_state", "code_dirty", "fingerprint", "write_record", "read_record", "compare", "describe",
-           "stale_warnings", "is_committed_reports", "check_fresh_target"]
+__all__ = [
+    "RECORD",
+    "STALE_MARK",
+    "code_state",
+    "code_dirty",
+    "fingerprint",
+    "write_record",
+    "read_record",
+    "compare",
+    "describe",
+    "stale_warnings",
+    "is_committed_reports",
+    "check_fresh_target",
+]

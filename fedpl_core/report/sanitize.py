@@ -21,6 +21,7 @@ notebook can carry script in many places; each is closed here, and
   (:func:`check_name`: letters, digits, ``_``, ``-``, ``.``), so no name becomes a
   ``javascript:`` link or a path.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,8 +31,13 @@ from typing import Any
 KEPT_MIME = ("text/plain", "text/html", "text/markdown", "text/latex", "image/png", "image/jpeg", "image/gif")
 #: Tags and attributes HTML outputs keep (nh3's defaults, with the classes and alignment of
 #: pandas tables).
-_ATTRIBUTES = {"*": {"class", "title", "style", "align", "colspan", "rowspan"}, "a": {"href"},
-               "img": {"src", "alt", "width", "height"}, "th": {"scope"}, "ol": {"start"}}
+_ATTRIBUTES = {
+    "*": {"class", "title", "style", "align", "colspan", "rowspan"},
+    "a": {"href"},
+    "img": {"src", "alt", "width", "height"},
+    "th": {"scope"},
+    "ol": {"start"},
+}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,120}\.ipynb$")
 #: A MyST directive fence (```{name} or :::{name}) or role ({name}`...`).
 _DIRECTIVE = re.compile(r"^(\s*)(`{3,}|~{3,}|:{3,})\s*\{[^}\n]*\}", re.MULTILINE)
@@ -71,8 +77,13 @@ def clean_html(html: str) -> str:
     """``html`` without script, styles, event handlers or unsafe links (nh3)."""
     import nh3
 
-    return nh3.clean(html, attributes=_ATTRIBUTES, attribute_filter=_filter,
-                     url_schemes={"http", "https", "mailto", "data"}, strip_comments=True)
+    return nh3.clean(
+        html,
+        attributes=_ATTRIBUTES,
+        attribute_filter=_filter,
+        url_schemes={"http", "https", "mailto", "data"},
+        strip_comments=True,
+    )
 
 
 def neutralise_myst(markdown: str) -> str:

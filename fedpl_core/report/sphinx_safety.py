@@ -18,6 +18,7 @@ Together with ``raw_enabled`` and ``file_insertion_enabled`` off (``docs/conf.py
 from others' notebooks safe.  Each removal is reported as a Sphinx warning naming the page,
 so a strict build (``-W``) of our own pages fails on one.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -71,8 +72,9 @@ class SafePage(Transform):
                 removed.append(f"download {target[:40]!r}")
                 node.parent.replace(node, nodes.Text(node.astext()))
         if removed:
-            log.warning("removed from the page: %s", ", ".join(removed), location=source or None,
-                        type="fedpl", subtype="unsafe")
+            log.warning(
+                "removed from the page: %s", ", ".join(removed), location=source or None, type="fedpl", subtype="unsafe"
+            )
 
 
 def _inside(uri: str, source: str, srcdir: Path | None, image: bool = False, root: Path | None = None) -> bool:

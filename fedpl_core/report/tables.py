@@ -1,8 +1,9 @@
 """Result tables: mean +- std over seeds, paired tests, markdown and LaTeX output."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,13 +20,14 @@ def fmt_mean_std(mean: float, std: float, decimals: int = 2) -> str:
     """
     if std is None or not np.isfinite(std):
         return f"{mean:.{decimals}f}"
-    if 0 < std < 0.5 * 10 ** -decimals:
-        return f"{mean:.{decimals}f} ± <{10 ** -decimals:.{decimals}f}"
+    if 0 < std < 0.5 * 10**-decimals:
+        return f"{mean:.{decimals}f} ± <{10**-decimals:.{decimals}f}"
     return f"{mean:.{decimals}f} ± {std:.{decimals}f}"
 
 
-def _mean_std_n(d: pd.DataFrame, by: Sequence[str] | str, cols: Sequence[str],
-                scale: float) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _mean_std_n(
+    d: pd.DataFrame, by: Sequence[str] | str, cols: Sequence[str], scale: float
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Per group of ``by`` (in order of appearance): the mean and sample std (ddof=1),
     both times ``scale``, and the count of each of ``cols``, from one
     ``groupby(...).agg(["mean", "std", "count"])``."""
@@ -35,12 +37,21 @@ def _mean_std_n(d: pd.DataFrame, by: Sequence[str] | str, cols: Sequence[str],
 
 def _fmt_frame(mean: pd.DataFrame, std: pd.DataFrame, decimals: int) -> pd.DataFrame:
     """:func:`fmt_mean_std` cell by cell over two frames of the same shape (strings)."""
-    return pd.DataFrame({c: [fmt_mean_std(a, b, decimals) for a, b in zip(mean[c], std[c])] for c in mean.columns},
-                        index=mean.index, columns=mean.columns)
+    return pd.DataFrame(
+        {c: [fmt_mean_std(a, b, decimals) for a, b in zip(mean[c], std[c])] for c in mean.columns},
+        index=mean.index,
+        columns=mean.columns,
+    )
 
 
-def summarize(df: pd.DataFrame, metrics: Sequence[str] = ("auroc_mean",), by: Sequence[str] = ("setting", "label"),
-              which: str | None = "final", scale: float = 100.0, decimals: int = 2) -> pd.DataFrame:
+def summarize(
+    df: pd.DataFrame,
+    metrics: Sequence[str] = ("auroc_mean",),
+    by: Sequence[str] = ("setting", "label"),
+    which: str | None = "final",
+    scale: float = 100.0,
+    decimals: int = 2,
+) -> pd.DataFrame:
     """``mean +- std`` (sample std, ddof=1; the mean alone for one seed) of each metric
     per group, as strings, with the numeric means in ``<metric>_mean`` columns for sorting
     and the number of runs in ``n``."""
@@ -56,8 +67,15 @@ def summarize(df: pd.DataFrame, metrics: Sequence[str] = ("auroc_mean",), by: Se
     return out
 
 
-def pivot_mean_std(df: pd.DataFrame, metric: str = "auroc_mean", rows: str = "label", cols: str = "setting",
-                   which: str | None = "final", scale: float = 100.0, decimals: int = 2) -> pd.DataFrame:
+def pivot_mean_std(
+    df: pd.DataFrame,
+    metric: str = "auroc_mean",
+    rows: str = "label",
+    cols: str = "setting",
+    which: str | None = "final",
+    scale: float = 100.0,
+    decimals: int = 2,
+) -> pd.DataFrame:
     """A paper-style table: rows (methods, by their display names: :func:`~fedpl_core.report.names.display_name`)
     x columns (settings) of ``mean ± std``; the index is named "method" when the rows are the labels."""
     from .names import display_name
@@ -70,8 +88,9 @@ def pivot_mean_std(df: pd.DataFrame, metric: str = "auroc_mean", rows: str = "la
     return out
 
 
-def per_class_mean_std(df: pd.DataFrame, label_col: str = "label", which: str = "final",
-                       scale: float = 100.0, decimals: int = 1) -> pd.DataFrame:
+def per_class_mean_std(
+    df: pd.DataFrame, label_col: str = "label", which: str = "final", scale: float = 100.0, decimals: int = 1
+) -> pd.DataFrame:
     """Rows: methods (by their display names); columns: classes (``auroc:<class>`` columns,
     ``_`` as a space) plus the mean."""
     from .names import class_name, display_name
@@ -108,8 +127,12 @@ def curve_frame(df: pd.DataFrame, metric: str = "auroc_mean") -> pd.DataFrame:
     """
     if "histories" not in df.attrs:
         raise KeyError("no per-round histories: call run_many(..., histories=True)")
-    rows = [{"setting": st, "label": lab, "seed": seed, "round": h["round"], metric: h[metric]}
-            for (st, lab, seed), hist in df.attrs["histories"].items() for h in hist if h.get(metric) is not None]
+    rows = [
+        {"setting": st, "label": lab, "seed": seed, "round": h["round"], metric: h[metric]}
+        for (st, lab, seed), hist in df.attrs["histories"].items()
+        for h in hist
+        if h.get(metric) is not None
+    ]
     out = pd.DataFrame(rows, columns=["setting", "label", "seed", "round", metric])
     if {"method", "setting", "label", "seed"} <= set(df.columns) and len(out):
         runs = df.drop_duplicates(["setting", "label", "seed"]).set_index(["setting", "label", "seed"])["method"]
@@ -138,12 +161,21 @@ def late_gain(curves: pd.DataFrame, metric: str = "auroc_mean", scale: float = 1
         last = g["round"].iloc[-1]
         before = g[g["round"] <= 0.75 * last]
         if len(before):
-            out.append((setting, label, scale * (g[metric].iloc[-1] - before[metric].iloc[-1]),
-                        int(before["round"].iloc[-1]), int(last)))
+            out.append(
+                (
+                    setting,
+                    label,
+                    scale * (g[metric].iloc[-1] - before[metric].iloc[-1]),
+                    int(before["round"].iloc[-1]),
+                    int(last),
+                )
+            )
     d = pd.DataFrame(out, columns=["setting", "label", "gain", "start", "end"])
-    return (d.groupby(["setting", "label"], sort=False)
-            .agg(gain=("gain", "mean"), n=("gain", "count"), start=("start", "min"), end=("end", "max"))
-            .reset_index())
+    return (
+        d.groupby(["setting", "label"], sort=False)
+        .agg(gain=("gain", "mean"), n=("gain", "count"), start=("start", "min"), end=("end", "max"))
+        .reset_index()
+    )
 
 
 def describe_late_gain(gains: pd.DataFrame, highlight: Sequence[str] = (), rising: float = 2.0) -> str:
@@ -163,18 +195,29 @@ def describe_late_gain(gains: pd.DataFrame, highlight: Sequence[str] = (), risin
     g = gains.groupby("label", sort=False)["gain"].mean()
     named = [f"{m} {g[m]:+.1f}" for m in highlight if m in g.index]
     start, end = int(gains["start"].min()), int(gains["end"].max())
-    text = (f"From round {start} to round {end}, the last, the curves gain {g.median():+.1f} points (median over "
-            f"{len(g)} methods, from {g.min():+.1f} to {g.max():+.1f}" + (f"; {', '.join(named)}" if named else "")
-            + "). ")
+    text = (
+        f"From round {start} to round {end}, the last, the curves gain {g.median():+.1f} points (median over "
+        f"{len(g)} methods, from {g.min():+.1f} to {g.max():+.1f}" + (f"; {', '.join(named)}" if named else "") + "). "
+    )
     if (g > rising).any():
-        return text + (f"Some are still rising at the last round (more than {rising:g} points): the schedule stops "
-                       "before they converge, and the tables compare them mid-climb.")
+        return text + (
+            f"Some are still rising at the last round (more than {rising:g} points): the schedule stops "
+            "before they converge, and the tables compare them mid-climb."
+        )
     return text + f"Every curve has flattened (none gains more than {rising:g} points)."
 
 
-def paired_difference(df: pd.DataFrame, a: str, b: str, metric: str = "auroc_mean", *, which: str | None = "final",
-                      label_col: str = "label", pair_on: Sequence[str] = ("setting", "seed"),
-                      scale: float = 100.0) -> dict:
+def paired_difference(
+    df: pd.DataFrame,
+    a: str,
+    b: str,
+    metric: str = "auroc_mean",
+    *,
+    which: str | None = "final",
+    label_col: str = "label",
+    pair_on: Sequence[str] = ("setting", "seed"),
+    scale: float = 100.0,
+) -> dict:
     """``a`` minus ``b`` on ``metric``, paired on ``pair_on`` (the same seed and setting).
 
     Returns ``{"a", "b", "diff", "sd", "n", "t", "p", "ci"}``: the mean difference (in points
@@ -218,9 +261,14 @@ def paired_values(x: Sequence[float], y: Sequence[float], scale: float = 100.0) 
         t, p = paired_ttest(x, y)
         r = stats.ttest_rel(x * scale, y * scale).confidence_interval(0.95)
         ci = (float(r.low), float(r.high))
-    return {"diff": float(diff.mean()) if len(diff) else float("nan"),
-            "sd": float(diff.std(ddof=1)) if len(diff) > 1 else float("nan"), "n": int(len(diff)), "t": t, "p": p,
-            "ci": ci}
+    return {
+        "diff": float(diff.mean()) if len(diff) else float("nan"),
+        "sd": float(diff.std(ddof=1)) if len(diff) > 1 else float("nan"),
+        "n": int(len(diff)),
+        "t": t,
+        "p": p,
+        "ci": ci,
+    }
 
 
 def difference_columns(d: dict, diff: str = "diff (points)", sd: bool = True) -> dict:
@@ -254,7 +302,7 @@ def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05, pair
     a, b = display_name(d["a"]), display_name(d["b"])  # a registry key reads as its method's name
     size = abs(d["diff"])
     side = "above" if d["diff"] > 0 else "below"
-    head = (f"{a} is level with {b} (within 0.05 {unit})" if size < 0.05 else f"{a} is {size:.1f} {unit} {side} {b}")
+    head = f"{a} is level with {b} (within 0.05 {unit})" if size < 0.05 else f"{a} is {size:.1f} {unit} {side} {b}"
     if d["p"] is None:
         return head + f" ({pairs}: {d['n']}, no test)"
     verdict = "significant" if d["p"] < alpha else "not significant"
@@ -365,8 +413,20 @@ def _is_p(column) -> bool:
 
 #: Count columns of result tables: shown as whole numbers (a missing value makes pandas hold
 #: them as floats, "3.0").
-COUNT_COLUMNS = ("pairs", "n", "classes", "seeds", "runs", "clients", "round", "rounds", "best round",
-                 "last round", "start", "end")
+COUNT_COLUMNS = (
+    "pairs",
+    "n",
+    "classes",
+    "seeds",
+    "runs",
+    "clients",
+    "round",
+    "rounds",
+    "best round",
+    "last round",
+    "start",
+    "end",
+)
 _KEY = __import__("re").compile(r"[A-Za-z0-9*+]+(?:[_/][A-Za-z0-9*+]+)+")
 
 
@@ -418,12 +478,16 @@ def for_reading(df: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
                 shown[c] = shown[c].astype("Int64")
         elif pd.api.types.is_object_dtype(shown[c]) or pd.api.types.is_string_dtype(shown[c]):
             shown[c] = [reader_text(v) for v in shown[c]]
-    shown = shown.rename(columns=lambda c: reader_text(c) if isinstance(c, str) else
-                         tuple(reader_text(x) for x in c) if isinstance(c, tuple) else c)
+    shown = shown.rename(
+        columns=lambda c: (
+            reader_text(c) if isinstance(c, str) else tuple(reader_text(x) for x in c) if isinstance(c, tuple) else c
+        )
+    )
     shown.columns.names = [reader_text(n) for n in shown.columns.names]
     if not (isinstance(df.index, pd.RangeIndex) and df.index.name is None):
-        shown.index = shown.index.map(lambda v: tuple(reader_text(x) for x in v) if isinstance(v, tuple)
-                                      else reader_text(v))
+        shown.index = shown.index.map(
+            lambda v: tuple(reader_text(x) for x in v) if isinstance(v, tuple) else reader_text(v)
+        )
         shown.index.names = [reader_text(n) for n in df.index.names]
     default_index = isinstance(df.index, pd.RangeIndex) and df.index.name is None
     return shown, not default_index
@@ -445,8 +509,7 @@ def output_path(name: str | Path, folder: str | Path | None = None, what: str = 
     text = str(name)
     parts = Path(text).parts
     if not text.strip() or Path(text).is_absolute() or ".." in parts or Path(text).name in ("", ".", ".."):
-        raise ValueError(f"{what} name {text!r} leaves its folder: give a name inside it "
-                         "(no '..', not absolute)")
+        raise ValueError(f"{what} name {text!r} leaves its folder: give a name inside it (no '..', not absolute)")
     base = Path(figures_dir() if folder is None else folder).expanduser()
     target = base / text
     if len(parts) > 1:  # a sub-folder: it must not lead out of the folder through a link

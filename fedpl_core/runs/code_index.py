@@ -6,10 +6,11 @@ methods), or the value bound to a module-level name; the module's other top-leve
 comes with any unit of its module.  Each unit has
 
 * a **digest**: SHA-256 of its syntax tree with every docstring and bare string statement
-  removed (a field's docstring too), the annotations of its function signatures removed
-  (with postponed evaluation they never run), and no positions: comments, blank lines,
-  line breaks, quotes and the order of keyword arguments' formatting do not count, a changed
-  name, value, operator or call does;
+  removed (a field's docstring too), type annotations reduced to what they decide at run time
+  (with postponed evaluation a signature's never run; a variable's says whether it is a class
+  variable), import statements inside it removed (what they bind is followed as a reference),
+  and no positions: comments, blank lines, line breaks, quotes and the sorting of imports do
+  not count, a changed name, value, operator or call does;
 * its **references**: the names its code reads that resolve, through the module's own
   definitions and its imports (at any depth, re-exports followed), to a unit of another
   followed module (``S.make_cxr`` with ``from ..data import synthetic as S`` names the unit
@@ -25,14 +26,15 @@ the code a tiny run of every method executes and checks that the closure holds a
 Only the modules of the packages named in ``packages`` are followed; third-party code is
 recorded by its versions, not read here.  The index reads source files, never imports them.
 """
+
 from __future__ import annotations
 
 import ast
 import copy
 import hashlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
 
 BODY = "<body>"
 ALL = "*"
@@ -52,20 +54,35 @@ class Unit:
         return f"{self.module}:{self.name}"
 
 
+def _is_docstring(s: ast.stmt) -> bool:
+    return isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
+
+
+def _annotation_kind(a: ast.expr) -> str:
+    """What a variable annotation decides at run time: a class variable or a dataclass field
+    (``ClassVar`` / ``InitVar`` or neither); its type is a hint (postponed evaluation)."""
+    text = a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else ast.unparse(a)
+    return next((k for k in ("ClassVar", "InitVar") if k in text), "")
+
+
 def _strip(node: ast.AST) -> ast.AST:
-    """``node`` without docstrings, bare string statements and signature annotations (in place)."""
+    """``node`` without what does not change what its code computes (in place): docstrings
+    and bare string statements, signature annotations, the type of a variable annotation
+    (kept: whether it declares a class variable), and import statements inside it (what an
+    import binds is followed as a reference; their order and grouping are style)."""
     for n in ast.walk(node):
         for field in ("body", "orelse", "finalbody"):
             body = getattr(n, field, None)
             if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
-                kept = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-                                                and isinstance(s.value.value, str))]
+                kept = [s for s in body if not (_is_docstring(s) or isinstance(s, (ast.Import, ast.ImportFrom)))]
                 setattr(n, field, kept or [ast.Pass()])
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
             n.returns = None
             a = n.args
             for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x is not None]:
                 arg.annotation = None
+        elif isinstance(n, ast.AnnAssign):
+            n.annotation = ast.Constant(_annotation_kind(n.annotation))
     return node
 
 
@@ -89,7 +106,7 @@ def canonical(node: object) -> str:
 
 def _targets(node: ast.AST) -> list[str]:
     out = []
-    for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+    for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
         for n in ast.walk(t):
             if isinstance(n, ast.Name):
                 out.append(n.id)
@@ -117,7 +134,7 @@ class _Module:
                 base = n.module or ""
                 if n.level:
                     anchor = package.split(".")
-                    anchor = anchor[:len(anchor) - (n.level - 1)]
+                    anchor = anchor[: len(anchor) - (n.level - 1)]
                     base = ".".join(anchor + ([base] if base else []))
                 for a in n.names:
                     if a.name == "*":
@@ -132,8 +149,11 @@ class _Module:
                     self.nodes.setdefault(t, []).append(stmt)
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 continue
-            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \
-                    and isinstance(stmt.value.value, str):
+            elif (
+                isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, str)
+            ):
                 continue  # a docstring
             elif isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.dump(stmt.test):
                 continue  # imports for the type checker
@@ -146,8 +166,9 @@ class CodeIndex:
     their source files on first use.  ``packages``: the top-level packages whose references
     are followed (default: those of ``roots``)."""
 
-    def __init__(self, roots: Mapping[str, str | Path], packages: Iterable[str] | None = None,
-                 exclude: Iterable[str] = ()):
+    def __init__(
+        self, roots: Mapping[str, str | Path], packages: Iterable[str] | None = None, exclude: Iterable[str] = ()
+    ):
         self.roots = {k: Path(v) for k, v in roots.items()}
         self.packages = tuple(packages or self.roots)
         self.exclude = tuple(exclude)
@@ -160,7 +181,7 @@ class CodeIndex:
         """Whether references into ``module`` are followed (a package of ours, not excluded)."""
         if module in self.extra_files:
             return True
-        if not module.split(".")[0] in self.packages:
+        if module.split(".")[0] not in self.packages:
             return False
         return not any(module == e or module.startswith(e + ".") for e in self.exclude)
 
@@ -184,8 +205,13 @@ class CodeIndex:
     def module(self, name: str) -> _Module | None:
         if name not in self._modules:
             path = self.source(name)
-            self._modules[name] = None if path is None else _Module(
-                name, ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), path.name == "__init__.py")
+            self._modules[name] = (
+                None
+                if path is None
+                else _Module(
+                    name, ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), path.name == "__init__.py"
+                )
+            )
         return self._modules[name]
 
     # ------------------------------------------------------------ units
@@ -313,7 +339,6 @@ class CodeIndex:
             todo.append(f"{module}:{BODY}")
         return out
 
-
     def path(self, roots: Iterable[str], target: str) -> list[str] | None:
         """A chain of references from one of ``roots`` to ``target`` (why a unit is in a
         closure), or None when the closure does not hold it."""
@@ -329,8 +354,11 @@ class CodeIndex:
             module, _, name = key.partition(":")
             if not self.followed(module):
                 continue
-            nxt = self.units_of(module) if name == ALL else (
-                [] if self.unit(key) is None else sorted(self.unit(key).refs) + [f"{module}:{BODY}"])
+            nxt = (
+                self.units_of(module)
+                if name == ALL
+                else ([] if self.unit(key) is None else sorted(self.unit(key).refs) + [f"{module}:{BODY}"])
+            )
             for k in nxt:
                 if k not in parent:
                     parent[k] = key

@@ -9,6 +9,7 @@ that changes the numbers, the name of the run's results file.
 
 The bottom layer of :mod:`fedpl_core.runs`: it imports no other module of it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,15 +21,22 @@ from pathlib import Path
 from typing import Any
 
 from .. import partitions as P
-from ..base.validation import ConfigError, check_kwargs_types, check_seed, validate
-from ..fl.engine_config import EngineConfig
 from ..base.config_files import check_config_size, check_engine_conflicts, read_config_file
+from ..base.validation import ConfigError, check_kwargs_types, check_seed, validate
 from ..data.sources import check_data_settings
+from ..fl.engine_config import EngineConfig
 from ..methods import METHODS, available_methods
 from ..nn.models import MODELS, check_model_kwargs
 
-PARTITIONS = ("iid", "dirichlet", "missing_classes", "label_set_mismatch", "explicit", "by_source",
-              "shared_classes_split")
+PARTITIONS = (
+    "iid",
+    "dirichlet",
+    "missing_classes",
+    "label_set_mismatch",
+    "explicit",
+    "by_source",
+    "shared_classes_split",
+)
 
 
 @dataclass
@@ -89,15 +97,28 @@ class ExperimentConfig:
     """Seed of model initialisation, client sampling, batching and (unless partition_kwargs
     names its own seed) the partition."""
 
-    _RANGES: typing.ClassVar[dict[str, str]] = {"image_size": ">=8", "n_train": ">=1", "n_test": ">=1",
-                                                "num_clients": ">=1", "data_seed": ">=0"}
+    _RANGES: typing.ClassVar[dict[str, str]] = {
+        "image_size": ">=8",
+        "n_train": ">=1",
+        "n_test": ">=1",
+        "num_clients": ">=1",
+        "data_seed": ">=0",
+    }
 
     def __post_init__(self) -> None:
         if isinstance(self.engine, dict):
             self.engine = EngineConfig(**self.engine)
         # lists and mappings shared in Python (or by YAML aliases) are copied out by to_dict: bounded first
-        check_config_size([self.classes, self.dataset_kwargs, self.partition_kwargs, self.split_kwargs,
-                           self.model_kwargs, self.method_kwargs])
+        check_config_size(
+            [
+                self.classes,
+                self.dataset_kwargs,
+                self.partition_kwargs,
+                self.split_kwargs,
+                self.model_kwargs,
+                self.method_kwargs,
+            ]
+        )
         validate(self)
         check_seed(self.seed)
         if self.classes is not None:
@@ -107,11 +128,15 @@ class ExperimentConfig:
         if self.split is not None and self.split not in P.SPLITS:
             raise ConfigError(f"unknown split {self.split!r}; choose one of {', '.join(P.SPLITS)}")
         if self.split is None and self.split_kwargs:
-            raise ConfigError(f"split_kwargs {self.split_kwargs!r} would be ignored: there is no split (split is none); "
-                              "name a split, or leave split_kwargs out")
+            raise ConfigError(
+                f"split_kwargs {self.split_kwargs!r} would be ignored: there is no split (split is none); "
+                "name a split, or leave split_kwargs out"
+            )
         if self.split is not None and self.partition not in P.LABEL_SETS:
-            raise ConfigError(f"with a split, partition names a label-set rule; choose one of "
-                              f"{', '.join(P.LABEL_SETS)}, got {self.partition!r}")
+            raise ConfigError(
+                f"with a split, partition names a label-set rule; choose one of "
+                f"{', '.join(P.LABEL_SETS)}, got {self.partition!r}"
+            )
         if self.model not in MODELS:
             raise ConfigError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
         if self.method not in available_methods():
@@ -119,7 +144,7 @@ class ExperimentConfig:
         check_settings(self)  # options of the method, the model and the data source
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ExperimentConfig":
+    def from_dict(cls, d: dict[str, Any]) -> ExperimentConfig:
         """From a nested dict (``to_dict``'s form); engine fields may also stand at the
         top level (``rounds: 7``).  The experiment's ``seed`` is the engine's seed."""
         if not isinstance(d, dict):
@@ -150,7 +175,7 @@ class ExperimentConfig:
             raise ConfigError(str(e)) from None
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "ExperimentConfig":
+    def from_file(cls, path: str | Path) -> ExperimentConfig:
         """A YAML (``.yaml``/``.yml``) or JSON file with :meth:`from_dict`'s fields (any
         other name is read by its content: :func:`fedpl_core.base.config_files.read_config_file`)."""
         d = read_config_file(path)
@@ -164,7 +189,7 @@ class ExperimentConfig:
         d["engine"].pop("seed")  # the experiment's seed is the engine's
         return d
 
-    def replace(self, **changes: Any) -> "ExperimentConfig":
+    def replace(self, **changes: Any) -> ExperimentConfig:
         """A copy with top-level or engine fields changed (``cfg.replace(rounds=5)``)."""
         eng = {k: changes.pop(k) for k in list(changes) if k in ENGINE_FIELDS}
         engine = changes.pop("engine", self.engine)
@@ -193,7 +218,9 @@ def run_identity(d: dict[str, Any]) -> dict[str, Any]:
     ``deterministic`` only when on (ids made before those fields existed stay valid).
     A copy; ``d`` is not changed."""
     d = {k: v for k, v in d.items() if k != "name"}
-    engine = {k: v for k, v in dict(d.get("engine") or {}).items() if k not in ("progress", "device", "checkpoint_every")}
+    engine = {
+        k: v for k, v in dict(d.get("engine") or {}).items() if k not in ("progress", "device", "checkpoint_every")
+    }
     for k in ("batched_clients", "deterministic"):  # off (the default): ids made before the fields existed
         if not engine.get(k):
             engine.pop(k, None)

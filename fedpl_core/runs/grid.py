@@ -24,6 +24,7 @@ stops its runs: the process backend's workers are killed (:func:`kill_pools`), t
 threads' runs stop at their next round boundary.  A process worker also ends by itself
 when its driver is gone (:func:`watch_driver`), even after ``kill -9``.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -36,12 +37,13 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from ..data.sources.base import SOURCES
 from ..base.messages import one_line_warnings_on, use_one_line_warnings
+from ..data.sources.base import SOURCES
 from .provenance import keep_stale_default, stale_reason
 from .results import StaleResultWarning, read_result, stale_message
 from .runner import check_targets, run
@@ -100,12 +102,14 @@ def watch_driver(driver: int, poll_s: float = DRIVER_POLL_S) -> threading.Thread
     a worker busy training reads no pipe.  A worker stops within ``poll_s`` seconds; its
     run's lock goes with it (the kernel frees it), its temporary files are removed by the
     next run on the folder, and the run resumes from its last checkpoint."""
+
     def watch() -> None:
         while os.getppid() == driver:
             time.sleep(poll_s)
         try:
-            sys.stderr.write(f"fedpl: warning: the grid's driver (process {driver}) is gone; worker process "
-                             f"{os.getpid()} stops\n")
+            sys.stderr.write(
+                f"fedpl: warning: the grid's driver (process {driver}) is gone; worker process {os.getpid()} stops\n"
+            )
             sys.stderr.flush()
         finally:
             os._exit(1)
@@ -143,7 +147,7 @@ class Backend:
     name = "?"
     workers = 1
 
-    def __enter__(self) -> "Backend":
+    def __enter__(self) -> Backend:
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
@@ -305,8 +309,11 @@ def start_method() -> str:
 
     import torch
 
-    if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods() \
-            and not torch.cuda.is_initialized():
+    if (
+        sys.platform.startswith("linux")
+        and "fork" in multiprocessing.get_all_start_methods()
+        and not torch.cuda.is_initialized()
+    ):
         return "fork"
     return "spawn"
 
@@ -322,9 +329,12 @@ def shared_pool(workers: int, threads: int, modules: tuple[str, ...]):
     if pool is not None and not getattr(pool, "_broken", False):
         return pool
     shutdown_pools(wait=False)
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(start_method()),
-                               initializer=process_worker_init,
-                               initargs=(list(modules), threads, os.getpid(), one_line_warnings_on()))
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context(start_method()),
+        initializer=process_worker_init,
+        initargs=(list(modules), threads, os.getpid(), one_line_warnings_on()),
+    )
     _POOLS[key] = pool
     return pool
 
@@ -411,8 +421,9 @@ class RayBackend(Backend):
         rd = None if results_dir is None else str(Path(results_dir).resolve())
         import sys
 
-        return self._remote.options(num_cpus=cpus, num_gpus=gpus).remote(cfg, rd, wait, self._modules, cpus,
-                                                                         os.getcwd(), [p for p in sys.path if p])
+        return self._remote.options(num_cpus=cpus, num_gpus=gpus).remote(
+            cfg, rd, wait, self._modules, cpus, os.getcwd(), [p for p in sys.path if p]
+        )
 
     def finished(self, handles):
         ray = self.ray
@@ -462,18 +473,28 @@ def check_unique(methods: Sequence[Any], seeds: Sequence[Any]) -> None:
     seeds = list(seeds)
     twice = [s for i, s in enumerate(seeds) if s in seeds[:i]]
     if twice:
-        raise ValueError(f"seed {twice[0]!r} is listed twice in seeds {seeds}: a repeated seed repeats the same run, "
-                         "it is not an independent one; give distinct seeds")
+        raise ValueError(
+            f"seed {twice[0]!r} is listed twice in seeds {seeds}: a repeated seed repeats the same run, "
+            "it is not an independent one; give distinct seeds"
+        )
     labels = [m if isinstance(m, str) else (m[0] if isinstance(m, (tuple, list)) and m else m) for m in methods]
     twice = [m for i, m in enumerate(labels) if m in labels[:i]]
     if twice:
-        raise ValueError(f"method {twice[0]!r} is listed twice in methods: a repeated method repeats the same runs, "
-                         "they are not independent ones; give each method once (a (label, overrides) pair for a "
-                         "variant)")
+        raise ValueError(
+            f"method {twice[0]!r} is listed twice in methods: a repeated method repeats the same runs, "
+            "they are not independent ones; give each method once (a (label, overrides) pair for a "
+            "variant)"
+        )
 
 
-def check_args(backend: str | None, workers: int, retries: int, ray_address: str | None = None,
-               keep_stale: bool | None = None, results_dir: str | Path | None = None) -> str:
+def check_args(
+    backend: str | None,
+    workers: int,
+    retries: int,
+    ray_address: str | None = None,
+    keep_stale: bool | None = None,
+    results_dir: str | Path | None = None,
+) -> str:
     """The backend to use (``None``: ``process`` when ``workers > 1``, else ``serial``).
     A setting the grid would ignore is refused: ``workers > 1`` on the serial backend (one
     run at a time), or on a Ray cluster joined at ``ray_address`` (its own CPUs count); a
@@ -487,17 +508,25 @@ def check_args(backend: str | None, workers: int, retries: int, ray_address: str
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if backend == "serial" and workers > 1:
-        raise ValueError(f"workers {workers} would be ignored: the serial backend does one run at a time in this "
-                         "process; choose backend process or threads, or leave workers at 1")
+        raise ValueError(
+            f"workers {workers} would be ignored: the serial backend does one run at a time in this "
+            "process; choose backend process or threads, or leave workers at 1"
+        )
     if ray_address and backend != "ray":
-        raise ValueError(f"ray_address {ray_address!r} would be ignored: the {backend} backend does not use Ray; "
-                         "choose backend ray, or leave it out")
+        raise ValueError(
+            f"ray_address {ray_address!r} would be ignored: the {backend} backend does not use Ray; "
+            "choose backend ray, or leave it out"
+        )
     if ray_address and workers > 1:
-        raise ValueError(f"workers {workers} would be ignored: a Ray cluster joined at {ray_address!r} runs on its own "
-                         "CPUs (workers sets the CPUs of a local Ray); leave workers at 1")
+        raise ValueError(
+            f"workers {workers} would be ignored: a Ray cluster joined at {ray_address!r} runs on its own "
+            "CPUs (workers sets the CPUs of a local Ray); leave workers at 1"
+        )
     if keep_stale and results_dir is None:
-        raise ValueError("keep_stale would be ignored: without a results folder there are no cached results to keep; "
-                         "give a results folder, or leave it out")
+        raise ValueError(
+            "keep_stale would be ignored: without a results folder there are no cached results to keep; "
+            "give a results folder, or leave it out"
+        )
     return backend
 
 
@@ -510,9 +539,16 @@ class _Job:
     attempt: int = 0
 
 
-def run_grid(cfgs: Sequence, results_dir: str | Path | None, backend: str = "serial", workers: int = 1,
-             ray_address: str | None = None, retries: int = 1, progress: bool = True,
-             keep_stale: bool | None = None) -> list:
+def run_grid(
+    cfgs: Sequence,
+    results_dir: str | Path | None,
+    backend: str = "serial",
+    workers: int = 1,
+    ray_address: str | None = None,
+    retries: int = 1,
+    progress: bool = True,
+    keep_stale: bool | None = None,
+) -> list:
     """The :class:`RunResult` of every config, in order.  Runs held by another process
     are waited for at the end; a run that raises is retried ``retries`` times; then a
     :class:`GridError` names every run that still failed (the others are all written).
@@ -521,12 +557,18 @@ def run_grid(cfgs: Sequence, results_dir: str | Path | None, backend: str = "ser
     from tqdm.auto import tqdm
 
     results: list = [_cached(c, results_dir) for c in cfgs]  # finished: no worker, no Ray started
-    stale = [(i, why) for i, r in enumerate(results)
-             if r is not None and (why := stale_reason(r.provenance, cfgs[i])) is not None]
+    stale = [
+        (i, why)
+        for i, r in enumerate(results)
+        if r is not None and (why := stale_reason(r.provenance, cfgs[i])) is not None
+    ]
     if stale:
         keep = keep_stale_default(keep_stale)
-        warnings.warn(stale_message([(cfgs[i].run_id(), why) for i, why in stale],
-                                    sum(r is not None for r in results), keep), StaleResultWarning, stacklevel=3)
+        warnings.warn(
+            stale_message([(cfgs[i].run_id(), why) for i, why in stale], sum(r is not None for r in results), keep),
+            StaleResultWarning,
+            stacklevel=3,
+        )
         if not keep:
             for i, _ in stale:
                 results[i] = None
@@ -538,11 +580,11 @@ def run_grid(cfgs: Sequence, results_dir: str | Path | None, backend: str = "ser
     with make_backend(backend, workers, ray_address) as b:
         desc = "runs" if b.name == "serial" else f"runs ({b.name}, {b.workers} workers)"
         with tqdm(total=len(todo), desc=desc, disable=not progress) as bar:
-            held = _drive(b, [_Job(i, cfgs[i], wait=False) for i in todo], results_dir, retries, results,
-                          failures, bar.update)
+            held = _drive(
+                b, [_Job(i, cfgs[i], wait=False) for i in todo], results_dir, retries, results, failures, bar.update
+            )
             # held by another process: wait until it lets go (then read its result, or do the run if it died)
-            _drive(b, [_Job(i, cfgs[i], wait=True) for i in held], results_dir, retries, results, failures,
-                   bar.update)
+            _drive(b, [_Job(i, cfgs[i], wait=True) for i in held], results_dir, retries, results, failures, bar.update)
     if failures:
         failures.sort(key=lambda f: f[0])
         raise GridError([(cfgs[i].run_id(), e) for i, e in failures], retries + 1) from failures[0][1]
@@ -583,8 +625,9 @@ def _cached(cfg, results_dir):
         return None
 
 
-def _drive(b: Backend, jobs: list[_Job], results_dir, retries: int, results: list,
-           failures: list, tick: Callable[[int], Any]) -> list[int]:
+def _drive(
+    b: Backend, jobs: list[_Job], results_dir, retries: int, results: list, failures: list, tick: Callable[[int], Any]
+) -> list[int]:
     """Run ``jobs`` on ``b``; returns the indices of runs that another process held."""
     live = {b.submit(j.cfg, results_dir, j.wait): j for j in jobs}
     held = []
@@ -597,18 +640,45 @@ def _drive(b: Backend, jobs: list[_Job], results_dir, retries: int, results: lis
                 results[j.index] = res
                 tick(1)
             elif j.attempt < retries and not isinstance(err, DETERMINISTIC):
-                warnings.warn(f"run {j.cfg.run_id()} failed ({type(err).__name__}: {_first_line(err)}); "
-                              f"retrying ({j.attempt + 1} of {retries})", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"run {j.cfg.run_id()} failed ({type(err).__name__}: {_first_line(err)}); "
+                    f"retrying ({j.attempt + 1} of {retries})",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
                 j.attempt += 1
                 live[b.submit(j.cfg, results_dir, j.wait)] = j
             else:
-                log.error("run %s failed after %d attempt(s): %s: %s", j.cfg.run_id(), j.attempt + 1,
-                          type(err).__name__, _first_line(err))
+                log.error(
+                    "run %s failed after %d attempt(s): %s: %s",
+                    j.cfg.run_id(),
+                    j.attempt + 1,
+                    type(err).__name__,
+                    _first_line(err),
+                )
                 failures.append((j.index, err))
                 tick(1)
     return sorted(held)
 
 
-__all__ = ["BACKENDS", "GridError", "check_unique", "Backend", "SerialBackend", "ProcessBackend", "ThreadBackend",
-           "RayBackend", "make_backend", "run_grid", "needs_gpu", "worker_init", "source_modules", "shared_pool", "shutdown_pools",
-           "kill_pools", "process_worker_init", "watch_driver", "start_method"]
+__all__ = [
+    "BACKENDS",
+    "GridError",
+    "check_unique",
+    "Backend",
+    "SerialBackend",
+    "ProcessBackend",
+    "ThreadBackend",
+    "RayBackend",
+    "make_backend",
+    "run_grid",
+    "needs_gpu",
+    "worker_init",
+    "source_modules",
+    "shared_pool",
+    "shutdown_pools",
+    "kill_pools",
+    "process_worker_init",
+    "watch_driver",
+    "start_method",
+]

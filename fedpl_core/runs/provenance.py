@@ -41,6 +41,7 @@ none: written before results recorded it) is *stale*: it is recomputed with a wa
 unless ``keep_stale=True`` (``run`` / ``run_many``), ``$FEDPL_KEEP_STALE=1`` or
 ``--keep-stale`` asks to keep it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -51,9 +52,10 @@ import platform
 import socket
 import subprocess
 import sys
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .code_index import CodeIndex, module_digests
 
@@ -76,8 +78,14 @@ ENGINE_ROOTS: tuple[str, ...] = (
 #: Modules whose code never changes a run's numbers, so never part of a fingerprint (module
 #: docstring); a module name stands for its submodules too.
 NOT_FINGERPRINTED: tuple[str, ...] = (
-    "fedpl_core.base", "fedpl_core.runs.runner", "fedpl_core.runs.grid", "fedpl_core.runs.study",
-    "fedpl_core.runs.provenance", "fedpl_core.runs.code_index", "fedpl_core.report", "fedpl_core.studies",
+    "fedpl_core.base",
+    "fedpl_core.runs.runner",
+    "fedpl_core.runs.grid",
+    "fedpl_core.runs.study",
+    "fedpl_core.runs.provenance",
+    "fedpl_core.runs.code_index",
+    "fedpl_core.report",
+    "fedpl_core.studies",
     "fedpl_core.apps",
 )
 
@@ -142,8 +150,11 @@ def _method_roots(cfg) -> set[str]:
         classes = _held_classes(get_method(cfg.method, **cfg.method_kwargs))
     except Exception:  # a method that no longer takes these options: its registered class
         classes = set() if cls is None else set(cls.__mro__)
-    return {k for c in classes if (k := _key(c)) is not None
-            and (c.__module__.split(".")[0] == "fedpl_core" or c.__module__ == home)}
+    return {
+        k
+        for c in classes
+        if (k := _key(c)) is not None and (c.__module__.split(".")[0] == "fedpl_core" or c.__module__ == home)
+    }
 
 
 def _data_roots(cfg) -> set[str]:
@@ -223,9 +234,11 @@ def git_state() -> tuple[str | None, bool | None]:
     if not (root / ".git").exists():
         return None, None
     try:
+
         def git(*args: str) -> str:
-            return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=5,
-                                  check=True).stdout.strip()
+            return subprocess.run(
+                ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=5, check=True
+            ).stdout.strip()
 
         commit = git("rev-parse", "HEAD") or None
         dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
@@ -241,8 +254,11 @@ def _simd_flags() -> list[str]:
     except OSError:
         return []
     line = next((ln for ln in text.splitlines() if ln.startswith(("flags", "Features"))), "")
-    return sorted(f for f in line.split(":", 1)[-1].split() if f.startswith(("avx", "amx", "fma", "f16c", "sse",
-                                                                                "asimd", "sve", "neon")))
+    return sorted(
+        f
+        for f in line.split(":", 1)[-1].split()
+        if f.startswith(("avx", "amx", "fma", "f16c", "sse", "asimd", "sve", "neon"))
+    )
 
 
 def numeric_platform() -> dict[str, Any]:
@@ -257,9 +273,14 @@ def numeric_platform() -> dict[str, Any]:
     cap = torch.backends.cpu.get_cpu_capability()
     simd = hashlib.sha256(" ".join(_simd_flags()).encode()).hexdigest()[:8]
     threads = torch.get_num_threads()
-    return {"torch": torch.__version__, "cpu_capability": cap, "cpu_simd": simd, "machine": platform.machine(),
-            "torch_threads": threads,
-            "key": f"torch {torch.__version__}, {platform.machine()} {cap} (simd {simd}), {threads} thread(s)"}
+    return {
+        "torch": torch.__version__,
+        "cpu_capability": cap,
+        "cpu_simd": simd,
+        "machine": platform.machine(),
+        "torch_threads": threads,
+        "key": f"torch {torch.__version__}, {platform.machine()} {cap} (simd {simd}), {threads} thread(s)",
+    }
 
 
 def provenance(cfg, device: str | None = None, seconds: float | None = None) -> dict[str, Any]:
@@ -304,6 +325,20 @@ def stale_reason(prov: dict[str, Any] | None, cfg) -> str | None:
     return f"code changed since: {shown}"
 
 
-__all__ = ["ENGINE_ROOTS", "NOT_FINGERPRINTED", "KEEP_STALE_ENV", "keep_stale_default", "code_index", "run_roots",
-           "run_units", "code_hashes", "code_fingerprint", "fingerprint_of", "package_version", "git_state", "numeric_platform", "provenance",
-           "stale_reason"]
+__all__ = [
+    "ENGINE_ROOTS",
+    "NOT_FINGERPRINTED",
+    "KEEP_STALE_ENV",
+    "keep_stale_default",
+    "code_index",
+    "run_roots",
+    "run_units",
+    "code_hashes",
+    "code_fingerprint",
+    "fingerprint_of",
+    "package_version",
+    "git_state",
+    "numeric_platform",
+    "provenance",
+    "stale_reason",
+]

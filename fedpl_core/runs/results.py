@@ -4,6 +4,7 @@
 provenance.  A file that fails a check raises :class:`ResultFileError`; the cache
 (:mod:`fedpl_core.runs.runner`) then warns and does the run again.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,7 +40,7 @@ class RunResult:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "RunResult":
+    def from_json(cls, d: dict[str, Any]) -> RunResult:
         return cls(**d)
 
 
@@ -68,12 +69,30 @@ def atomic_write_json(obj: Any, path: str | Path) -> None:
     atomic_write_text(path, json.dumps(finite_or_none(obj), indent=1, allow_nan=False))
 
 
-_RECORD_NUMBERS = set(METRIC_KEYS) | {"round", "val_loss", "train_loss", "threshold", "n_classes", "train_time",
-                                      "eval_time"}
+_RECORD_NUMBERS = set(METRIC_KEYS) | {
+    "round",
+    "val_loss",
+    "train_loss",
+    "threshold",
+    "n_classes",
+    "train_time",
+    "eval_time",
+}
 #: Record keys (the part after the last ``/``) whose values are shares: in [0, 1] (the
 #: metrics, the threshold, pseudo-label quality); per-class lists of these metrics too.
-UNIT_KEYS = {"auroc_mean", "map", "bacc", "f1", "precision", "recall", "accuracy", "threshold", "coverage",
-             "pos_precision", "pos_recall"}
+UNIT_KEYS = {
+    "auroc_mean",
+    "map",
+    "bacc",
+    "f1",
+    "precision",
+    "recall",
+    "accuracy",
+    "threshold",
+    "coverage",
+    "pos_precision",
+    "pos_recall",
+}
 UNIT_PER_CLASS = {"auroc", "ap", "bacc", "f1", "precision", "recall", "accuracy"}
 #: Record keys that count or time something: >= 0.
 NONNEGATIVE_KEYS = {"n_defined", "n_classes", "train_time", "eval_time"}
@@ -127,7 +146,7 @@ def _check_record(rec: Any, where: str, empty_ok: bool = False) -> None:
         elif base.endswith("_per_class"):
             if not (isinstance(v, list) and all(x is None or _is_number(x) for x in v)):
                 raise ResultFileError(f"{where}.{k} is not a list of numbers")
-            unit = base[:-len("_per_class")] in UNIT_PER_CLASS
+            unit = base[: -len("_per_class")] in UNIT_PER_CLASS
             for i, x in enumerate(v):
                 _check_range(x, unit, False, f"{where}.{k}[{i}]")
         elif base == "n_positives":
@@ -198,8 +217,11 @@ def parse_result(text: str, run_id: str | None = None, config: dict[str, Any] | 
         raise ResultFileError(f"best (round {d['best']['round']}) is not a record of the history")
     rid = d.get("run_id")
     if run_id is not None and rid != run_id:
-        raise ResultFileError(f"its run_id {rid!r} is not {run_id!r}" if rid is not None
-                              else f"it names no run_id (this run is {run_id!r})")
+        raise ResultFileError(
+            f"its run_id {rid!r} is not {run_id!r}"
+            if rid is not None
+            else f"it names no run_id (this run is {run_id!r})"
+        )
     if rid is not None and not isinstance(rid, str):
         raise ResultFileError(f"its run_id {rid!r} is not a name")
     if config is not None:
@@ -222,8 +244,9 @@ def _check_own_config(stored: dict[str, Any], config: dict[str, Any]) -> None:
         return
     flat_own, flat_theirs = _flatten(own), _flatten(theirs)
     diff = [k for k in sorted(set(flat_own) | set(flat_theirs)) if flat_own.get(k, _NA) != flat_theirs.get(k, _NA)]
-    said = "; ".join(f"{k} {_shown(flat_theirs.get(k, _NA))} (this run: {_shown(flat_own.get(k, _NA))})"
-                     for k in diff[:3])
+    said = "; ".join(
+        f"{k} {_shown(flat_theirs.get(k, _NA))} (this run: {_shown(flat_own.get(k, _NA))})" for k in diff[:3]
+    )
     raise ResultFileError(f"its config is another run's: {said}" + (f"; {len(diff) - 3} more" if len(diff) > 3 else ""))
 
 
@@ -301,5 +324,15 @@ def read_result(out: str | Path, config: dict[str, Any] | None = None) -> RunRes
     return parse_result(text, run_id=out.stem, config=config)
 
 
-__all__ = ["RunResult", "METRIC_KEYS", "final_record", "finite_or_none", "atomic_write_json", "ResultFileError", "parse_result",
-           "read_result", "StaleResultWarning", "stale_message"]
+__all__ = [
+    "RunResult",
+    "METRIC_KEYS",
+    "final_record",
+    "finite_or_none",
+    "atomic_write_json",
+    "ResultFileError",
+    "parse_result",
+    "read_result",
+    "StaleResultWarning",
+    "stale_message",
+]

@@ -29,6 +29,7 @@
 The run's config is :mod:`~fedpl_core.runs.experiment_config`, what it builds :mod:`~fedpl_core.runs.build`,
 its result file :mod:`~fedpl_core.runs.results`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -41,17 +42,25 @@ from pathlib import Path
 
 import torch
 
-from ..fl.checkpoint import CheckpointError
 from ..base.fileio import check_writable as _check_writable
 from ..base.fileio import remove_stale_temps
 from ..base.locks import holder as lock_holder
 from ..base.locks import try_lock
-from .provenance import keep_stale_default, stale_reason
-from .provenance import provenance as make_provenance
+from ..fl.checkpoint import CheckpointError
 from .build import build_simulation
 from .experiment_config import ExperimentConfig
-from .results import ResultFileError, RunResult, StaleResultWarning, atomic_write_json, final_record, \
-    finite_or_none, read_result, stale_message
+from .provenance import keep_stale_default, stale_reason
+from .provenance import provenance as make_provenance
+from .results import (
+    ResultFileError,
+    RunResult,
+    StaleResultWarning,
+    atomic_write_json,
+    final_record,
+    finite_or_none,
+    read_result,
+    stale_message,
+)
 
 log = logging.getLogger("fedpl")
 
@@ -92,8 +101,7 @@ def check_targets(results_dir: str | Path, rid: str) -> None:
         except FileNotFoundError:
             continue
         if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(f"{p} is a folder, where run {rid}'s {what} file goes; move it away and run "
-                                    "again")
+            raise IsADirectoryError(f"{p} is a folder, where run {rid}'s {what} file goes; move it away and run again")
 
 
 def check_writable(path: str | Path) -> Path:
@@ -109,9 +117,15 @@ class RunInterrupted(KeyboardInterrupt):
     threads); its checkpoint of that round, if it keeps them, is where it resumes."""
 
 
-def run(cfg: ExperimentConfig, results_dir: str | Path | None = None, resume: bool = True,
-        wait: bool = True, keep_stale: bool | None = None, warn_stale: bool = True,
-        stop: threading.Event | None = None) -> RunResult | None:
+def run(
+    cfg: ExperimentConfig,
+    results_dir: str | Path | None = None,
+    resume: bool = True,
+    wait: bool = True,
+    keep_stale: bool | None = None,
+    warn_stale: bool = True,
+    stop: threading.Event | None = None,
+) -> RunResult | None:
     """Run one experiment (see the module docstring for the results cache).  With
     ``wait=False`` a run held by another process returns None at once; with
     ``wait=True`` it is waited for, with a message (log ``fedpl``, warning level, once a
@@ -164,8 +178,14 @@ def _check_stop(stop: threading.Event | None, rid: str, rounds: int) -> None:
         raise RunInterrupted(f"run {rid} stopped after round {rounds}")
 
 
-def _execute(cfg: ExperimentConfig, rid: str, out: Path | None, ckpt: Path | None, resume: bool,
-             stop: threading.Event | None = None) -> RunResult:
+def _execute(
+    cfg: ExperimentConfig,
+    rid: str,
+    out: Path | None,
+    ckpt: Path | None,
+    resume: bool,
+    stop: threading.Event | None = None,
+) -> RunResult:
     _check_stop(stop, rid, 0)
     t0 = time.perf_counter()
     sim = build_simulation(cfg, checkpoint_path=ckpt)
@@ -184,13 +204,19 @@ def _execute(cfg: ExperimentConfig, rid: str, out: Path | None, ckpt: Path | Non
     final = final_record(sim.history)
     total_s = time.perf_counter() - t0
     res = RunResult(
-        config=cfg.to_dict(), history=sim.history, final=dict(final), best=dict(sim.best or {}),
+        config=cfg.to_dict(),
+        history=sim.history,
+        final=dict(final),
+        best=dict(sim.best or {}),
         class_names=list(sim.info.class_names),
-        timings={"setup_s": t_setup, "total_s": total_s,
-                 "train_s": float(sum(h.get("train_time", 0.0) for h in sim.history)),
-                 "eval_s": float(sum(h.get("eval_time", 0.0) for h in sim.history)),
-                 # on a GPU: the run's peak memory (MiB)
-                 **({"peak_gpu_mib": torch.cuda.max_memory_allocated(sim.device) / 2**20} if cuda else {})},
+        timings={
+            "setup_s": t_setup,
+            "total_s": total_s,
+            "train_s": float(sum(h.get("train_time", 0.0) for h in sim.history)),
+            "eval_s": float(sum(h.get("eval_time", 0.0) for h in sim.history)),
+            # on a GPU: the run's peak memory (MiB)
+            **({"peak_gpu_mib": torch.cuda.max_memory_allocated(sim.device) / 2**20} if cuda else {}),
+        },
         run_id=rid,
         provenance=make_provenance(cfg, device=str(sim.device), seconds=total_s),
     )

@@ -3,12 +3,14 @@
 DataFrame), :func:`result_rows` (a result's tidy rows) and the warning about two methods
 that are one on a single-label task.  The top layer of :mod:`fedpl_core.runs`.
 """
+
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -30,8 +32,13 @@ def result_rows(res: RunResult, **labels: Any) -> list[dict[str, Any]]:
         rec = getattr(res, which) or {}
         if not rec:
             continue
-        row = {"method": res.config["method"], "seed": res.config["seed"], "which": which,
-               "round": rec.get("round"), **labels}
+        row = {
+            "method": res.config["method"],
+            "seed": res.config["seed"],
+            "which": which,
+            "round": rec.get("round"),
+            **labels,
+        }
         for k in METRIC_KEYS + ("val_loss",):
             if k in rec:
                 row[k] = rec[k]
@@ -43,7 +50,7 @@ def result_rows(res: RunResult, **labels: Any) -> list[dict[str, Any]]:
             row[f"auroc:{c}"] = v
         for k, v in rec.items():
             if k.endswith("/auroc_per_class"):
-                prefix = k[:-len("auroc_per_class")]
+                prefix = k[: -len("auroc_per_class")]
                 for c, a in zip(rec.get(prefix + "class_names") or [], v):
                     row[f"{prefix}auroc:{c}"] = a
         rows.append(row)
@@ -109,16 +116,29 @@ def warn_single_label_twins(jobs: list[tuple[str, str, ExperimentConfig]]) -> li
         pairs.append(pair)
         if pair not in _TWINS_WARNED:
             _TWINS_WARNED.add(pair)
-            warnings.warn(f"{' and '.join(pair)} are the same method on this single-label task ({sname}): a sample "
-                          "whose class the client does not identify has no label, and both losses leave it out",
-                          SingleLabelWarning, stacklevel=3)
+            warnings.warn(
+                f"{' and '.join(pair)} are the same method on this single-label task ({sname}): a sample "
+                "whose class the client does not identify has no label, and both losses leave it out",
+                SingleLabelWarning,
+                stacklevel=3,
+            )
     return pairs
 
 
-def run_many(base: ExperimentConfig, methods: Sequence[str | tuple[str, dict]], seeds: Iterable[int] = (0,),
-             results_dir: str | Path | None = None, settings: dict[str, dict[str, Any]] | None = None,
-             progress: bool = True, histories: bool = False, workers: int = 1, backend: str | None = None,
-             ray_address: str | None = None, retries: int = 1, keep_stale: bool | None = None) -> pd.DataFrame:
+def run_many(
+    base: ExperimentConfig,
+    methods: Sequence[str | tuple[str, dict]],
+    seeds: Iterable[int] = (0,),
+    results_dir: str | Path | None = None,
+    settings: dict[str, dict[str, Any]] | None = None,
+    progress: bool = True,
+    histories: bool = False,
+    workers: int = 1,
+    backend: str | None = None,
+    ray_address: str | None = None,
+    retries: int = 1,
+    keep_stale: bool | None = None,
+) -> pd.DataFrame:
     """Grid over settings x methods x seeds on identical data and partitions.
 
     ``methods`` items are names or ``(label, overrides)`` pairs, e.g.
@@ -148,8 +168,16 @@ def run_many(base: ExperimentConfig, methods: Sequence[str | tuple[str, dict]], 
     check_unique(methods, seeds)  # a repeated seed or method is no independent run
     jobs = Study(base, methods, seeds, settings).jobs()
     warn_single_label_twins(jobs)
-    results = run_grid([cfg for _, _, cfg in jobs], results_dir, backend, workers, ray_address, retries, progress,
-                       keep_stale=keep_stale)
+    results = run_grid(
+        [cfg for _, _, cfg in jobs],
+        results_dir,
+        backend,
+        workers,
+        ray_address,
+        retries,
+        progress,
+        keep_stale=keep_stale,
+    )
     rows, hist = [], {}
     for (sname, label, cfg), res in zip(jobs, results):
         rows += result_rows(res, setting=sname, label=label)

@@ -37,24 +37,29 @@ rounds of a DenseNet-121 from scratch rank the methods' first steps, not their c
 accuracy: the gpu profile checks every method on the papers' backbone; the cpu profile (8
 rounds of the small CNN) is the converged comparison.
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
-from ..fl.engine_config import EngineConfig
 from ..data import synthetic as S
-from ..runs.experiment_config import ExperimentConfig
+from ..fl.engine_config import EngineConfig
 from ..methods import available_methods
-from .parameters import apply_parameters, engine_options
 from ..report.tables import fmt_mean_std
+from ..runs.experiment_config import ExperimentConfig
 from . import fedpsl, surgical
-
+from .parameters import apply_parameters, engine_options
 
 # =========================================================================== settings and runs
-SETTINGS = ("missing-m (FedMLP)", "label-set mismatch (FedLSM)", "Table I sets (FedPSL)",
-            "label-space union (Surgical)")
+SETTINGS = (
+    "missing-m (FedMLP)",
+    "label-set mismatch (FedLSM)",
+    "Table I sets (FedPSL)",
+    "label-space union (Surgical)",
+)
 #: The score of each setting: mean AUROC on its test set; the union setting has one test
 #: set per source, so it is scored on the external set, which carries all 20 labels.
 SCORES = {SETTINGS[3]: "external/auroc_mean"}
@@ -65,15 +70,59 @@ SCORES = {SETTINGS[3]: "external/auroc_mean"}
 #: ``n_train`` / ``n_test``: the FedMLP and FedLSM settings' images (the union setting takes
 #: half of each per source), ``pool`` / ``test_pos`` / ``test_neg``: the FedPSL setting's.
 PROFILES: dict[str, dict[str, Any]] = {
-    "smoke": dict(seeds=[0], rounds=1, lr=2e-3, image_size=28, model="cnn", model_kwargs={"width": 8},
-                  n_train=320, n_test=200, pool=60, test_pos=30, test_neg=30),
-    "cpu": dict(seeds=[0, 1, 2], rounds=8, lr=2e-3, image_size=28, model="cnn", model_kwargs={"width": 8},
-                n_train=600, n_test=400, pool=150, test_pos=100, test_neg=100),
+    "smoke": dict(
+        seeds=[0],
+        rounds=1,
+        lr=2e-3,
+        image_size=28,
+        model="cnn",
+        model_kwargs={"width": 8},
+        n_train=320,
+        n_test=200,
+        pool=60,
+        test_pos=30,
+        test_neg=30,
+    ),
+    "cpu": dict(
+        seeds=[0, 1, 2],
+        rounds=8,
+        lr=2e-3,
+        image_size=28,
+        model="cnn",
+        model_kwargs={"width": 8},
+        n_train=600,
+        n_test=400,
+        pool=150,
+        test_pos=100,
+        test_neg=100,
+    ),
     # gpu: see the module docstring (DenseNet-121 at 128 px, 2 rounds; 408 runs, 7.5 min on paper)
-    "gpu": dict(seeds=[0, 1, 2], rounds=2, lr=1e-3, image_size=128, model="densenet121", model_kwargs={},
-                n_train=400, n_test=400, pool=100, test_pos=100, test_neg=100),
-    "full": dict(seeds=[0, 1, 2], rounds=50, lr=1e-3, image_size=64, model="resnet18", model_kwargs={},
-                 n_train=20000, n_test=4000, pool=1000, test_pos=300, test_neg=300),
+    "gpu": dict(
+        seeds=[0, 1, 2],
+        rounds=2,
+        lr=1e-3,
+        image_size=128,
+        model="densenet121",
+        model_kwargs={},
+        n_train=400,
+        n_test=400,
+        pool=100,
+        test_pos=100,
+        test_neg=100,
+    ),
+    "full": dict(
+        seeds=[0, 1, 2],
+        rounds=50,
+        lr=1e-3,
+        image_size=64,
+        model="resnet18",
+        model_kwargs={},
+        n_train=20000,
+        n_test=4000,
+        pool=1000,
+        test_pos=300,
+        test_neg=300,
+    ),
 }
 
 
@@ -85,22 +134,57 @@ def settings(profile: str | dict = "cpu", **parameters: Any) -> dict[str, Experi
     p = profile if isinstance(profile, dict) else apply_parameters(PROFILES, profile, **parameters)
     data_seed, device, size = p.get("data_seed", 0), p.get("device", "auto"), p["image_size"]
     model, model_kwargs, n_train, n_test = p["model"], p["model_kwargs"], p["n_train"], p["n_test"]
-    eng = EngineConfig(rounds=p["rounds"], local_epochs=1, batch_size=32, lr=p["lr"], eval_every=p["rounds"],
-                       selection=None, device=device, progress=False, **engine_options(p["profile"]))
+    eng = EngineConfig(
+        rounds=p["rounds"],
+        local_epochs=1,
+        batch_size=32,
+        lr=p["lr"],
+        eval_every=p["rounds"],
+        selection=None,
+        device=device,
+        progress=False,
+        **engine_options(p["profile"]),
+    )
     common = dict(image_size=size, data_seed=data_seed, model=model, model_kwargs=model_kwargs, engine=eng)
-    cxr8 = dict(dataset="synthetic-cxr", classes=list(S.FEDMLP_CXR8), n_train=n_train, n_test=n_test, num_clients=8,
-                **common)
-    fed = fedpsl.config("II", pool=p["pool"], image_size=size, test_pos=p["test_pos"], test_neg=p["test_neg"],
-                        data_seed=data_seed, model=model, model_kwargs=model_kwargs, engine=eng)
-    st = surgical.make_settings(p["profile"], seed=data_seed, device=device, image_size=size, model=model,
-                                model_kwargs=model_kwargs, n_nih=n_train // 2, n_chexpert=n_train // 2,
-                                n_noniid_test=n_test // 2)
+    cxr8 = dict(
+        dataset="synthetic-cxr", classes=list(S.FEDMLP_CXR8), n_train=n_train, n_test=n_test, num_clients=8, **common
+    )
+    fed = fedpsl.config(
+        "II",
+        pool=p["pool"],
+        image_size=size,
+        test_pos=p["test_pos"],
+        test_neg=p["test_neg"],
+        data_seed=data_seed,
+        model=model,
+        model_kwargs=model_kwargs,
+        engine=eng,
+    )
+    st = surgical.make_settings(
+        p["profile"],
+        seed=data_seed,
+        device=device,
+        image_size=size,
+        model=model,
+        model_kwargs=model_kwargs,
+        n_nih=n_train // 2,
+        n_chexpert=n_train // 2,
+        n_noniid_test=n_test // 2,
+    )
     union = surgical.noniid_config(st, heterogeneous=True).replace(engine=eng, name="benchmark-union")
     return {
-        SETTINGS[0]: ExperimentConfig(name="benchmark-missing-m", partition="missing_classes",
-                                      partition_kwargs={"missing": 4, "seed": data_seed}, **cxr8),
-        SETTINGS[1]: ExperimentConfig(name="benchmark-lsm", partition="label_set_mismatch",
-                                      partition_kwargs={"classes_per_client": 3, "seed": 523}, **cxr8),
+        SETTINGS[0]: ExperimentConfig(
+            name="benchmark-missing-m",
+            partition="missing_classes",
+            partition_kwargs={"missing": 4, "seed": data_seed},
+            **cxr8,
+        ),
+        SETTINGS[1]: ExperimentConfig(
+            name="benchmark-lsm",
+            partition="label_set_mismatch",
+            partition_kwargs={"classes_per_client": 3, "seed": 523},
+            **cxr8,
+        ),
         SETTINGS[2]: fed.replace(name="benchmark-fedpsl"),
         SETTINGS[3]: union,
     }
@@ -116,8 +200,14 @@ def methods(exclude: Sequence[str] = ()) -> list[str]:
     return [m for m in available_methods() if m not in drop and "multilabel" in METHODS[m].tasks]
 
 
-def run(profile: str | dict = "cpu", seeds: Sequence[int] | None = None, results_dir: str | None = None,
-        workers: int = 1, exclude: Sequence[str] = (), **parameters: Any) -> pd.DataFrame:
+def run(
+    profile: str | dict = "cpu",
+    seeds: Sequence[int] | None = None,
+    results_dir: str | None = None,
+    workers: int = 1,
+    exclude: Sequence[str] = (),
+    **parameters: Any,
+) -> pd.DataFrame:
     """Every method of :func:`methods` in every setting of :func:`settings` (``profile`` and
     ``parameters``: as there; ``seeds``: None: the profile's): one ``run_many`` call per
     setting; rows get ``setting`` and ``score`` (the setting's metric, :data:`SCORES`)."""
@@ -181,17 +271,24 @@ def rank_table(board: pd.DataFrame) -> pd.DataFrame:
 def settings_table(configs: dict[str, ExperimentConfig]) -> pd.DataFrame:
     """Clients, classes and training images of each setting's federation, how many clients
     annotate a class (fewest and most) and the setting's score."""
-    from ..runs.build import build_partition, load_data
     from ..nn.metrics import metric_name
+    from ..runs.build import build_partition, load_data
 
     rows = []
     for name, cfg in configs.items():
         data = load_data(cfg)
         part = build_partition(cfg, data.train)
         per_class = part.masks.sum(0)
-        rows.append({"setting": name, "clients": part.num_clients, "classes": data.train.num_classes,
-                     "training images": int(sum(part.sizes())), "clients per class (min-max)":
-                     f"{per_class.min()}-{per_class.max()}", "score": metric_name(SCORES.get(name, "auroc_mean"))})
+        rows.append(
+            {
+                "setting": name,
+                "clients": part.num_clients,
+                "classes": data.train.num_classes,
+                "training images": int(sum(part.sizes())),
+                "clients per class (min-max)": f"{per_class.min()}-{per_class.max()}",
+                "score": metric_name(SCORES.get(name, "auroc_mean")),
+            }
+        )
     return pd.DataFrame(rows).set_index("setting")
 
 
@@ -202,9 +299,13 @@ def methods_table(names: Sequence[str]) -> pd.DataFrame:
     from ..methods import METHODS
     from ..report.names import display_name
 
-    return pd.DataFrame({"method": [display_name(m) for m in names], "registry name (method=)": list(names),
-                         "what it does": [(METHODS[m].__doc__ or "").strip().splitlines()[0] for m in names]}
-                        ).set_index("method")
+    return pd.DataFrame(
+        {
+            "method": [display_name(m) for m in names],
+            "registry name (method=)": list(names),
+            "what it does": [(METHODS[m].__doc__ or "").strip().splitlines()[0] for m in names],
+        }
+    ).set_index("method")
 
 
 def mean_ranks_by_hand(scores: pd.DataFrame) -> pd.Series:
@@ -225,8 +326,17 @@ def plot_ranks(board: pd.DataFrame, title: str = "Rank of each method in each se
     r = rank_table(board).astype(float)  # nullable Int64 ranks (a method missing in a setting) -> NaN
     r.columns = [c.replace(" (", "\n(") for c in r.columns]
     fig, ax = plt.subplots(figsize=(1.6 * len(r.columns) + 3, 0.3 * len(r) + 1.8))
-    sns.heatmap(r, annot=True, fmt=".3g", cmap="viridis_r", cbar_kws={"label": "rank (1 = best)"}, ax=ax,
-                linewidths=0.5, linecolor="white", annot_kws={"fontsize": 7})
+    sns.heatmap(
+        r,
+        annot=True,
+        fmt=".3g",
+        cmap="viridis_r",
+        cbar_kws={"label": "rank (1 = best)"},
+        ax=ax,
+        linewidths=0.5,
+        linecolor="white",
+        annot_kws={"fontsize": 7},
+    )
     ax.set_xlabel("setting")
     ax.set_ylabel("method")
     ax.tick_params(axis="x", labelsize=8, rotation=0)
@@ -251,14 +361,18 @@ def best_sentences(board: pd.DataFrame, df: pd.DataFrame) -> list[str]:
         diff = paired_difference(d, first, second, metric="score")
         diff.update(a=display_name(first), b=display_name(second))
         partial = b[~b["method"].str.startswith("oracle")]
-        lines.append(f"**{name}**: best {display_name(first)}; " + describe_difference(diff)
-                     + f". Best method without full labels: {display_name(partial.iloc[0]['method'])} "
-                       f"(rank {partial.iloc[0]['rank']}).")
+        lines.append(
+            f"**{name}**: best {display_name(first)}; "
+            + describe_difference(diff)
+            + f". Best method without full labels: {display_name(partial.iloc[0]['method'])} "
+            f"(rank {partial.iloc[0]['rank']})."
+        )
     return lines
 
 
-def what_this_run_shows(board: pd.DataFrame, paper_methods: Sequence[str] = ("fedmlp", "fedpsl", "fedlsm", "surgical")
-                        ) -> list[str]:
+def what_this_run_shows(
+    board: pd.DataFrame, paper_methods: Sequence[str] = ("fedmlp", "fedpsl", "fedlsm", "surgical")
+) -> list[str]:
     """The notebook's closing sentences: the methods with the best mean rank over the
     settings, and where each paper's own method ranks among all of them."""
     from ..report.names import display_name
@@ -267,11 +381,15 @@ def what_this_run_shows(board: pd.DataFrame, paper_methods: Sequence[str] = ("fe
     paper_methods = {display_name(m) for m in paper_methods}  # the rank table shows display names
     ranks = rank_table(board)["mean rank"].astype(float)
     top = ranks.nsmallest(3)
-    out = [f"Over the {board['setting'].nunique()} settings the best mean ranks are "
-           + join(f"{m} ({r:.2f})" for m, r in top.items()) + f", of {len(ranks)} methods."]
+    out = [
+        f"Over the {board['setting'].nunique()} settings the best mean ranks are "
+        + join(f"{m} ({r:.2f})" for m, r in top.items())
+        + f", of {len(ranks)} methods."
+    ]
     placed = [f"{m} {r:.2f} (place {int((ranks < r).sum()) + 1})" for m, r in ranks.items() if m in paper_methods]
     if placed:
-        out.append("The papers' own methods: " + join(placed) + ". A short schedule favours methods that learn fast from "
-                   "labels alone; it is no verdict on the papers' settings.")
+        out.append(
+            "The papers' own methods: " + join(placed) + ". A short schedule favours methods that learn fast from "
+            "labels alone; it is no verdict on the papers' settings."
+        )
     return out
-

@@ -8,9 +8,11 @@ the measured step and evaluation times.  :func:`run_cost` is one run's work; a m
 factor is its class's ``train_cost``.  ``python tests/test_profile_runs.py --gpu-budget``
 prints every notebook's estimate.
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 #: Forward GFLOPs of one 224 x 224 grayscale image through the package's backbones (FedModel:
 #: encoder + linear head), counted by ``torch.utils.flop_counter`` (2 FLOPs a multiply-add).
@@ -112,12 +114,17 @@ def run_cost(cfg) -> dict[str, float]:
     eval_images = evaluations * (n_test * (k if personal else 1) + held)
     warmup = float((cfg.method_kwargs or {}).get("warmup_epochs", 0) or 0) * (n_train - held)
     eval_images += warmup
-    return {"steps": factor * e.rounds * per_round_steps, "train_images": factor * e.rounds * per_round_images,
-            "eval_images": eval_images, "eval_batches": eval_images / e.eval_batch_size + warmup / e.batch_size}
+    return {
+        "steps": factor * e.rounds * per_round_steps,
+        "train_images": factor * e.rounds * per_round_images,
+        "eval_images": eval_images,
+        "eval_batches": eval_images / e.eval_batch_size + warmup / e.batch_size,
+    }
 
 
-def paper_seconds(model: str, image_size: int, batch_size: float, assumptions: Mapping[str, Any] | None = None,
-                  train: bool = True) -> float:
+def paper_seconds(
+    model: str, image_size: int, batch_size: float, assumptions: Mapping[str, Any] | None = None, train: bool = True
+) -> float:
     """Seconds of one training step (``train``; 3 forward passes an image) or one evaluation
     batch of ``batch_size`` images on one H100, on paper: the larger of its FLOPs at
     ``utilisation`` of :data:`H100_BF16_TFLOPS` and the step's floor (:data:`GPU_ASSUMPTIONS`,
@@ -137,12 +144,15 @@ def assumed_step(model: str, image_size: int, batch_size: int) -> dict[str, floa
     from ..fl.engine_config import EngineConfig
 
     eb = EngineConfig().eval_batch_size
-    return {"train_step_s": paper_seconds(model, image_size, batch_size),
-            "eval512_s": math.ceil(512 / eb) * paper_seconds(model, image_size, min(eb, 512), train=False)}
+    return {
+        "train_step_s": paper_seconds(model, image_size, batch_size),
+        "eval512_s": math.ceil(512 / eb) * paper_seconds(model, image_size, min(eb, 512), train=False),
+    }
 
 
-def gpu_estimate(configs, assumptions: Mapping[str, Any] | None = None,
-                 measured: Mapping[str, Any] | None | bool = True) -> dict[str, float]:
+def gpu_estimate(
+    configs, assumptions: Mapping[str, Any] | None = None, measured: Mapping[str, Any] | None | bool = True
+) -> dict[str, float]:
     """Seconds on one H100 of the runs ``configs`` (each run id once: ``run_many`` caches a
     repeated run).  On paper, by :data:`GPU_ASSUMPTIONS` (``assumptions`` replaces some): a
     training step takes the larger of its FLOPs (3 forward passes an image) at
@@ -166,8 +176,9 @@ def gpu_estimate(configs, assumptions: Mapping[str, Any] | None = None,
     seen: dict[str, Any] = {}
     for cfg in configs:
         seen.setdefault(cfg.run_id(), cfg)
-    out = dict.fromkeys(("steps", "train_images", "eval_images", "pflop", "flop_s", "floor_s", "seconds",
-                         "measured_runs"), 0.0)
+    out = dict.fromkeys(
+        ("steps", "train_images", "eval_images", "pflop", "flop_s", "floor_s", "seconds", "measured_runs"), 0.0
+    )
     for cfg in seen.values():
         c = run_cost(cfg)
         g = forward_gflops(cfg.model, cfg.image_size) * 1e9
@@ -186,9 +197,9 @@ def gpu_estimate(configs, assumptions: Mapping[str, Any] | None = None,
             out["measured_runs"] += 1
             out["seconds"] += c["steps"] * timed["train_step_s"] + c["eval_images"] * timed["eval512_s"] / 512
         else:
-            out["seconds"] += (c["steps"] * paper_seconds(cfg.model, cfg.image_size, cfg.engine.batch_size, a)
-                               + c["eval_batches"] * paper_seconds(cfg.model, cfg.image_size, eval_batch_images, a,
-                                                                   train=False))
+            out["seconds"] += c["steps"] * paper_seconds(cfg.model, cfg.image_size, cfg.engine.batch_size, a) + c[
+                "eval_batches"
+            ] * paper_seconds(cfg.model, cfg.image_size, eval_batch_images, a, train=False)
     out["runs"] = float(len(seen))
     out["seconds"] += a["run_overhead_s"] * len(seen)
     return out
@@ -200,7 +211,10 @@ def gpu_estimate(configs, assumptions: Mapping[str, Any] | None = None,
 #: autocast and channels-last on CUDA.  DenseNet-121 at batch 64 is Surgical Aggregation's
 #: batch; EfficientNet-Lite0 is the pretrained second backbone of each paper's headline pair.
 STEP_TIME_SIZES: tuple[tuple[str, int, int], ...] = (
-    ("densenet121", 128, 32), ("densenet121", 128, 64), ("resnet18", 128, 32), ("efficientnet_lite0", 128, 32),
+    ("densenet121", 128, 32),
+    ("densenet121", 128, 64),
+    ("resnet18", 128, 32),
+    ("efficientnet_lite0", 128, 32),
     ("cnn", 32, 32),
 )
 #: Where the measured step times live in a checkout, committed after a GPU session:
@@ -239,8 +253,9 @@ def measured_step_times(path: Any = None) -> dict[str, Any] | None:
     return d
 
 
-def measured_step(measured: Mapping[str, Any] | None, model: str, image_size: int, batch_size: int
-                  ) -> dict[str, float] | None:
+def measured_step(
+    measured: Mapping[str, Any] | None, model: str, image_size: int, batch_size: int
+) -> dict[str, float] | None:
     """``{"train_step_s", "eval512_s"}`` of ``model`` from ``measured`` (:func:`measured_step_times`):
     the row of the same image size and batch size, else **[choice]** the row of the same
     image size with the nearest batch size, its step time scaled by the ratio of the batch
@@ -248,12 +263,13 @@ def measured_step(measured: Mapping[str, Any] | None, model: str, image_size: in
     fewer images); None when the model was not timed at that image size."""
     if not measured:
         return None
-    rows = [r for r in measured["rows"] if r["model"] == model and int(r["image_size"]) == int(image_size)
-            and r.get("train_step_s") is not None]
+    rows = [
+        r
+        for r in measured["rows"]
+        if r["model"] == model and int(r["image_size"]) == int(image_size) and r.get("train_step_s") is not None
+    ]
     if not rows:
         return None
     r = min(rows, key=lambda r: (abs(int(r["batch_size"]) - batch_size), -int(r["batch_size"])))
     scale = max(1.0, batch_size / int(r["batch_size"]))
     return {"train_step_s": float(r["train_step_s"]) * scale, "eval512_s": float(r["eval512_s"])}
-
-

@@ -17,28 +17,68 @@ seeds) make 28,440 training steps (0.86 M training images) and 0.22 M evaluation
 each eager DenseNet step costs at least 15 ms (kernel launches): 429 s; estimate 7.4 min
 (budget 10).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Sequence
-
-import pandas as pd
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 PROFILES: dict[str, dict[str, Any]] = {
-    "smoke": dict(seeds=[0], rounds=2, lr=2e-3, size=32, n_train=800, n_test=400, model="cnn",
-                  model_kwargs={"width": 8}, batch_size=32, eval_every=1),
-    "cpu": dict(seeds=[0, 1, 2], rounds=16, lr=2e-3, size=32, n_train=2400, n_test=1200, model="cnn",
-                model_kwargs={"width": 8}, batch_size=32, eval_every=2),
+    "smoke": dict(
+        seeds=[0],
+        rounds=2,
+        lr=2e-3,
+        size=32,
+        n_train=800,
+        n_test=400,
+        model="cnn",
+        model_kwargs={"width": 8},
+        batch_size=32,
+        eval_every=1,
+    ),
+    "cpu": dict(
+        seeds=[0, 1, 2],
+        rounds=16,
+        lr=2e-3,
+        size=32,
+        n_train=2400,
+        n_test=1200,
+        model="cnn",
+        model_kwargs={"width": 8},
+        batch_size=32,
+        eval_every=2,
+    ),
     # gpu: see the module docstring (DenseNet-121 at 128 px, 6 rounds x 2 epochs; 7.4 min on paper)
-    "gpu": dict(seeds=[0, 1, 2], rounds=6, lr=1e-3, size=128, n_train=2400, n_test=1200, model="densenet121",
-                model_kwargs={}, batch_size=32, eval_every=1),
-    "full": dict(seeds=[0, 1, 2], rounds=40, lr=1e-3, size=64, n_train=40000, n_test=10000, model="resnet18",
-                 model_kwargs={}, batch_size=64, eval_every=2),
+    "gpu": dict(
+        seeds=[0, 1, 2],
+        rounds=6,
+        lr=1e-3,
+        size=128,
+        n_train=2400,
+        n_test=1200,
+        model="densenet121",
+        model_kwargs={},
+        batch_size=32,
+        eval_every=1,
+    ),
+    "full": dict(
+        seeds=[0, 1, 2],
+        rounds=40,
+        lr=1e-3,
+        size=64,
+        n_train=40000,
+        n_test=10000,
+        model="resnet18",
+        model_kwargs={},
+        batch_size=64,
+        eval_every=2,
+    ),
 }
-
 
 
 # =========================================================================== figures
@@ -101,8 +141,6 @@ def plot_partitions(partitions: dict, dataset):
     return plot_label_reports(partitions, dataset)
 
 
-
-
 # =========================================================================== the notebook's tables and sentences
 def clients_per_class(part, classes: Sequence[str]) -> pd.Series:
     """How many clients of a partition annotate each class (hot: many, cool: few)."""
@@ -162,30 +200,46 @@ def findings(df: pd.DataFrame, settings: Sequence[str], methods: Sequence[str], 
         above = [m for m, g in gaps.items() if g["diff"] > 0]
         significant = [m for m in above if gaps[m]["p"] is not None and gaps[m]["p"] < 0.05]
         if len(seeds) < 2:
-            verdict = f"the Oracle is above {len(above)} of the {len(partial)} partial-label methods (one seed: no test)"
+            verdict = (
+                f"the Oracle is above {len(above)} of the {len(partial)} partial-label methods (one seed: no test)"
+            )
         elif len(significant) == len(partial):
             verdict = "the Oracle is above every partial-label method (each paired p < 0.05)"
         else:
-            verdict = (f"the Oracle is significantly above {join(map(name, significant)) or 'none'} of the partial-label "
-                       f"methods, not above the others at p < 0.05")
+            verdict = (
+                f"the Oracle is significantly above {join(map(name, significant)) or 'none'} of the partial-label "
+                f"methods, not above the others at p < 0.05"
+            )
         closest = min(gaps, key=lambda m: gaps[m]["diff"])
-        lines = [f"**{setting}.** The cost of partial labels: {verdict}; the closest is {name(closest)}: "
-                 + describe_difference(gaps[closest]) + ".",
-                 "Missing as negative against the partial loss, last round: "
-                 + describe_difference(paired_difference(d, "fedavg_pl", "fedavg")) + "."]
+        lines = [
+            f"**{setting}.** The cost of partial labels: {verdict}; the closest is {name(closest)}: "
+            + describe_difference(gaps[closest])
+            + ".",
+            "Missing as negative against the partial loss, last round: "
+            + describe_difference(paired_difference(d, "fedavg_pl", "fedavg"))
+            + ".",
+        ]
         rounds_, drop = _peak_then_last(curves, setting, "fedavg")
         when = f"round {rounds_[0]}" if len(rounds_) == 1 else f"rounds {join(rounds_)} (one per seed)"
         if drop.mean() >= 1.0:
-            lines.append(f"{name('fedavg')} peaks at {when} and ends {drop.mean():.1f} points (mean over seeds) below its "
-                         "peak: a decline that fits the false negatives it learns as truth outweighing the signal "
-                         "later on.")
+            lines.append(
+                f"{name('fedavg')} peaks at {when} and ends {drop.mean():.1f} points (mean over seeds) below its "
+                "peak: a decline that fits the false negatives it learns as truth outweighing the signal "
+                "later on."
+            )
         else:
-            lines.append(f"{name('fedavg')} does not decline: its last round is within {drop.mean():.1f} points of its peak "
-                         f"({when}).")
+            lines.append(
+                f"{name('fedavg')} does not decline: its last round is within {drop.mean():.1f} points of its peak "
+                f"({when})."
+            )
         mid, r_mid = _mid_training(curves, setting, "surgical", "fedavg_pl")
-        lines.append(f"Head dilution: half-way (round {r_mid}), " + describe_difference(mid)
-                     + "; at the last round, " + describe_difference(paired_difference(d, "surgical", "fedavg_pl"))
-                     + ".")
+        lines.append(
+            f"Head dilution: half-way (round {r_mid}), "
+            + describe_difference(mid)
+            + "; at the last round, "
+            + describe_difference(paired_difference(d, "surgical", "fedavg_pl"))
+            + "."
+        )
         out.append(" ".join(lines))
     return out
 
@@ -228,5 +282,13 @@ def command_line(cfg, out: str | None = None) -> str:
     return " \\\n    ".join(parts)
 
 
-
-__all__ = ["PROFILES", "clients_per_class", "hot_cool_table", "findings", "command_line", "plot_finding_atlas", "plot_prevalence", "plot_partitions"]
+__all__ = [
+    "PROFILES",
+    "clients_per_class",
+    "hot_cool_table",
+    "findings",
+    "command_line",
+    "plot_finding_atlas",
+    "plot_prevalence",
+    "plot_partitions",
+]

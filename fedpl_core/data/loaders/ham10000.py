@@ -20,11 +20,12 @@ image id itself.  An ``image_id`` (or ISIC ``image``) listed twice is kept once,
 warning, so that it cannot land in two splits (twice with different diagnoses: an
 error; :func:`fedpl_core.data.files.first_rows`).
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -122,8 +123,9 @@ def load_ham10000(
     if source == "auto":
         source = "metadata" if meta_path is not None and split == "train" else "isic"
     if source == "metadata" and split != "train":
-        raise DataError(f"{what}: HAM10000_metadata.csv describes the training images only; "
-                        f"use source='isic' for split {split!r}")
+        raise DataError(
+            f"{what}: HAM10000_metadata.csv describes the training images only; use source='isic' for split {split!r}"
+        )
 
     meta: dict[str, list] = {}
     if source == "metadata":
@@ -141,11 +143,12 @@ def load_ham10000(
         table = find_file(root, [gt])
         if table is None:
             if asked == "isic" or split != "train":
-                raise DataError(f"{what} {split}: {gt} (ISIC 2018 layout) not found in {root} "
-                                "(searched 3 levels deep)")
-            raise DataError(f"{what}: neither the HAM10000 layout ({' / '.join(METADATA_NAMES)} with "
-                            f"HAM10000_images_part_1/, _2/) nor the ISIC 2018 layout ({gt} with "
-                            f"{isic_file(split, 'Input')}/) found in {root} (searched 3 levels deep)")
+                raise DataError(f"{what} {split}: {gt} (ISIC 2018 layout) not found in {root} (searched 3 levels deep)")
+            raise DataError(
+                f"{what}: neither the HAM10000 layout ({' / '.join(METADATA_NAMES)} with "
+                f"HAM10000_images_part_1/, _2/) nor the ISIC 2018 layout ({gt} with "
+                f"{isic_file(split, 'Input')}/) found in {root} (searched 3 levels deep)"
+            )
         df, labels = _read_ground_truth(table, what)
         ids = df["image"].str.strip().tolist()
         lesion: dict[str, str] = {}
@@ -170,8 +173,17 @@ def load_ham10000(
         )
     meta["image_id"] = ids
     return build_dataset(
-        [index[i] for i in ids], labels, names,
-        task=MULTICLASS, groups=groups, meta=meta, name=name, root=root,
-        max_images=max_images, seed=seed, decode=decode, channels=3,
+        [index[i] for i in ids],
+        labels,
+        names,
+        task=MULTICLASS,
+        groups=groups,
+        meta=meta,
+        name=name,
+        root=root,
+        max_images=max_images,
+        seed=seed,
+        decode=decode,
+        channels=3,
         info={"table": str(table), "source": source, "split": split},
     )

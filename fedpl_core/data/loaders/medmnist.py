@@ -18,14 +18,15 @@ with ``classes=HAM_CLASSES``).
 so is :data:`PUBLISHED_SIZES`, the published split sizes: a file whose splits hold
 other numbers of images gets one warning naming both (:func:`check_split_sizes`).
 """
+
 from __future__ import annotations
 
 import os
 import warnings
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from PIL import Image
@@ -33,8 +34,8 @@ from PIL import Image
 from ..base import MULTICLASS, MULTILABEL, DataError, DataWarning, ImageDataset, check_memory
 from ..cache import DecodeOptions, decode_options, log_resize
 from ..files import select_classes, subsample_index
-from .nih import NIH_CLASSES
 from ..safeopen import not_regular, open_regular
+from .nih import NIH_CLASSES
 
 SPLITS = ("train", "val", "test")
 SIZES = (28, 64, 128, 224)
@@ -51,29 +52,73 @@ class MedMNISTInfo:
         return MULTILABEL if self.task.startswith("multi-label") else MULTICLASS
 
 
-_ORGANS = ("bladder", "femur-left", "femur-right", "heart", "kidney-left", "kidney-right",
-           "liver", "lung-left", "lung-right", "pancreas", "spleen")
+_ORGANS = (
+    "bladder",
+    "femur-left",
+    "femur-right",
+    "heart",
+    "kidney-left",
+    "kidney-right",
+    "liver",
+    "lung-left",
+    "lung-right",
+    "pancreas",
+    "spleen",
+)
 
 #: The 2-D flags of MedMNIST (``medmnist/info.py``, v3.0): task, class names, channels.
 MEDMNIST_INFO: dict[str, MedMNISTInfo] = {
-    "pathmnist": MedMNISTInfo("multi-class", (
-        "adipose", "background", "debris", "lymphocytes", "mucus", "smooth muscle",
-        "normal colon mucosa", "cancer-associated stroma", "colorectal adenocarcinoma epithelium"), 3),
+    "pathmnist": MedMNISTInfo(
+        "multi-class",
+        (
+            "adipose",
+            "background",
+            "debris",
+            "lymphocytes",
+            "mucus",
+            "smooth muscle",
+            "normal colon mucosa",
+            "cancer-associated stroma",
+            "colorectal adenocarcinoma epithelium",
+        ),
+        3,
+    ),
     "chestmnist": MedMNISTInfo("multi-label, binary-class", tuple(NIH_CLASSES), 1),
     "dermamnist": MedMNISTInfo("multi-class", ("AKIEC", "BCC", "BKL", "DF", "MEL", "NV", "VASC"), 3),
-    "octmnist": MedMNISTInfo("multi-class", (
-        "choroidal neovascularization", "diabetic macular edema", "drusen", "normal"), 1),
+    "octmnist": MedMNISTInfo(
+        "multi-class", ("choroidal neovascularization", "diabetic macular edema", "drusen", "normal"), 1
+    ),
     "pneumoniamnist": MedMNISTInfo("binary-class", ("normal", "pneumonia"), 1),
     "retinamnist": MedMNISTInfo("ordinal-regression", ("0", "1", "2", "3", "4"), 3),
     "breastmnist": MedMNISTInfo("binary-class", ("malignant", "normal, benign"), 1),
-    "bloodmnist": MedMNISTInfo("multi-class", (
-        "basophil", "eosinophil", "erythroblast",
-        "immature granulocytes(myelocytes, metamyelocytes and promyelocytes)",
-        "lymphocyte", "monocyte", "neutrophil", "platelet"), 3),
-    "tissuemnist": MedMNISTInfo("multi-class", (
-        "Collecting Duct, Connecting Tubule", "Distal Convoluted Tubule",
-        "Glomerular endothelial cells", "Interstitial endothelial cells", "Leukocytes",
-        "Podocytes", "Proximal Tubule Segments", "Thick Ascending Limb"), 1),
+    "bloodmnist": MedMNISTInfo(
+        "multi-class",
+        (
+            "basophil",
+            "eosinophil",
+            "erythroblast",
+            "immature granulocytes(myelocytes, metamyelocytes and promyelocytes)",
+            "lymphocyte",
+            "monocyte",
+            "neutrophil",
+            "platelet",
+        ),
+        3,
+    ),
+    "tissuemnist": MedMNISTInfo(
+        "multi-class",
+        (
+            "Collecting Duct, Connecting Tubule",
+            "Distal Convoluted Tubule",
+            "Glomerular endothelial cells",
+            "Interstitial endothelial cells",
+            "Leukocytes",
+            "Podocytes",
+            "Proximal Tubule Segments",
+            "Thick Ascending Limb",
+        ),
+        1,
+    ),
     "organamnist": MedMNISTInfo("multi-class", _ORGANS, 1),
     "organcmnist": MedMNISTInfo("multi-class", _ORGANS, 1),
     "organsmnist": MedMNISTInfo("multi-class", _ORGANS, 1),
@@ -116,11 +161,17 @@ def check_split_sizes(flag: str, path: Path, images: dict[str, np.ndarray]) -> N
     parts = []
     for s in off:
         rep = _repeats(images[s])
-        parts.append(f"{s} {sizes[s]:,} images, published {ref[SPLITS.index(s)]:,}"
-                     + (f" ({rep:,} of them repeat another image)" if rep else ""))
-    warnings.warn(f"MedMNIST file {path}: split sizes differ from the published {flag} "
-                  f"(train {ref[0]:,}, val {ref[1]:,}, test {ref[2]:,}): {'; '.join(parts)}; an edited or partial "
-                  "copy? Its numbers cannot be compared with published ones", DataWarning, stacklevel=3)
+        parts.append(
+            f"{s} {sizes[s]:,} images, published {ref[SPLITS.index(s)]:,}"
+            + (f" ({rep:,} of them repeat another image)" if rep else "")
+        )
+    warnings.warn(
+        f"MedMNIST file {path}: split sizes differ from the published {flag} "
+        f"(train {ref[0]:,}, val {ref[1]:,}, test {ref[2]:,}): {'; '.join(parts)}; an edited or partial "
+        "copy? Its numbers cannot be compared with published ones",
+        DataWarning,
+        stacklevel=3,
+    )
 
 
 def _repeats(images: np.ndarray) -> int:
@@ -178,8 +229,9 @@ def _check_npz(path: Path) -> None:
     if not head:
         raise DataError(f"MedMNIST file {path} is empty (0 bytes); download it again")
     if head != b"PK\x03\x04":
-        raise DataError(f"MedMNIST file {path} is not an .npz archive (no zip signature at its start); "
-                        "download it again")
+        raise DataError(
+            f"MedMNIST file {path} is not an .npz archive (no zip signature at its start); download it again"
+        )
 
 
 def _check_label_values(y: np.ndarray, allowed, path: Path, which: list, expected: str) -> None:
@@ -187,10 +239,14 @@ def _check_label_values(y: np.ndarray, allowed, path: Path, which: list, expecte
     if bad.any():
         i, j = np.argwhere(bad)[0]
         v = y[i, j]
-        kind = "NaN" if isinstance(v, float | np.floating) and np.isnan(v) else repr(v.item() if hasattr(v, "item") else v)
+        kind = (
+            "NaN" if isinstance(v, float | np.floating) and np.isnan(v) else repr(v.item() if hasattr(v, "item") else v)
+        )
         n = int(bad.any(1).sum())
-        raise DataError(f"MedMNIST file {path}: label {kind} in row {i - which.index(which[i])} of its "
-                        f"{which[i]}_labels (expected {expected}); {n} row(s) hold such labels")
+        raise DataError(
+            f"MedMNIST file {path}: label {kind} in row {i - which.index(which[i])} of its "
+            f"{which[i]}_labels (expected {expected}); {n} row(s) hold such labels"
+        )
 
 
 def load_medmnist(
@@ -267,8 +323,10 @@ def load_medmnist(
                 labels.append(z[f"{s}_labels"])
                 which += [s] * len(images[-1])
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
-        raise DataError(f"cannot read MedMNIST file {path}: {type(e).__name__}: "
-                        f"{(str(e).strip().splitlines() or [''])[0]}; download it again") from None
+        raise DataError(
+            f"cannot read MedMNIST file {path}: {type(e).__name__}: "
+            f"{(str(e).strip().splitlines() or [''])[0]}; download it again"
+        ) from None
 
     empty = [s for s, a in zip(splits, images) if len(a) == 0]
     if empty:
@@ -319,13 +377,18 @@ def load_medmnist(
         x = ((x.astype(np.uint32) * w[None, :, None, None]).sum(1, keepdims=True) // 1000).astype(np.uint8)
     name = name or (flag if size == 28 else f"{flag}_{size}")
     if decode.image_size is not None and decode.image_size != x.shape[-1]:
-        check_memory(len(x) * x.shape[1] * decode.image_size ** 2, f"{name}: {len(x)} images at {decode.image_size} px",
-                     "lower image_size")
+        check_memory(
+            len(x) * x.shape[1] * decode.image_size**2,
+            f"{name}: {len(x)} images at {decode.image_size} px",
+            "lower image_size",
+        )
         log_resize(name, x.shape[-1], x.shape[-2], decode.image_size, path.name)
         x = _resize(x, decode.image_size)
     return ImageDataset(
-        images=np.ascontiguousarray(x), labels=onehot, class_names=names, task=task,
+        images=np.ascontiguousarray(x),
+        labels=onehot,
+        class_names=names,
+        task=task,
         name=name,
-        extra={"file": str(path), "split": np.asarray(which, dtype=object)[keep],
-               "medmnist_task": info.task},
+        extra={"file": str(path), "split": np.asarray(which, dtype=object)[keep], "medmnist_task": info.task},
     )

@@ -21,11 +21,12 @@ Labels`` and ``Patient ID`` are required (``View Position`` when filtering views
 An ``Image Index`` listed twice is kept once, with a warning (twice with different
 findings: an error; :func:`fedpl_core.data.files.first_rows`).
 """
+
 from __future__ import annotations
 
 import os
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -35,13 +36,27 @@ from ..files import build_dataset, check_classes, first_rows, index_files, read_
 
 #: The 14 findings in the standard order (Wang et al.; MedMNIST's ChestMNIST order).
 NIH_CLASSES = [
-    "Atelectasis", "Cardiomegaly", "Effusion", "Infiltration", "Mass", "Nodule", "Pneumonia",
-    "Pneumothorax", "Consolidation", "Edema", "Emphysema", "Fibrosis", "Pleural_Thickening", "Hernia",
+    "Atelectasis",
+    "Cardiomegaly",
+    "Effusion",
+    "Infiltration",
+    "Mass",
+    "Nodule",
+    "Pneumonia",
+    "Pneumothorax",
+    "Consolidation",
+    "Edema",
+    "Emphysema",
+    "Fibrosis",
+    "Pleural_Thickening",
+    "Hernia",
 ]
 NO_FINDING = "No Finding"
 NIH_CSV_NAMES = (
-    "Data_Entry_2017_v2020.csv", "Data_Entry_2017_v2020.csv.gz",
-    "Data_Entry_2017.csv", "Data_Entry_2017.csv.gz",
+    "Data_Entry_2017_v2020.csv",
+    "Data_Entry_2017_v2020.csv.gz",
+    "Data_Entry_2017.csv",
+    "Data_Entry_2017.csv.gz",
 )
 SPLIT_FILES = {"train_val": "train_val_list.txt", "test": "test_list.txt"}
 REQUIRED_COLUMNS = ("Image Index", "Finding Labels", "Patient ID")
@@ -136,7 +151,8 @@ def load_nih(
         missing = df["Image Index"][~present].tolist()
         raise DataError(
             f"{what}: image file {missing[0]!r} (from {os.path.basename(str(csv_path))}) not found "
-            f"below {root}" + (f"; {len(missing)} images missing in all" if len(missing) > 1 else "")
+            f"below {root}"
+            + (f"; {len(missing)} images missing in all" if len(missing) > 1 else "")
             + " (skip_missing=True drops them)"
         )
     df, labels = df[present].reset_index(drop=True), labels[present]
@@ -152,9 +168,22 @@ def load_nih(
         "follow_up": df["Follow-up #"].tolist() if "Follow-up #" in df.columns else [""] * len(df),
     }
     return build_dataset(
-        [index[n] for n in names], labels, classes,
-        task=MULTILABEL, groups=groups, meta=meta, name=name, root=root,
-        max_images=max_images, seed=seed, decode=decode, channels=1,
-        info={"csv": str(csv_path), "split": split, "views": None if views is None else list(views),
-              "skipped_missing": int((~present).sum())},
+        [index[n] for n in names],
+        labels,
+        classes,
+        task=MULTILABEL,
+        groups=groups,
+        meta=meta,
+        name=name,
+        root=root,
+        max_images=max_images,
+        seed=seed,
+        decode=decode,
+        channels=1,
+        info={
+            "csv": str(csv_path),
+            "split": split,
+            "views": None if views is None else list(views),
+            "skipped_missing": int((~present).sum()),
+        },
     )

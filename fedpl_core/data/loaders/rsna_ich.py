@@ -40,14 +40,15 @@ StudyInstanceUID, SeriesInstanceUID) are read in the same pass and cached next t
 for ``groups="patient"`` / ``"study"`` (adjacent slices of one scan are nearly
 identical, so splits should keep a patient together).
 """
+
 from __future__ import annotations
 
 import json
 import os
 import warnings
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -80,14 +81,16 @@ def _pydicom():
     try:
         import pydicom
     except ImportError as e:
-        raise ImportError("reading the RSNA ICH DICOM slices needs pydicom, an optional extra of fedpl: "
-                          "pip install pydicom") from e
+        raise ImportError(
+            "reading the RSNA ICH DICOM slices needs pydicom, an optional extra of fedpl: pip install pydicom"
+        ) from e
     return pydicom
 
 
 # ------------------------------------------------------------------ labels
-def parse_labels(df: pd.DataFrame, source: str = "stage_2_train.csv", on_conflict: str = "error"
-                 ) -> tuple[list[str], np.ndarray, np.ndarray, int]:
+def parse_labels(
+    df: pd.DataFrame, source: str = "stage_2_train.csv", on_conflict: str = "error"
+) -> tuple[list[str], np.ndarray, np.ndarray, int]:
     """Rows ``ID_<image>_<subtype>,Label`` -> ``(image ids, labels [N, 5] over
     ICH_SUBTYPES, any [N], duplicate rows dropped)``; images in order of first
     appearance."""
@@ -102,15 +105,16 @@ def parse_labels(df: pd.DataFrame, source: str = "stage_2_train.csv", on_conflic
     bad = [i for i, t in enumerate(split) if not (t[0].startswith("ID_") and len(t[0]) > 3 and t[2])]
     if bad:
         i = bad[0]
-        raise DataError(f"{WHAT}: ID {ids[i]!r} on line {rows[i]} of {source} is not of the form "
-                        "ID_<image>_<subtype>")
+        raise DataError(f"{WHAT}: ID {ids[i]!r} on line {rows[i]} of {source} is not of the form ID_<image>_<subtype>")
     code = {s: j for j, s in enumerate(CSV_SUBTYPES)}
     sub_code = np.array([code.get(t[2].lower(), -1) for t in split], np.int64)
     unknown = sub_code < 0
     if unknown.any():
         i = int(np.flatnonzero(unknown)[0])
-        raise DataError(f"{WHAT}: unknown subtype {split[i][2]!r} in ID {ids[i]!r} on line {rows[i]} of "
-                        f"{source}; known subtypes: {CSV_SUBTYPES}")
+        raise DataError(
+            f"{WHAT}: unknown subtype {split[i][2]!r} in ID {ids[i]!r} on line {rows[i]} of "
+            f"{source}; known subtypes: {CSV_SUBTYPES}"
+        )
     lab = df["Label"].str.strip()
     val = pd.to_numeric(lab, errors="coerce").to_numpy(np.float64)
     bad = ~np.isin(val, (0.0, 1.0))
@@ -126,19 +130,26 @@ def parse_labels(df: pd.DataFrame, source: str = "stage_2_train.csv", on_conflic
     conflict = (hi >= 0) & (lo != hi)
     if conflict.any() and on_conflict == "error":
         i, j = map(int, np.argwhere(conflict)[0])
-        raise DataError(f"{WHAT}: {source} lists {images[i]}_{CSV_SUBTYPES[j]} more than once with labels 0 and 1 "
-                        "(on_conflict='max' takes the positive)")
+        raise DataError(
+            f"{WHAT}: {source} lists {images[i]}_{CSV_SUBTYPES[j]} more than once with labels 0 and 1 "
+            "(on_conflict='max' takes the positive)"
+        )
     duplicates = len(df) - int((hi >= 0).sum())
     if duplicates:
         rep = np.flatnonzero(pd.Series(img_code * len(CSV_SUBTYPES) + sub_code).duplicated().to_numpy())
-        warnings.warn(f"{WHAT}: {source} repeats {duplicates} row{'' if duplicates == 1 else 's'} with the same "
-                      f"label (e.g. {ids[int(rep[0])]!r} on line {rows[int(rep[0])]}); each is counted once",
-                      DataWarning, stacklevel=2)
+        warnings.warn(
+            f"{WHAT}: {source} repeats {duplicates} row{'' if duplicates == 1 else 's'} with the same "
+            f"label (e.g. {ids[int(rep[0])]!r} on line {rows[int(rep[0])]}); each is counted once",
+            DataWarning,
+            stacklevel=2,
+        )
     missing = hi[:, :5] < 0
     if missing.any():
         i, j = map(int, np.argwhere(missing)[0])
-        raise DataError(f"{WHAT}: {source} has no row {images[i]}_{ICH_SUBTYPES[j]} (every slice needs a label "
-                        f"for each of {ICH_SUBTYPES}); {int(missing.any(1).sum())} slice(s) incomplete")
+        raise DataError(
+            f"{WHAT}: {source} has no row {images[i]}_{ICH_SUBTYPES[j]} (every slice needs a label "
+            f"for each of {ICH_SUBTYPES}); {int(missing.any(1).sum())} slice(s) incomplete"
+        )
     labels = hi[:, :5].astype(np.float32)
     any_ = np.where(hi[:, 5] >= 0, hi[:, 5], labels.max(1)).astype(np.float32)
     return [str(s) for s in images], labels, any_, duplicates
@@ -147,8 +158,11 @@ def parse_labels(df: pd.DataFrame, source: str = "stage_2_train.csv", on_conflic
 # ------------------------------------------------------------------ pixels
 def parse_windows(windows) -> list[tuple[float, float]]:
     """``"brain"``, ``(40, 80)``, or a sequence of names / ``(centre, width)`` pairs."""
-    if isinstance(windows, str) or (isinstance(windows, (tuple, list)) and len(windows) == 2
-                                    and all(isinstance(v, (int, float, np.number)) for v in windows)):
+    if isinstance(windows, str) or (
+        isinstance(windows, (tuple, list))
+        and len(windows) == 2
+        and all(isinstance(v, (int, float, np.number)) for v in windows)
+    ):
         windows = [windows]
     out = []
     for w in windows:
@@ -172,8 +186,12 @@ def dicom_hu(ds, fix_pixel_representation: bool = True) -> np.ndarray:
     raw = np.asarray(ds.pixel_array).astype(np.float64)
     slope = float(getattr(ds, "RescaleSlope", 1) or 1)
     intercept = float(getattr(ds, "RescaleIntercept", 0) or 0)
-    if (fix_pixel_representation and int(getattr(ds, "BitsStored", 0)) == 12
-            and int(getattr(ds, "PixelRepresentation", 1)) == 0 and intercept > -100):
+    if (
+        fix_pixel_representation
+        and int(getattr(ds, "BitsStored", 0)) == 12
+        and int(getattr(ds, "PixelRepresentation", 1)) == 0
+        and intercept > -100
+    ):
         raw = raw + 1000
         raw[raw >= 4096] -= 4096
         intercept = -1000.0
@@ -185,8 +203,13 @@ def window(hu: np.ndarray, center: float, width: float) -> np.ndarray:
     return np.clip((hu - (center - width / 2)) / width, 0.0, 1.0).astype(np.float32)
 
 
-def _window(path: str | os.PathLike, image_size: int | None, windows=BRAIN_WINDOW, channels: int = 1,
-            fix_pixel_representation: bool = True) -> tuple[np.ndarray, dict[str, str], bool]:
+def _window(
+    path: str | os.PathLike,
+    image_size: int | None,
+    windows=BRAIN_WINDOW,
+    channels: int = 1,
+    fix_pixel_representation: bool = True,
+) -> tuple[np.ndarray, dict[str, str], bool]:
     """:func:`window_dicom` and whether the slice's values were all finite (NaN / inf
     values are windowed as the window's low end; the caller refuses the slice)."""
     pydicom = _pydicom()
@@ -210,15 +233,24 @@ def _window(path: str | os.PathLike, image_size: int | None, windows=BRAIN_WINDO
     for c, w in wins:
         p = window(hu, c, w)
         if image_size and p.shape != (image_size, image_size):
-            p = np.asarray(Image.fromarray(np.ascontiguousarray(p, np.float32)).resize((image_size, image_size), Image.Resampling.BILINEAR))
+            p = np.asarray(
+                Image.fromarray(np.ascontiguousarray(p, np.float32)).resize(
+                    (image_size, image_size), Image.Resampling.BILINEAR
+                )
+            )
         planes.append(np.clip(np.rint(p * 255.0), 0, 255).astype(np.uint8))
     if channels == 3 and len(planes) == 1:
         planes *= 3
     return np.stack(planes), _header_ids(ds), finite
 
 
-def window_dicom(path: str | os.PathLike, image_size: int | None, windows=BRAIN_WINDOW, channels: int = 1,
-                 fix_pixel_representation: bool = True) -> tuple[np.ndarray, dict[str, str]]:
+def window_dicom(
+    path: str | os.PathLike,
+    image_size: int | None,
+    windows=BRAIN_WINDOW,
+    channels: int = 1,
+    fix_pixel_representation: bool = True,
+) -> tuple[np.ndarray, dict[str, str]]:
     """One DICOM slice as uint8 ``[C, S, S]`` (see the module docstring) and its header ids.
     Only a regular file is opened; a slice whose values are not all finite is a
     :class:`DataError`."""
@@ -269,8 +301,10 @@ def _decode_all(paths, opt: DecodeOptions, windows, channels, fix, name, out=Non
     def work(i: int) -> None:
         a, heads[i], finite = _window(paths[i], opt.image_size, windows, channels, fix)
         if a.shape != first.shape:
-            raise DataError(f"{WHAT}: slice {paths[i]} has shape {a.shape}, {paths[0]} has {first.shape}; "
-                            "pass image_size to resize all slices to one size")
+            raise DataError(
+                f"{WHAT}: slice {paths[i]} has shape {a.shape}, {paths[0]} has {first.shape}; "
+                "pass image_size to resize all slices to one size"
+            )
         if not finite:
             bad[i] = paths[i]
         out[i] = a
@@ -295,10 +329,17 @@ def _window_tag(wins) -> str:
     return "w" + "_".join(f"{c:g}x{w:g}" for c, w in wins)
 
 
-def load_dicoms_cached(paths: Sequence[str], decode: DecodeOptions | None = None, *, windows=BRAIN_WINDOW,
-                       fix_pixel_representation: bool = True, need_headers: bool = False,
-                       root: str | os.PathLike | None = None, name: str = "rsna_ich", **decode_kw
-                       ) -> tuple[np.ndarray, dict[str, list[str]] | None]:
+def load_dicoms_cached(
+    paths: Sequence[str],
+    decode: DecodeOptions | None = None,
+    *,
+    windows=BRAIN_WINDOW,
+    fix_pixel_representation: bool = True,
+    need_headers: bool = False,
+    root: str | os.PathLike | None = None,
+    name: str = "rsna_ich",
+    **decode_kw,
+) -> tuple[np.ndarray, dict[str, list[str]] | None]:
     """Windowed slices of ``paths`` as uint8 ``[N, C, S, S]``, decoded at most once
     (the cache scheme of :func:`fedpl_core.data.cache.load_images_cached`), and their
     header ids (None unless ``need_headers`` or the slices had to be decoded).
@@ -436,8 +477,10 @@ def load_rsna_ich(
         wanted = [str(s).strip() for s in image_ids]
         unknown = [s for s in wanted if s not in pos]
         if unknown:
-            raise DataError(f"{WHAT}: image id(s) {unknown[:5]} not in {csv_path.name}"
-                            + (f" ({len(unknown)} in all)" if len(unknown) > 5 else ""))
+            raise DataError(
+                f"{WHAT}: image id(s) {unknown[:5]} not in {csv_path.name}"
+                + (f" ({len(unknown)} in all)" if len(unknown) > 5 else "")
+            )
         rows = np.array(sorted({pos[s] for s in wanted}), np.int64)
     if max_negatives is not None:
         if max_negatives < 0:
@@ -450,24 +493,41 @@ def load_rsna_ich(
     present = np.array([ids[i] in index for i in rows], bool)
     if not present.all() and not skip_missing:
         missing = [ids[i] for i in rows[~present]]
-        raise DataError(f"{WHAT}: DICOM file {missing[0]}.dcm (listed in {csv_path.name}) not found below {root}"
-                        + (f"; {len(missing)} slices missing in all" if len(missing) > 1 else "")
-                        + " (skip_missing=True drops them)")
+        raise DataError(
+            f"{WHAT}: DICOM file {missing[0]}.dcm (listed in {csv_path.name}) not found below {root}"
+            + (f"; {len(missing)} slices missing in all" if len(missing) > 1 else "")
+            + " (skip_missing=True drops them)"
+        )
     rows = rows[present]
     if len(rows) == 0:
         raise DataError(f"{name}: no slices left after the requested filters")
     rows = rows[subsample_index(len(rows), max_images, seed)]
     sel = [ids[i] for i in rows]
     paths = [index[s] for s in sel]
-    images, heads = load_dicoms_cached(paths, decode, windows=windows,
-                                       fix_pixel_representation=fix_pixel_representation,
-                                       need_headers=groups != "image", root=root, name=name)
-    extra: dict = {"csv": str(csv_path), "duplicate_rows": duplicates, "skipped_missing": int((~present).sum()),
-                   "windows": parse_windows(windows), "paths": np.asarray(paths, dtype=object),
-                   "image_id": np.asarray(sel, dtype=object), "any": any_[rows]}
+    images, heads = load_dicoms_cached(
+        paths,
+        decode,
+        windows=windows,
+        fix_pixel_representation=fix_pixel_representation,
+        need_headers=groups != "image",
+        root=root,
+        name=name,
+    )
+    extra: dict = {
+        "csv": str(csv_path),
+        "duplicate_rows": duplicates,
+        "skipped_missing": int((~present).sum()),
+        "windows": parse_windows(windows),
+        "paths": np.asarray(paths, dtype=object),
+        "image_id": np.asarray(sel, dtype=object),
+        "any": any_[rows],
+    }
     if heads is not None:
-        for key, field in (("patient_id", "PatientID"), ("study_id", "StudyInstanceUID"),
-                           ("series_id", "SeriesInstanceUID")):
+        for key, field in (
+            ("patient_id", "PatientID"),
+            ("study_id", "StudyInstanceUID"),
+            ("series_id", "SeriesInstanceUID"),
+        ):
             extra[key] = np.asarray(heads[field], dtype=object)
     if groups == "image":
         grp = np.asarray(sel, dtype=object)
@@ -475,5 +535,12 @@ def load_rsna_ich(
         ids_h = heads[GROUPS[groups]]
         grp = np.asarray([g or s for g, s in zip(ids_h, sel)], dtype=object)  # an empty id: the slice alone
     cols = [ICH_SUBTYPES.index(c) for c in classes]
-    return ImageDataset(images=images, labels=labels[rows][:, cols], class_names=classes, task=MULTILABEL,
-                        groups=grp, name=name, extra=extra)
+    return ImageDataset(
+        images=images,
+        labels=labels[rows][:, cols],
+        class_names=classes,
+        task=MULTILABEL,
+        groups=grp,
+        name=name,
+        extra=extra,
+    )

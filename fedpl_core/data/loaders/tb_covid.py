@@ -24,11 +24,12 @@ are read; an entry named like an image that is not one (a FIFO, a folder, a link
 nothing) is skipped and named in a warning.  A class folder that is a link (images on
 another disk) is followed.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -59,8 +60,14 @@ def _class_images(d: Path, what: str) -> list[str]:
 
 
 def _one_class(
-    root: str | os.PathLike, folder: str, positive: str, negatives: Sequence[str],
-    class_name: str, what: str, name: str, **build,
+    root: str | os.PathLike,
+    folder: str,
+    positive: str,
+    negatives: Sequence[str],
+    class_name: str,
+    what: str,
+    name: str,
+    **build,
 ) -> ImageDataset:
     d = _dataset_dir(Path(root), folder, [positive, *negatives], what)
     paths, labels, source = [], [], []
@@ -71,9 +78,17 @@ def _one_class(
         source += [sub] * len(files)
     rel = [os.path.relpath(p, d) for p in paths]
     return build_dataset(
-        paths, np.asarray(labels, np.float32)[:, None], [class_name], task=MULTILABEL,
-        groups=rel, meta={"folder": source}, name=name, root=d,
-        info={"positive": positive, "negatives": list(negatives)}, channels=1, **build,
+        paths,
+        np.asarray(labels, np.float32)[:, None],
+        [class_name],
+        task=MULTILABEL,
+        groups=rel,
+        meta={"folder": source},
+        name=name,
+        root=d,
+        info={"positive": positive, "negatives": list(negatives)},
+        channels=1,
+        **build,
     )
 
 
@@ -92,8 +107,16 @@ def load_tb(
     (channels default to 1)."""
     decode = decode_options(decode, **decode_kw)
     return _one_class(
-        root, TB_DIR, "Tuberculosis", ("Normal",), "Tuberculosis", "TB Chest X-ray Database", name,
-        max_images=max_images, seed=seed, decode=decode,
+        root,
+        TB_DIR,
+        "Tuberculosis",
+        ("Normal",),
+        "Tuberculosis",
+        "TB Chest X-ray Database",
+        name,
+        max_images=max_images,
+        seed=seed,
+        decode=decode,
     )
 
 
@@ -114,6 +137,14 @@ def load_covid(
     decode = decode_options(decode, **decode_kw)
     negatives = ("Normal", *COVID_OTHER) if include_other else ("Normal",)
     return _one_class(
-        root, COVID_DIR, "COVID", negatives, "COVID-19", "COVID-19 Radiography Database", name,
-        max_images=max_images, seed=seed, decode=decode,
+        root,
+        COVID_DIR,
+        "COVID",
+        negatives,
+        "COVID-19",
+        "COVID-19 Radiography Database",
+        name,
+        max_images=max_images,
+        seed=seed,
+        decode=decode,
     )

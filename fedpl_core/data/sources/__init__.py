@@ -23,16 +23,28 @@ built (:func:`fedpl_core.data.dataset_splits.warn_few_positives`).  Generated da
 its test size is the user's own ``n_test``, and the small smoke runs would print it on
 every run.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from ..base import DataError
 from . import fedpsl, real, surgical, synthetic  # noqa: F401  (each registers its sources on import)
-from .base import (FALLBACK, FIXED_CLASSES, REAL_SIZES, SOURCE_TASKS, SOURCES, SYNTHETIC, SYNTHETIC_SIZES, DataBundle,
-                   check_image_size, register_source)
+from .base import (
+    FALLBACK,
+    FIXED_CLASSES,
+    REAL_SIZES,
+    SOURCE_TASKS,
+    SOURCES,
+    SYNTHETIC,
+    SYNTHETIC_SIZES,
+    DataBundle,
+    check_image_size,
+    register_source,
+)
 
 
 def _plugins() -> None:
@@ -49,7 +61,6 @@ def source_task(name: str) -> str | None:
     if name not in SOURCES and name not in SYNTHETIC:
         _plugins()
     return SOURCE_TASKS.get(name)
-
 
 
 def source_builder(name: str) -> Callable[..., DataBundle]:
@@ -91,26 +102,38 @@ def _load(key: str, progress: bool) -> DataBundle:
     return bundle
 
 
-def load_bundle(dataset: str, data_root: str | None = None, classes: list[str] | None = None, image_size: int = 32,
-                n_train: int = 8000, n_test: int = 2000, data_seed: int = 0,
-                dataset_kwargs: dict[str, Any] | None = None, progress: bool = True) -> DataBundle:
+def load_bundle(
+    dataset: str,
+    data_root: str | None = None,
+    classes: list[str] | None = None,
+    image_size: int = 32,
+    n_train: int = 8000,
+    n_test: int = 2000,
+    data_seed: int = 0,
+    dataset_kwargs: dict[str, Any] | None = None,
+    progress: bool = True,
+) -> DataBundle:
     """The :class:`DataBundle` of a source (cached per process); ``progress`` shows the
     decode progress bar of real data sets."""
-    key = json.dumps([dataset, data_root, classes, image_size, n_train, n_test, data_seed, dataset_kwargs or {}],
-                     sort_keys=True, default=str)
+    key = json.dumps(
+        [dataset, data_root, classes, image_size, n_train, n_test, data_seed, dataset_kwargs or {}],
+        sort_keys=True,
+        default=str,
+    )
     return _load(key, bool(progress))
 
 
 def check_source(name: str) -> None:
     """A :class:`DataError` listing the data sets there are for an unknown ``name``."""
-    from ..loaders.medmnist import MEDMNIST_INFO
     from ..catalog import DATASETS
+    from ..loaders.medmnist import MEDMNIST_INFO
 
     if name.startswith("medmnist:"):
         flag = name.split(":", 1)[1]
         if flag.lower() not in MEDMNIST_INFO:
-            raise DataError(f"unknown MedMNIST flag {flag!r} in data set {name!r}; 2-D flags: "
-                            f"{', '.join(sorted(MEDMNIST_INFO))}")
+            raise DataError(
+                f"unknown MedMNIST flag {flag!r} in data set {name!r}; 2-D flags: {', '.join(sorted(MEDMNIST_INFO))}"
+            )
         return
     if name not in SOURCES and name not in DATASETS:
         _plugins()  # the studies' and the plugins' sources register on import
@@ -129,8 +152,10 @@ def check_data_settings(dataset: str, data_root: str | None, classes: list | Non
     if classes is not None and any(not str(c).strip() for c in classes):
         raise ConfigError(f"classes holds an empty name: {classes}")
     if dataset in SYNTHETIC and data_root is not None:
-        raise ConfigError(f"data_root does not apply to {dataset} (built-in generated data; nothing is read from "
-                          f"{data_root}): leave it out, or name the real data set to read (e.g. nih, ham10000)")
+        raise ConfigError(
+            f"data_root does not apply to {dataset} (built-in generated data; nothing is read from "
+            f"{data_root}): leave it out, or name the real data set to read (e.g. nih, ham10000)"
+        )
     if dataset in SYNTHETIC or dataset.startswith("medmnist:") or dataset in _registry_names():
         try:
             check_image_size(dataset, image_size)
@@ -151,7 +176,21 @@ def known_sources() -> list[str]:
     return sorted(set(SOURCES) | set(DATASETS)) + ["medmnist:<flag>"]
 
 
-
-__all__ = ["DataBundle", "SOURCES", "SOURCE_TASKS", "FIXED_CLASSES", "register_source", "source_task", "load_bundle",
-           "known_sources", "check_source", "source_builder", "source_code", "check_data_settings", "check_image_size", "SYNTHETIC", "SYNTHETIC_SIZES",
-           "REAL_SIZES"]
+__all__ = [
+    "DataBundle",
+    "SOURCES",
+    "SOURCE_TASKS",
+    "FIXED_CLASSES",
+    "register_source",
+    "source_task",
+    "load_bundle",
+    "known_sources",
+    "check_source",
+    "source_builder",
+    "source_code",
+    "check_data_settings",
+    "check_image_size",
+    "SYNTHETIC",
+    "SYNTHETIC_SIZES",
+    "REAL_SIZES",
+]

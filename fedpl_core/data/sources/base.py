@@ -2,10 +2,11 @@
 set, the test set, extra evaluation sets, public images) and :func:`register_source`, the
 decorator every builder of :mod:`fedpl_core.data.sources` registers itself with.  The size
 rules of the built-in generator and of the real data sets live here too: one place for each."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -41,6 +42,7 @@ def register_source(name: str, fixed_classes: bool = False, task: str | None = N
     source's own tables fix its classes, so a ``classes`` setting is refused, not ignored.
     ``task``: the task of every bundle it builds, when it is always the same (see
     :func:`source_task`)."""
+
     def deco(fn: Callable[..., DataBundle]) -> Callable[..., DataBundle]:
         SOURCES[name] = fn
         if fixed_classes:
@@ -52,6 +54,7 @@ def register_source(name: str, fixed_classes: bool = False, task: str | None = N
         else:
             SOURCE_TASKS[name] = task
         return fn
+
     return deco
 
 
@@ -73,6 +76,16 @@ def check_image_size(name: str, image_size: int) -> None:
         raise DataError(f"image_size must be in {lo}..{hi} for {name} ({kind} {lo} to {hi} px), got {image_size}")
 
 
-
-__all__ = ["DataBundle", "SOURCES", "FIXED_CLASSES", "SOURCE_TASKS", "register_source", "SYNTHETIC", "SYNTHETIC_SIZES",
-           "REAL_SIZES", "check_image_size", "FALLBACK", "register_fallback_source"]
+__all__ = [
+    "DataBundle",
+    "SOURCES",
+    "FIXED_CLASSES",
+    "SOURCE_TASKS",
+    "register_source",
+    "SYNTHETIC",
+    "SYNTHETIC_SIZES",
+    "REAL_SIZES",
+    "check_image_size",
+    "FALLBACK",
+    "register_fallback_source",
+]

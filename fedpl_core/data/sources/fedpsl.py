@@ -26,6 +26,7 @@ Radiography Database for the one-class clients (a seeded random share of each, t
 blocks from the rest).  Dataset kwargs: ``table``, ``pool``, ``test_pos``, ``test_neg``,
 ``strength``, ``nih_root``, ``tb_root``, ``covid_root``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,9 +42,7 @@ ONE_CLASS = {"Tuberculosis": 0.167, "COVID-19": 0.262}  # Table III: 167 / 262 p
 
 def table1_prevalence() -> dict[str, float]:
     """Mean positive rate of each class of Table I over the clients that label it."""
-    return {c: float(np.mean([v for v in counts if v > 0]) / 1000.0)
-            for c, counts in P.FEDPSL_TABLE_I_COUNTS.items()}
-
+    return {c: float(np.mean([v for v in counts if v > 0]) / 1000.0) for c, counts in P.FEDPSL_TABLE_I_COUNTS.items()}
 
 
 def client_classes(table: str) -> dict[str, list[str]]:
@@ -77,15 +76,22 @@ def _with_block_mask(parts: list[ImageDataset], name: str) -> ImageDataset:
     off = 0
     for p, m in zip(parts, masks):
         cols = [test.class_names.index(c) for c in p.class_names]
-        full[off:off + len(p)][:, cols] = m
+        full[off : off + len(p)][:, cols] = m
         off += len(p)
     test.label_mask = full
     test.name = name
     return test
 
 
-def synthetic_data(table: str = "II", pool: int = 1000, image_size: int = 32, test_pos: int = 300,
-                   test_neg: int = 300, seed: int = 0, strength: float = 1.0) -> DataBundle:
+def synthetic_data(
+    table: str = "II",
+    pool: int = 1000,
+    image_size: int = 32,
+    test_pos: int = 300,
+    test_neg: int = 300,
+    seed: int = 0,
+    strength: float = 1.0,
+) -> DataBundle:
     """The synthetic federation of Table I (``"II"``) or Table III (``"IV"``)."""
     from .. import synthetic as S
 
@@ -93,22 +99,45 @@ def synthetic_data(table: str = "II", pool: int = 1000, image_size: int = 32, te
     prev = table1_prevalence()
     k_nih = 4
     size = image_size
-    nih = S.make_cxr(k_nih * pool, CLASSES_II, size, seed=seed, domain=0, prevalence=prev,
-                     strength=strength, name="chestxray14-like")
+    nih = S.make_cxr(
+        k_nih * pool, CLASSES_II, size, seed=seed, domain=0, prevalence=prev, strength=strength, name="chestxray14-like"
+    )
     parts, pools = [nih], [np.arange(k * pool, (k + 1) * pool) for k in range(k_nih)]
-    tests = [S.make_balanced_test(CLASSES_II, test_pos, test_neg, size, seed=seed + 10_000,
-                                  domain=0, prevalence=prev, strength=strength, name="test-cxr14")]
+    tests = [
+        S.make_balanced_test(
+            CLASSES_II,
+            test_pos,
+            test_neg,
+            size,
+            seed=seed + 10_000,
+            domain=0,
+            prevalence=prev,
+            strength=strength,
+            name="test-cxr14",
+        )
+    ]
     if table == "IV":
         off = len(nih)
         for j, (c, p) in enumerate(ONE_CLASS.items()):
             dom = S.TB_DOMAIN if c == "Tuberculosis" else S.COVID_DOMAIN
-            src = S.make_cxr(pool, [c], size, seed=seed + 1 + j, domain=dom, prevalence={c: p},
-                             strength=strength, name=c.lower())
+            src = S.make_cxr(
+                pool, [c], size, seed=seed + 1 + j, domain=dom, prevalence={c: p}, strength=strength, name=c.lower()
+            )
             parts.append(src)
             pools.append(np.arange(off, off + pool))
             off += pool
-            tests.append(S.make_balanced_test([c], test_pos, test_neg, size, seed=seed + 20_000 + j,
-                                              domain=dom, strength=strength, name=f"test-{c.lower()}"))
+            tests.append(
+                S.make_balanced_test(
+                    [c],
+                    test_pos,
+                    test_neg,
+                    size,
+                    seed=seed + 20_000 + j,
+                    domain=dom,
+                    strength=strength,
+                    name=f"test-{c.lower()}",
+                )
+            )
     train = concat_datasets(parts, name=f"fedpsl-{table}-train") if len(parts) > 1 else nih
     test = _with_block_mask(tests, f"fedpsl-{table}-test")
     return _bundle(train, test, pools, table)
@@ -131,8 +160,9 @@ def nih_batches(ds: ImageDataset) -> np.ndarray:
     return batch
 
 
-def _balanced_blocks(labels: np.ndarray, classes: list[str], cand: np.ndarray, pos: int, neg: int,
-                     rng: np.random.Generator) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def _balanced_blocks(
+    labels: np.ndarray, classes: list[str], cand: np.ndarray, pos: int, neg: int, rng: np.random.Generator
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Pick, class by class, ``pos`` positives and ``neg`` negatives from ``cand``
     (no image twice); returns the picked indices and each class's block positions."""
     free = np.ones(len(labels), bool)
@@ -150,9 +180,18 @@ def _balanced_blocks(labels: np.ndarray, classes: list[str], cand: np.ndarray, p
     return np.concatenate(picked), blocks
 
 
-def real_data(data_root: str, table: str = "II", pool: int = 1000, image_size: int = 224, test_pos: int = 300,
-              test_neg: int = 300, seed: int = 0, nih_root: str | None = None, tb_root: str | None = None,
-              covid_root: str | None = None) -> DataBundle:
+def real_data(
+    data_root: str,
+    table: str = "II",
+    pool: int = 1000,
+    image_size: int = 224,
+    test_pos: int = 300,
+    test_neg: int = 300,
+    seed: int = 0,
+    nih_root: str | None = None,
+    tb_root: str | None = None,
+    covid_root: str | None = None,
+) -> DataBundle:
     """NIH ChestX-ray14 (+ TB, COVID-19 for Table IV) as in Sec. VII-E/F (needs the data)."""
     from ..loaders.nih import load_nih
 
@@ -195,16 +234,40 @@ def real_data(data_root: str, table: str = "II", pool: int = 1000, image_size: i
 
 
 @register_source("fedpsl", fixed_classes=True, task="multilabel")
-def source(name: str, data_root, classes, image_size, n_train, n_test, data_seed, table: str = "II",
-           pool: int = 1000, test_pos: int = 300, test_neg: int = 300, strength: float = 1.0,
-           nih_root: str | None = None, tb_root: str | None = None, covid_root: str | None = None) -> DataBundle:
+def source(
+    name: str,
+    data_root,
+    classes,
+    image_size,
+    n_train,
+    n_test,
+    data_seed,
+    table: str = "II",
+    pool: int = 1000,
+    test_pos: int = 300,
+    test_neg: int = 300,
+    strength: float = 1.0,
+    nih_root: str | None = None,
+    tb_root: str | None = None,
+    covid_root: str | None = None,
+) -> DataBundle:
     """The runner's ``"fedpsl"`` data source: synthetic unless ``data_root`` is set
     (``classes``, ``n_train`` and ``n_test`` do not apply: the tables fix them)."""
     if data_root:
-        return real_data(data_root, table, pool, image_size, test_pos, test_neg, data_seed, nih_root, tb_root,
-                         covid_root)
+        return real_data(
+            data_root, table, pool, image_size, test_pos, test_neg, data_seed, nih_root, tb_root, covid_root
+        )
     return synthetic_data(table, pool, image_size, test_pos, test_neg, data_seed, strength)
 
 
-__all__ = ["CLASSES_II", "CLASSES_IV", "ONE_CLASS", "table1_prevalence", "client_classes", "synthetic_data", "nih_batches",
-           "real_data", "source"]
+__all__ = [
+    "CLASSES_II",
+    "CLASSES_IV",
+    "ONE_CLASS",
+    "table1_prevalence",
+    "client_classes",
+    "synthetic_data",
+    "nih_batches",
+    "real_data",
+    "source",
+]

@@ -12,12 +12,14 @@ Synthetic images are drawn with all 20 findings of the union, each source with i
 prevalences and hospital style, and then labelled with the source's classes only
 (:func:`_synthetic`), so "missing = negative" produces genuine false negatives.
 """
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +37,7 @@ DOMAINS = {"NIH": 0, "CheXpert": 2, "external": 3, "public": 7}
 #: Paper names of the NIH findings spelled differently in CheXpert / MIMIC (CXR-LT).
 NIH_TO_PAPER = {"Effusion": "Pleural Effusion", "Pleural_Thickening": "Pleural Thickening"}
 
+
 def _prevalence(classes: Sequence[str], floor: float | None, base: dict | None = None) -> dict | None:
     base = base or {}
     if floor is None:
@@ -42,23 +45,40 @@ def _prevalence(classes: Sequence[str], floor: float | None, base: dict | None =
     return {c: max(base.get(c, S.FINDINGS[c].prevalence), floor) for c in classes}
 
 
-def _synthetic(n: int, labelled: Sequence[str], seed: int, source: str, image_size: int, floor: float | None,
-               strength: float, name: str) -> ImageDataset:
+def _synthetic(
+    n: int,
+    labelled: Sequence[str],
+    seed: int,
+    source: str,
+    image_size: int,
+    floor: float | None,
+    strength: float,
+    name: str,
+) -> ImageDataset:
     """Synthetic stand-ins.  Every image is drawn with all 20 findings of the union (each
     source with its own prevalences and hospital style) and then labelled with its
     source's classes only, as in reality: NIH images do show support devices, NIH just
     does not annotate them.  So "missing = negative" produces genuine false negatives."""
     base = dict(S.CHEXPERT_PREVALENCE) if source == "CheXpert" else None
-    ds = S.make_cxr(n, classes=UNION_CLASSES, image_size=image_size, seed=seed, domain=DOMAINS[source],
-                    prevalence=_prevalence(UNION_CLASSES, floor, base), strength=strength, name=name)
+    ds = S.make_cxr(
+        n,
+        classes=UNION_CLASSES,
+        image_size=image_size,
+        seed=seed,
+        domain=DOMAINS[source],
+        prevalence=_prevalence(UNION_CLASSES, floor, base),
+        strength=strength,
+        name=name,
+    )
     return ds.select_classes(list(labelled))
 
 
 def _public(n_public: int, data_seed: int, image_size: int, floor: float | None, strength: float) -> np.ndarray | None:
     if n_public <= 0:
         return None
-    return _synthetic(n_public, UNION_CLASSES, 100 * data_seed + 16, "public", image_size, floor, strength,
-                      "public").images
+    return _synthetic(
+        n_public, UNION_CLASSES, 100 * data_seed + 16, "public", image_size, floor, strength, "public"
+    ).images
 
 
 def _rename(ds: ImageDataset, mapping: dict[str, str]) -> ImageDataset:
@@ -66,9 +86,19 @@ def _rename(ds: ImageDataset, mapping: dict[str, str]) -> ImageDataset:
 
 
 @lru_cache(maxsize=1)
-def real_data(data_root: str, image_size: int, seed: int, max_images: int | None = None, n_public: int = 0, *,
-              nih: str = "nih", chexpert: str = "chexpert", mimic: str = "mimic-cxr-jpg",
-              mimic_lt_csv: str | None = None, cache_dir: str | None = None) -> dict[str, Any]:
+def real_data(
+    data_root: str,
+    image_size: int,
+    seed: int,
+    max_images: int | None = None,
+    n_public: int = 0,
+    *,
+    nih: str = "nih",
+    chexpert: str = "chexpert",
+    mimic: str = "mimic-cxr-jpg",
+    mimic_lt_csv: str | None = None,
+    cache_dir: str | None = None,
+) -> dict[str, Any]:
     """NIH ChestX-ray14 + CheXpert + MIMIC-CXR-JPG (cached: both data sources read it once).
 
     ``data_root/<nih>``, ``data_root/<chexpert>``, ``data_root/<mimic>`` (each falls back
@@ -87,18 +117,19 @@ def real_data(data_root: str, image_size: int, seed: int, max_images: int | None
     Returns ``{"NIH": (train, test), "CheXpert": (train, test), "external": ds,
     "public": images or None}``.
     """
+    from ..dataset_splits import split_dataset
     from ..loaders.csv_loader import CHEXPERT_CLASSES as CHEXPERT_COLUMNS
     from ..loaders.csv_loader import load_chexpert, load_csv, load_mimic_cxr
     from ..loaders.nih import load_nih
-    from ..dataset_splits import split_dataset
 
     root = Path(data_root)
     sub = lambda name: root / name if (root / name).exists() else root  # noqa: E731
     io = {"image_size": image_size, "channels": 1, "cache_dir": cache_dir, "seed": seed}
     chex_classes = [c for c in CHEXPERT_COLUMNS if c != "No Finding"]
     nih_ds = _rename(load_nih(sub(nih), max_images=max_images, **io), NIH_TO_PAPER)
-    chx_ds = load_chexpert(sub(chexpert), "train", classes=chex_classes, uncertain="zeros", frontal_only=True,
-                           max_images=max_images, **io)
+    chx_ds = load_chexpert(
+        sub(chexpert), "train", classes=chex_classes, uncertain="zeros", frontal_only=True, max_images=max_images, **io
+    )
     nih_tr, nih_te = split_dataset(nih_ds, (0.8, 0.2), seed=seed)
     chx_tr, chx_te = split_dataset(chx_ds, (0.8, 0.2), seed=seed)
     nih_tr.name, nih_te.name, chx_tr.name, chx_te.name = "NIH", "NIH-test", "CheXpert", "CheXpert-test"
@@ -106,8 +137,9 @@ def real_data(data_root: str, image_size: int, seed: int, max_images: int | None
         union = nih_tr.class_names + [c for c in chx_tr.class_names if c not in nih_tr.class_names]
         ext = load_csv(mimic_lt_csv, sub(mimic), "path", union, group_column="subject_id", name="external", **io)
     else:
-        ext = load_mimic_cxr(sub(mimic), None, classes=chex_classes, uncertain="zeros", views=("PA", "AP"),
-                             name="external", **io)
+        ext = load_mimic_cxr(
+            sub(mimic), None, classes=chex_classes, uncertain="zeros", views=("PA", "AP"), name="external", **io
+        )
     public = None
     if n_public > 0:
         pick = np.random.default_rng(seed).permutation(len(ext))
@@ -122,9 +154,21 @@ def _in(ds: ImageDataset, classes: Sequence[str]) -> ImageDataset:
 
 
 @register_source("surgical-ablation", fixed_classes=True, task="multilabel")
-def ablation_source(name: str, data_root, classes, image_size, n_train, n_test, data_seed, n_external: int = 300,
-                    n_public: int = 0, prevalence_floor: float | None = 0.1, strength: float = 1.0,
-                    max_images: int | None = None, **real_kwargs: Any) -> DataBundle:
+def ablation_source(
+    name: str,
+    data_root,
+    classes,
+    image_size,
+    n_train,
+    n_test,
+    data_seed,
+    n_external: int = 300,
+    n_public: int = 0,
+    prevalence_floor: float | None = 0.1,
+    strength: float = 1.0,
+    max_images: int | None = None,
+    **real_kwargs: Any,
+) -> DataBundle:
     """The ablation's data: the NIH-like pool (train), its held-out test set and an
     external set of another domain (``extra["external"]``), restricted to the pool's
     classes; synthetic (data seeds ``100 * data_seed + 1, 2, 3``, public ``+ 16``) or,
@@ -144,10 +188,24 @@ def ablation_source(name: str, data_root, classes, image_size, n_train, n_test, 
 
 
 @register_source("surgical-noniid", fixed_classes=True, task="multilabel")
-def noniid_source(name: str, data_root, classes, image_size, n_train, n_test, data_seed, heterogeneous: bool = True,
-                  n_nih: int = 400, n_chexpert: int = 600, n_external: int = 300, n_public: int = 0,
-                  prevalence_floor: float | None = 0.1, strength: float = 1.0, max_images: int | None = None,
-                  **real_kwargs: Any) -> DataBundle:
+def noniid_source(
+    name: str,
+    data_root,
+    classes,
+    image_size,
+    n_train,
+    n_test,
+    data_seed,
+    heterogeneous: bool = True,
+    n_nih: int = 400,
+    n_chexpert: int = 600,
+    n_external: int = 300,
+    n_public: int = 0,
+    prevalence_floor: float | None = 0.1,
+    strength: float = 1.0,
+    max_images: int | None = None,
+    **real_kwargs: Any,
+) -> DataBundle:
     """The non-IID data: train = the NIH + CheXpert union (``extra["sources"]``: one
     client per source with ``by_source``), no test set, extra = each source's test set
     (``n_test`` images, its own classes) and the external set.  ``heterogeneous=False``:
@@ -170,9 +228,16 @@ def noniid_source(name: str, data_root, classes, image_size, n_train, n_test, da
         nih_tr, nih_te, chx_tr, chx_te = (ds.select_classes(shared) for ds in (nih_tr, nih_te, chx_tr, chx_te))
     nih_tr, chx_tr = dataclasses.replace(nih_tr, name="NIH"), dataclasses.replace(chx_tr, name="CheXpert")
     union = concat_datasets([nih_tr, chx_tr], name="NIH+CheXpert")
-    return DataBundle(union, None, {"NIH": nih_te, "CheXpert": chx_te, "external": _in(ext, union.class_names)},
-                      public)
+    return DataBundle(union, None, {"NIH": nih_te, "CheXpert": chx_te, "external": _in(ext, union.class_names)}, public)
 
 
-__all__ = ["NIH_CLASSES", "CHEXPERT_CLASSES", "UNION_CLASSES", "DOMAINS", "NIH_TO_PAPER", "real_data", "ablation_source",
-           "noniid_source"]
+__all__ = [
+    "NIH_CLASSES",
+    "CHEXPERT_CLASSES",
+    "UNION_CLASSES",
+    "DOMAINS",
+    "NIH_TO_PAPER",
+    "real_data",
+    "ablation_source",
+    "noniid_source",
+]

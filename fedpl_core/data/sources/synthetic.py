@@ -1,6 +1,7 @@
 """The built-in data sources: ``synthetic-cxr`` / ``synthetic-skin`` / ``synthetic-ich``, drawn by
 :mod:`fedpl_core.data.synthetic` (``n_train`` / ``n_test`` images of ``image_size`` px from
 ``data_seed``; ``external_domain`` adds an external test set of another hospital style)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,9 +22,11 @@ def _synthetic(name: str, data_root, classes, image_size, n_train, n_test, data_
     channels = kw.get("channels", 3 if name == "synthetic-skin" else 1)
     n_img = n_train + n_test * (2 if external is not None else 1)
     # the uint8 images, a quarter more for the chunks being drawn, ids, domains and labels
-    check_memory(n_img * (1.25 * channels * image_size ** 2 + 64 + 8 * len(classes or range(14))),
-                 f"{name}: {n_train} training and {n_test} test images at {image_size} px",
-                 "lower n_train / n_test / image_size")
+    check_memory(
+        n_img * (1.25 * channels * image_size**2 + 64 + 8 * len(classes or range(14))),
+        f"{name}: {n_train} training and {n_test} test images at {image_size} px",
+        "lower n_train / n_test / image_size",
+    )
     keep = None
     if name == "synthetic-skin":  # one class per image: the classes asked for are the only ones drawn
         ckw = {}
@@ -51,5 +54,3 @@ def _synthetic(name: str, data_root, classes, image_size, n_train, n_test, data_
         train, test = train.select_classes(keep), test.select_classes(keep)
         extra = {k: v.select_classes(keep) for k, v in extra.items()}
     return DataBundle(train, test, extra)
-
-

@@ -63,39 +63,126 @@ The study's modules, one job each (this package imports their public names):
 * :mod:`~fedpl_core.studies.fedlsm.claims`: the paper's claims: the claims table's family and
   the headline claims.
 """
+
 from __future__ import annotations
 
-from .paper import (ABLATION, CLAIM_METRICS, PAPER_METHODS, PAPER_SETUP, PAPER_TABLE1, PAPER_TABLE2, RANKING,
-                    RANKING_METRICS, TABLE2_METRICS, TASKS)
-from .profile import PROFILES, Settings, check_data_roots, settings
-from .runs import (TDMA_GRID, TRIED_VARIANTS, ablation_methods, code_mode_methods, imagenet_pair, imagenet_start,
-                   methods, missing_methods, tdma_methods)
-from .tables import (ablation_table, best_and_last, code_mode_table, diagnostic_curves, diagnostics, diagnostics_table,
-                     label_sets_table, last_coverage, ordering, paper_table, same_as_paper, table1, table2, tdma_effect,
-                     tried_table, with_paper)
-from .figures import DIAGNOSED, plot_diagnostics, plot_task_curves
-from .sentences import (ablation_sentences, code_mode_sentences, describe_ordering, describe_tdma_drift,
-                        ham_tdma_sentences, image_files_note, tdma_sentences, tried_sentences, what_this_run_shows)
 from .claims import claims_sentences, claims_table, comparison_claims, headline_claims
+from .figures import DIAGNOSED, plot_diagnostics, plot_task_curves
+from .paper import (
+    ABLATION,
+    CLAIM_METRICS,
+    PAPER_METHODS,
+    PAPER_SETUP,
+    PAPER_TABLE1,
+    PAPER_TABLE2,
+    RANKING,
+    RANKING_METRICS,
+    TABLE2_METRICS,
+    TASKS,
+)
+from .profile import PROFILES, Settings, check_data_roots, settings
+from .runs import (
+    TDMA_GRID,
+    TRIED_VARIANTS,
+    ablation_methods,
+    code_mode_methods,
+    imagenet_pair,
+    imagenet_start,
+    methods,
+    missing_methods,
+    tdma_methods,
+)
+from .sentences import (
+    ablation_sentences,
+    code_mode_sentences,
+    describe_ordering,
+    describe_tdma_drift,
+    ham_tdma_sentences,
+    image_files_note,
+    tdma_sentences,
+    tried_sentences,
+    what_this_run_shows,
+)
+from .tables import (
+    ablation_table,
+    best_and_last,
+    code_mode_table,
+    diagnostic_curves,
+    diagnostics,
+    diagnostics_table,
+    label_sets_table,
+    last_coverage,
+    ordering,
+    paper_table,
+    same_as_paper,
+    table1,
+    table2,
+    tdma_effect,
+    tried_table,
+    with_paper,
+)
 
 __all__ = [
     # paper
-    "TASKS", "PAPER_METHODS", "ABLATION", "TABLE2_METRICS", "PAPER_TABLE1", "PAPER_TABLE2", "RANKING",
-    "RANKING_METRICS", "CLAIM_METRICS", "PAPER_SETUP",
+    "TASKS",
+    "PAPER_METHODS",
+    "ABLATION",
+    "TABLE2_METRICS",
+    "PAPER_TABLE1",
+    "PAPER_TABLE2",
+    "RANKING",
+    "RANKING_METRICS",
+    "CLAIM_METRICS",
+    "PAPER_SETUP",
     # settings
-    "PROFILES", "Settings", "check_data_roots", "settings",
+    "PROFILES",
+    "Settings",
+    "check_data_roots",
+    "settings",
     # runs
-    "methods", "TDMA_GRID", "tdma_methods", "code_mode_methods", "missing_methods", "ablation_methods",
-    "TRIED_VARIANTS", "imagenet_pair", "imagenet_start",
+    "methods",
+    "TDMA_GRID",
+    "tdma_methods",
+    "code_mode_methods",
+    "missing_methods",
+    "ablation_methods",
+    "TRIED_VARIANTS",
+    "imagenet_pair",
+    "imagenet_start",
     # tables
-    "tdma_effect", "table1", "table2", "best_and_last", "paper_table", "with_paper", "ordering", "same_as_paper",
-    "label_sets_table", "code_mode_table", "diagnostic_curves", "diagnostics", "diagnostics_table", "tried_table",
-    "ablation_table", "last_coverage",
+    "tdma_effect",
+    "table1",
+    "table2",
+    "best_and_last",
+    "paper_table",
+    "with_paper",
+    "ordering",
+    "same_as_paper",
+    "label_sets_table",
+    "code_mode_table",
+    "diagnostic_curves",
+    "diagnostics",
+    "diagnostics_table",
+    "tried_table",
+    "ablation_table",
+    "last_coverage",
     # figures
-    "DIAGNOSED", "plot_task_curves", "plot_diagnostics",
+    "DIAGNOSED",
+    "plot_task_curves",
+    "plot_diagnostics",
     # sentences
-    "describe_ordering", "describe_tdma_drift", "tdma_sentences", "code_mode_sentences", "tried_sentences",
-    "ablation_sentences", "image_files_note", "ham_tdma_sentences", "what_this_run_shows",
+    "describe_ordering",
+    "describe_tdma_drift",
+    "tdma_sentences",
+    "code_mode_sentences",
+    "tried_sentences",
+    "ablation_sentences",
+    "image_files_note",
+    "ham_tdma_sentences",
+    "what_this_run_shows",
     # claims
-    "comparison_claims", "claims_table", "claims_sentences", "headline_claims",
+    "comparison_claims",
+    "claims_table",
+    "claims_sentences",
+    "headline_claims",
 ]

@@ -2,9 +2,10 @@
 02's runs by :mod:`fedpl_core.report.findings`: the comparisons of its claims table
 (:func:`comparison_claims`, one family: :func:`claims_table`, :func:`claims_sentences`) and the
 headline claims of the findings page (:func:`headline_claims`)."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -20,9 +21,20 @@ def comparison_claims(tasks: Sequence[str] = TASKS) -> list[Claim]:
     the partial loss: FedAvg-PL), last round."""
     lsm = display_name("fedlsm")
     refs = [display_name(k) for k in ("fedavg_pl", "fedavg_star")]
-    return [Claim("FedLSM", f"{task}, {metric_name(metric)}: {lsm} above {ref}", lsm, ref, task, metric=metric,
-                  evidence="notebook 02, the claims table")
-            for task in tasks for metric in CLAIM_METRICS[task] for ref in refs]
+    return [
+        Claim(
+            "FedLSM",
+            f"{task}, {metric_name(metric)}: {lsm} above {ref}",
+            lsm,
+            ref,
+            task,
+            metric=metric,
+            evidence="notebook 02, the claims table",
+        )
+        for task in tasks
+        for metric in CLAIM_METRICS[task]
+        for ref in refs
+    ]
 
 
 def claims_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -32,7 +44,8 @@ def claims_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
     :func:`~fedpl_core.report.tables.describe_difference` writes, and Holm's p over the family."""
     t = family_table(comparison_claims(list(results)), results)
     return t.rename(columns={"frame": "task", "b": "vs"})[
-        ["task", "metric", "vs", "diff (points)", "sd", "95 % CI", "pairs", "p", "sentence", "p (Holm)"]]
+        ["task", "metric", "vs", "diff (points)", "sd", "95 % CI", "pairs", "p", "sentence", "p (Holm)"]
+    ]
 
 
 def claims_sentences(claims: pd.DataFrame) -> list[str]:
@@ -51,26 +64,73 @@ def headline_claims() -> list:
     1-2), ``"ablation Task 1"`` / ``"ablation Task 2"`` (Table 3) and ``"HAM10000"`` (Table 2's
     methods on the real images, when the notebook was given them)."""
     lsm, avg, star = (display_name(k) for k in ("fedlsm", "fedavg_pl", "fedavg_star"))
-    pl = ("at the paper's thresholds the teacher labels nothing in the notebook's 10 rounds, so FedLSM is its "
-          "strong-view training without pseudo-labels")
+    pl = (
+        "at the paper's thresholds the teacher labels nothing in the notebook's 10 rounds, so FedLSM is its "
+        "strong-view training without pseudo-labels"
+    )
     where_pl = "notebook 02, the uncertainty split round by round; benchmarks/fedlsm_strong_view.py"
-    drift = ("TDMA's gain needs unknown labels trained as negatives and long local training: the rows it drops drift "
-             "further towards 'no' the longer clients train between aggregations")
-    out = [Claim("FedLSM", f"Table 1: {lsm} above {avg}", lsm, avg, "Task 1", mechanism=pl, evidence=where_pl),
-           Claim("FedLSM", f"Table 1: {lsm} above {star}", lsm, star, "Task 1", mechanism=pl, evidence=where_pl),
-           Claim("FedLSM", f"Table 1: TDMA lifts FedAvg ({star} above {avg})", star, avg, "Task 1", mechanism=drift,
-                 evidence="notebook 02, 'Which FedAvg?'; benchmarks/fedlsm_tdma_drift.py"),
-           Claim("FedLSM", f"Table 2: {lsm} above {avg} in AUC", lsm, avg, "Task 2", mechanism=pl, evidence=where_pl),
-           Claim("FedLSM", f"Table 2: {lsm} above {star} in AUC", lsm, star, "Task 2", mechanism=pl, evidence=where_pl),
-           Claim("FedLSM", f"Table 2: {lsm} above {star} in F1", lsm, star, "Task 2", metric="f1", mechanism=pl,
-                 evidence=where_pl)]
+    drift = (
+        "TDMA's gain needs unknown labels trained as negatives and long local training: the rows it drops drift "
+        "further towards 'no' the longer clients train between aggregations"
+    )
+    out = [
+        Claim("FedLSM", f"Table 1: {lsm} above {avg}", lsm, avg, "Task 1", mechanism=pl, evidence=where_pl),
+        Claim("FedLSM", f"Table 1: {lsm} above {star}", lsm, star, "Task 1", mechanism=pl, evidence=where_pl),
+        Claim(
+            "FedLSM",
+            f"Table 1: TDMA lifts FedAvg ({star} above {avg})",
+            star,
+            avg,
+            "Task 1",
+            mechanism=drift,
+            evidence="notebook 02, 'Which FedAvg?'; benchmarks/fedlsm_tdma_drift.py",
+        ),
+        Claim("FedLSM", f"Table 2: {lsm} above {avg} in AUC", lsm, avg, "Task 2", mechanism=pl, evidence=where_pl),
+        Claim("FedLSM", f"Table 2: {lsm} above {star} in AUC", lsm, star, "Task 2", mechanism=pl, evidence=where_pl),
+        Claim(
+            "FedLSM",
+            f"Table 2: {lsm} above {star} in F1",
+            lsm,
+            star,
+            "Task 2",
+            metric="f1",
+            mechanism=pl,
+            evidence=where_pl,
+        ),
+    ]
     for task in TASKS:
-        out += [Claim("FedLSM", f"Table 3 ({task}): {lsm} above {lab}", lsm, lab, f"ablation {task}",
-                      evidence="notebook 02, Table 3") for lab, _ in ABLATION[1:]]
-    ham = ("with the engine's softmax over all 7 classes a client trains the rows of the classes it does not "
-           "identify as negatives, and TDMA drops those rows")
-    out += [Claim("FedLSM", f"HAM10000: {lsm} above {star} in AUC", lsm, star, "HAM10000",
-                  evidence="notebook 02, real data; benchmarks/fedlsm_ham10000.py"),
-            Claim("FedLSM", f"HAM10000: {star} above {avg} in AUC", star, avg, "HAM10000", mechanism=ham,
-                  evidence="notebook 02, real data; benchmarks/fedlsm_ham_tdma.py")]
+        out += [
+            Claim(
+                "FedLSM",
+                f"Table 3 ({task}): {lsm} above {lab}",
+                lsm,
+                lab,
+                f"ablation {task}",
+                evidence="notebook 02, Table 3",
+            )
+            for lab, _ in ABLATION[1:]
+        ]
+    ham = (
+        "with the engine's softmax over all 7 classes a client trains the rows of the classes it does not "
+        "identify as negatives, and TDMA drops those rows"
+    )
+    out += [
+        Claim(
+            "FedLSM",
+            f"HAM10000: {lsm} above {star} in AUC",
+            lsm,
+            star,
+            "HAM10000",
+            evidence="notebook 02, real data; benchmarks/fedlsm_ham10000.py",
+        ),
+        Claim(
+            "FedLSM",
+            f"HAM10000: {star} above {avg} in AUC",
+            star,
+            avg,
+            "HAM10000",
+            mechanism=ham,
+            evidence="notebook 02, real data; benchmarks/fedlsm_ham_tdma.py",
+        ),
+    ]
     return out

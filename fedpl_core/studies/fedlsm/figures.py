@@ -1,21 +1,22 @@
 """Notebook 02's figures: both tasks' curves round by round (:func:`plot_task_curves`) and the
 pseudo-labels and FedLSM's uncertainty split per round (:func:`plot_diagnostics`)."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
 from ...report.names import display_name
 from .tables import diagnostic_curves
 
-
 #: The methods whose pseudo-labels and uncertainty split notebook 02 follows round by round.
 DIAGNOSED = tuple(display_name(k) for k in ("fedlsm", "fedavg_fixmatch_star", "fssl_star"))
 
 
-def plot_task_curves(results: dict[str, pd.DataFrame], metric: str = "auroc_mean",
-                     title: str = "{task}: {metric} per round"):
+def plot_task_curves(
+    results: dict[str, pd.DataFrame], metric: str = "auroc_mean", title: str = "{task}: {metric} per round"
+):
     """Per-round curves of both tasks side by side (``results``: ``{task: run_many frame with
     histories}``), one panel per task, one legend (the notebook's ``02_curves``)."""
     import matplotlib.pyplot as plt
@@ -27,8 +28,12 @@ def plot_task_curves(results: dict[str, pd.DataFrame], metric: str = "auroc_mean
     fig, axes = plt.subplots(1, len(results), figsize=(7 * len(results), 4.2), squeeze=False)
     for ax, (task, res) in zip(axes[0], results.items()):
         seeds = res["seed"].nunique() if "seed" in res else 0
-        plot_curves(curve_frame(res, metric), metric, ax=ax,
-                    title=title.format(task=task, metric=metric_name(metric)) + (f" ({seeds} seeds)" if seeds else ""))
+        plot_curves(
+            curve_frame(res, metric),
+            metric,
+            ax=ax,
+            title=title.format(task=task, metric=metric_name(metric)) + (f" ({seeds} seeds)" if seeds else ""),
+        )
     return fig
 
 
@@ -41,6 +46,8 @@ def plot_diagnostics(res: pd.DataFrame, task: str, labels: Sequence[str] = DIAGN
 
     cv = diagnostic_curves(res, labels)
     seeds = cv["seed"].nunique() if len(cv) else 0
-    return plot_metric_panels(cv, sorted(cv["metric"].unique()),
-                              title=f"{task}: pseudo-labels and FedLSM's uncertainty split, mean ± sd over "
-                                    f"{seeds} seed(s)")
+    return plot_metric_panels(
+        cv,
+        sorted(cv["metric"].unique()),
+        title=f"{task}: pseudo-labels and FedLSM's uncertainty split, mean ± sd over {seeds} seed(s)",
+    )

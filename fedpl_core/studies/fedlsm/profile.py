@@ -1,17 +1,17 @@
 """Notebook 02's profiles: the table :data:`PROFILES` (smoke / cpu / gpu / full), the
 :class:`Settings` a row of it gives (with each task's base config), :func:`settings`, which
 applies the notebook's parameters to a row, and :func:`check_data_roots` for the real data."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...fl.engine_config import EngineConfig
 from ...data import synthetic as S
+from ...fl.engine_config import EngineConfig
 from ...runs.experiment_config import ExperimentConfig
 from ..parameters import engine_options
 from .paper import TASKS
-
 
 #: The notebook's profiles (:mod:`fedpl_core.studies.parameters`): named fields of :class:`Settings`.
 #:
@@ -25,18 +25,58 @@ from .paper import TASKS
 #: * ``gpu``: DenseNet-121 at 128 px, 3 rounds of 12 / 2 iterations (the paper's 200 / 30 to 50
 #:   rounds), 3 seeds: 7.3 min on one H100 on paper (the package docstring).
 PROFILES: dict[str, dict[str, Any]] = {
-    "smoke": dict(seeds=[0], rounds=2, lr=1e-3, weight_decay=0.0, eval_every=1, local_iters={"Task 1": 3, "Task 2": 3},
-                  image_size=28, model="cnn", model_kwargs={"width": 8}, n_train={"Task 1": 240, "Task 2": 200},
-                  n_test={"Task 1": 160, "Task 2": 160}),
-    "cpu": dict(seeds=[0, 1, 2], rounds=10, lr=3e-3, weight_decay=0.0, eval_every=2,
-                local_iters={"Task 1": 12, "Task 2": 10}, image_size=28, model="cnn", model_kwargs={"width": 16},
-                n_train={"Task 1": 1600, "Task 2": 1000}, n_test={"Task 1": 800, "Task 2": 600}),
-    "gpu": dict(seeds=[0, 1, 2], rounds=3, lr=1e-3, weight_decay=5e-4, eval_every=1,
-                local_iters={"Task 1": 12, "Task 2": 2}, image_size=128, model="densenet121", model_kwargs={},
-                n_train={"Task 1": 2400, "Task 2": 1500}, n_test={"Task 1": 1000, "Task 2": 600}),
-    "full": dict(seeds=[0, 1, 2], rounds=50, lr=1e-4, weight_decay=5e-4, eval_every=1,
-                 local_iters={"Task 1": 200, "Task 2": 30}, image_size=224, model="densenet121", model_kwargs={},
-                 n_train={"Task 1": 20000, "Task 2": 7000}, n_test={"Task 1": 5000, "Task 2": 2000}),
+    "smoke": dict(
+        seeds=[0],
+        rounds=2,
+        lr=1e-3,
+        weight_decay=0.0,
+        eval_every=1,
+        local_iters={"Task 1": 3, "Task 2": 3},
+        image_size=28,
+        model="cnn",
+        model_kwargs={"width": 8},
+        n_train={"Task 1": 240, "Task 2": 200},
+        n_test={"Task 1": 160, "Task 2": 160},
+    ),
+    "cpu": dict(
+        seeds=[0, 1, 2],
+        rounds=10,
+        lr=3e-3,
+        weight_decay=0.0,
+        eval_every=2,
+        local_iters={"Task 1": 12, "Task 2": 10},
+        image_size=28,
+        model="cnn",
+        model_kwargs={"width": 16},
+        n_train={"Task 1": 1600, "Task 2": 1000},
+        n_test={"Task 1": 800, "Task 2": 600},
+    ),
+    "gpu": dict(
+        seeds=[0, 1, 2],
+        rounds=3,
+        lr=1e-3,
+        weight_decay=5e-4,
+        eval_every=1,
+        local_iters={"Task 1": 12, "Task 2": 2},
+        image_size=128,
+        model="densenet121",
+        model_kwargs={},
+        n_train={"Task 1": 2400, "Task 2": 1500},
+        n_test={"Task 1": 1000, "Task 2": 600},
+    ),
+    "full": dict(
+        seeds=[0, 1, 2],
+        rounds=50,
+        lr=1e-4,
+        weight_decay=5e-4,
+        eval_every=1,
+        local_iters={"Task 1": 200, "Task 2": 30},
+        image_size=224,
+        model="densenet121",
+        model_kwargs={},
+        n_train={"Task 1": 20000, "Task 2": 7000},
+        n_test={"Task 1": 5000, "Task 2": 2000},
+    ),
 }
 
 
@@ -67,10 +107,21 @@ class Settings:
     dataset_kwargs: dict[str, dict] = field(default_factory=dict)
 
     def engine(self, task: str) -> EngineConfig:
-        return EngineConfig(rounds=self.rounds, local_iters=self.local_iters[task], batch_size=32,
-                            optimizer="adam", lr=self.lr, weight_decay=self.weight_decay,
-                            augment="flip_shift", eval_every=self.eval_every, client_val_fraction=0.1,
-                            selection="val_loss", device=self.device, progress=False, **engine_options(self.profile))
+        return EngineConfig(
+            rounds=self.rounds,
+            local_iters=self.local_iters[task],
+            batch_size=32,
+            optimizer="adam",
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            augment="flip_shift",
+            eval_every=self.eval_every,
+            client_val_fraction=0.1,
+            selection="val_loss",
+            device=self.device,
+            progress=False,
+            **engine_options(self.profile),
+        )
 
     def config(self, task: str) -> ExperimentConfig:
         """The base config of ``task`` (``"Task 1"`` or ``"Task 2"``)."""
@@ -82,13 +133,22 @@ class Settings:
         real = root is not None
         dataset = ("nih" if one else "ham10000") if real else ("synthetic-cxr" if one else "synthetic-skin")
         return ExperimentConfig(
-            name=f"fedlsm-{'t1' if one else 't2'}", dataset=dataset, data_root=root,
-            classes=list(S.NIH14) if one and not real else None, image_size=self.image_size,
-            n_train=self.n_train[task], n_test=self.n_test[task], data_seed=self.data_seed,
-            partition="label_set_mismatch", num_clients=8 if one else 5,
+            name=f"fedlsm-{'t1' if one else 't2'}",
+            dataset=dataset,
+            data_root=root,
+            classes=list(S.NIH14) if one and not real else None,
+            image_size=self.image_size,
+            n_train=self.n_train[task],
+            n_test=self.n_test[task],
+            data_seed=self.data_seed,
+            partition="label_set_mismatch",
+            num_clients=8 if one else 5,
             partition_kwargs={"classes_per_client": 3, "seed": 523},
             dataset_kwargs=self.loader_options(task, dataset) if real else {},
-            model=self.model, model_kwargs=dict(self.model_kwargs), engine=self.engine(task))
+            model=self.model,
+            model_kwargs=dict(self.model_kwargs),
+            engine=self.engine(task),
+        )
 
     def loader_options(self, task: str, dataset: str) -> dict[str, Any]:
         """The ``dataset_kwargs`` of ``task``'s data folder, checked against its loader."""
@@ -104,8 +164,14 @@ def check_data_roots(data_roots: Any) -> dict[str, str]:
     (:func:`fedpl_core.studies.parameters.data_roots_by_key`; the folders are checked by the loaders)."""
     from ..parameters import data_roots_by_key
 
-    return data_roots_by_key(data_roots, {TASKS[0]: "NIH ChestX-ray14", TASKS[1]: "HAM10000 / ISIC 2018"},
-                             "data_roots", "task", "{'Task 2': '/data/HAM10000'}", must_exist=False)
+    return data_roots_by_key(
+        data_roots,
+        {TASKS[0]: "NIH ChestX-ray14", TASKS[1]: "HAM10000 / ISIC 2018"},
+        "data_roots",
+        "task",
+        "{'Task 2': '/data/HAM10000'}",
+        must_exist=False,
+    )
 
 
 def settings(profile: str | dict = "cpu", data_roots: Any = None, **parameters: Any) -> Settings:

@@ -3,9 +3,11 @@ rows for :func:`~fedpl_core.runs.study.run_many` (:func:`methods`), Table 3's ab
 readings of "FedAvg" with and without TDMA (:data:`TDMA_GRID`), FedLSM in the released code's
 mode, the variants tried when pseudo-labelling does not engage, and the ImageNet start of the
 headline pair."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -33,10 +35,12 @@ def methods(task: str, labels: Sequence[str] | None = None, first_order: bool = 
 #: Task 1's FedAvg under both readings of "FedAvg", each with FedAvg and with TDMA
 #: head aggregation and the same weighted BCE, so that each pair differs by the aggregation only:
 #: (label, registry name, method kwargs, reading).
-TDMA_GRID = [("FedAvg, partial", "fedavg_wbce", {}, "partial loss"),
-             ("FedAvg*, partial", "fedavg_star", {}, "partial loss"),
-             ("FedAvg, unknown = 0", "fedavg_wbce", {"partial": False}, "unknown = negative"),
-             ("FedAvg*, unknown = 0", "fedavg_star", {"partial": False}, "unknown = negative")]
+TDMA_GRID = [
+    ("FedAvg, partial", "fedavg_wbce", {}, "partial loss"),
+    ("FedAvg*, partial", "fedavg_star", {}, "partial loss"),
+    ("FedAvg, unknown = 0", "fedavg_wbce", {"partial": False}, "unknown = negative"),
+    ("FedAvg*, unknown = 0", "fedavg_star", {"partial": False}, "unknown = negative"),
+]
 
 
 def tdma_methods() -> list[tuple[str, dict]]:
@@ -51,8 +55,10 @@ def tdma_methods() -> list[tuple[str, dict]]:
 def code_mode_methods() -> list[tuple[str, dict]]:
     """FedLSM in paper mode and in ``mode="code"`` (the released code's loss reduction,
     MixUp order and thresholds; :mod:`fedpl_core.methods.fedlsm`), side by side."""
-    return [("FedLSM", {"method": "fedlsm"}),
-            ("FedLSM (code)", {"method": "fedlsm", "method_kwargs": {"mode": "code"}})]
+    return [
+        ("FedLSM", {"method": "fedlsm"}),
+        ("FedLSM (code)", {"method": "fedlsm", "method_kwargs": {"mode": "code"}}),
+    ]
 
 
 def missing_methods() -> list[str]:
@@ -67,11 +73,13 @@ def ablation_methods() -> list[tuple[str, dict]]:
 
 
 #: The variants tried when pseudo-labelling does not engage: (label, FedLSM options) per task.
-TRIED_VARIANTS = {"Task 1": [("FedLSM, reachable thresholds",
-                              {"tau_p": 0.7, "tau_n": 0.05, "tau_lp": 0.6, "tau_ln": 0.1}),
-                             ("FedLSM, both", {"pos_weight": False, "tau_p": 0.7, "tau_n": 0.05, "tau_lp": 0.6,
-                                               "tau_ln": 0.1})],
-                  "Task 2": [("FedLSM, reachable thresholds", {"tau": 0.8, "tau_l": 0.7})]}
+TRIED_VARIANTS = {
+    "Task 1": [
+        ("FedLSM, reachable thresholds", {"tau_p": 0.7, "tau_n": 0.05, "tau_lp": 0.6, "tau_ln": 0.1}),
+        ("FedLSM, both", {"pos_weight": False, "tau_p": 0.7, "tau_n": 0.05, "tau_lp": 0.6, "tau_ln": 0.1}),
+    ],
+    "Task 2": [("FedLSM, reachable thresholds", {"tau": 0.8, "tau_l": 0.7})],
+}
 
 
 def imagenet_pair(s: Settings) -> list[tuple[str, dict]]:
@@ -81,8 +89,7 @@ def imagenet_pair(s: Settings) -> list[tuple[str, dict]]:
     return [(lab, pair[lab]) for lab in ("FedLSM", "FedAvg-PL") if lab in pair]
 
 
-def imagenet_start(s: Settings, base, results_dir: str, workers: int = 1,
-                   force: bool = False) -> pd.DataFrame | None:
+def imagenet_start(s: Settings, base, results_dir: str, workers: int = 1, force: bool = False) -> pd.DataFrame | None:
     """Does FedLSM's headline (above FedAvg on Task 1's chest X-rays) hold from an ImageNet start? FedLSM and
     FedAvg on ``base`` (the notebook's ``base["Task 1"]``), with the profile's backbone from scratch
     (the notebook's own runs, read from the cache) and with EfficientNet-Lite0 from ImageNet weights:
@@ -91,5 +98,4 @@ def imagenet_start(s: Settings, base, results_dir: str, workers: int = 1,
     min on paper (``python tests/test_profile_runs.py --gpu-budget``)."""
     from ..pretrained import imagenet_start as run
 
-    return run(base, imagenet_pair(s), s.seeds, results_dir, s.profile, which="final", workers=workers,
-               force=force)
+    return run(base, imagenet_pair(s), s.seeds, results_dir, s.profile, which="final", workers=workers, force=force)

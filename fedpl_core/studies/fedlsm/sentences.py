@@ -2,6 +2,7 @@
 (:func:`describe_ordering`), TDMA's gain under each reading of FedAvg and with each number of
 local iterations, the released code's mode, the variants tried, the ablation, the HAM10000
 copy and its TDMA benchmark, and the closing verdicts (:func:`what_this_run_shows`)."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -29,13 +30,21 @@ def describe_ordering(steps: pd.DataFrame, alpha: float = 0.05) -> list[str]:
             verdicts.append(v)
             ci = f"95 % CI {r['95 % CI']}; " if isinstance(r["95 % CI"], str) and r["95 % CI"] else ""
             test = "no test" if p is None else f"p = {p:.2g}"
-            parts.append(f"{r['A']} − {r['B']} = {r['A - B (points)']:+.1f} points ({ci}{test}; paper "
-                         f"{r['paper A - B']:+.1f}): {v}")
-        overall = ("reproduced" if all(v == "reproduced" for v in verdicts)
-                   else "opposite" if "opposite" in verdicts else "not distinguishable")
+            parts.append(
+                f"{r['A']} − {r['B']} = {r['A - B (points)']:+.1f} points ({ci}{test}; paper "
+                f"{r['paper A - B']:+.1f}): {v}"
+            )
+        overall = (
+            "reproduced"
+            if all(v == "reproduced" for v in verdicts)
+            else "opposite"
+            if "opposite" in verdicts
+            else "not distinguishable"
+        )
         pairs = int(g["pairs"].min()) if len(g) else 0
-        out.append(f"{metric}: the ranking {chain} is {overall} here; " + "; ".join(parts)
-                   + f" (paired over {pairs} seed(s)).")
+        out.append(
+            f"{metric}: the ranking {chain} is {overall} here; " + "; ".join(parts) + f" (paired over {pairs} seed(s))."
+        )
     return out
 
 
@@ -54,12 +63,16 @@ def describe_tdma_drift(table: pd.DataFrame, paper_gain: float = 5.0, alpha: flo
             parts.append(f"{r['TDMA gain (points)']:+.1f} at {int(r['local iterations'])} ({test})")
             if r["TDMA gain (points)"] > 0 and p == p and p is not None and p < alpha:
                 hits.append((reading, int(r["local iterations"]), r["TDMA gain (points)"], p))
-        out.append(f"{reading}: TDMA (FedAvg* - FedAvg) " + ", ".join(parts) + " local iterations a round "
-                   f"(paired over {int(g['pairs'].min())} seeds).")
+        out.append(
+            f"{reading}: TDMA (FedAvg* - FedAvg) " + ", ".join(parts) + " local iterations a round "
+            f"(paired over {int(g['pairs'].min())} seeds)."
+        )
     if hits:
-        out.append("The paper's gain (+{:.1f}) shows, above zero at p < {:g}, with ".format(paper_gain, alpha)
-                   + "; ".join(f"{rd} at {n} local iterations ({gain:+.1f}, p = {p:.2g})" for rd, n, gain, p in hits)
-                   + ", and in no other setting.")
+        out.append(
+            f"The paper's gain (+{paper_gain:.1f}) shows, above zero at p < {alpha:g}, with "
+            + "; ".join(f"{rd} at {n} local iterations ({gain:+.1f}, p = {p:.2g})" for rd, n, gain, p in hits)
+            + ", and in no other setting."
+        )
     else:
         out.append(f"The paper's gain (+{paper_gain:.1f}) shows in no setting at p < {alpha:g}.")
     return out
@@ -88,11 +101,20 @@ def tried_sentences(tried: pd.DataFrame) -> list[str]:
     comparisons in which it is significantly above the reference."""
     out = []
     for (task, lab), r in tried.iterrows():
-        wins = [c for c in tried.columns if " vs " in c and isinstance(r[c], str) and r[c].startswith("+")
-                and "p = " in r[c] and float(r[c].split("p = ")[1].rstrip(")")) < 0.05]
-        out.append(f"{task}, {lab}: pseudo-labels on {r['pseudo-labelled share (last round)']:.1%} of the unknown "
-                   f"entries; significantly above the reference in {len(wins)} comparison(s)"
-                   + (f" ({', '.join(wins)})" if wins else ""))
+        wins = [
+            c
+            for c in tried.columns
+            if " vs " in c
+            and isinstance(r[c], str)
+            and r[c].startswith("+")
+            and "p = " in r[c]
+            and float(r[c].split("p = ")[1].rstrip(")")) < 0.05
+        ]
+        out.append(
+            f"{task}, {lab}: pseudo-labels on {r['pseudo-labelled share (last round)']:.1%} of the unknown "
+            f"entries; significantly above the reference in {len(wins)} comparison(s)"
+            + (f" ({', '.join(wins)})" if wins else "")
+        )
     return out
 
 
@@ -105,8 +127,10 @@ def ablation_sentences(table3: pd.DataFrame) -> list[str]:
         if r["method"] != "FedLSM":
             change = "lowers" if r["vs FedLSM"] < 0 else "raises"
             sig = "n/a" if r["p"] is None or r["p"] != r["p"] else f"p = {r['p']:.2g}"
-            out.append(f"{r['task']}, {metric_name(r['metric'])}: removing {r['method'][4:]} {change} the score by "
-                       f"{abs(r['vs FedLSM']):.1f} points ({sig})")
+            out.append(
+                f"{r['task']}, {metric_name(r['metric'])}: removing {r['method'][4:]} {change} the score by "
+                f"{abs(r['vs FedLSM']):.1f} points ({sig})"
+            )
     return out
 
 
@@ -123,8 +147,10 @@ def image_files_note(ds) -> str:
     if (w, h) == (600, 450):
         return "600 x 450 JPEGs (the official release's size)"
     if (w, h) == (200, 150):
-        return ("200 x 150 JPEGs downscaled from the official 600 x 450 (the size of the public GitHub snapshot "
-                "mmalek06/bounding-box-detection-ham1000 this project checked against)")
+        return (
+            "200 x 150 JPEGs downscaled from the official 600 x 450 (the size of the public GitHub snapshot "
+            "mmalek06/bounding-box-detection-ham1000 this project checked against)"
+        )
     return f"{w} x {h} images"
 
 
@@ -141,19 +167,24 @@ def ham_tdma_sentences(ham: pd.DataFrame) -> list[str]:
     lines = []
     for loss, r in ham[~trivial & (ham["metric"] == "AUC")].set_index("client loss").iterrows():
         p = None if r["p"] != r["p"] else r["p"]
-        lines.append(f"{loss}: FedAvg* − {avg} = {r['TDMA gain (points)']:+.1f} AUC points "
-                     f"({'no test' if p is None else f'p = {p:.2g}'}; paper +2.2): "
-                     f"{verdict({'diff': r['TDMA gain (points)'], 'p': p})}")
+        lines.append(
+            f"{loss}: FedAvg* − {avg} = {r['TDMA gain (points)']:+.1f} AUC points "
+            f"({'no test' if p is None else f'p = {p:.2g}'}; paper +2.2): "
+            f"{verdict({'diff': r['TDMA gain (points)'], 'p': p})}"
+        )
     for metric in ("Accuracy", "F1"):
         runs = ham[~trivial & (ham["metric"] == metric)][[avg, "FedAvg*"]].to_numpy()
         base_ = ham[trivial & (ham["metric"] == metric)]
-        lines.append(f"{metric}: the trained runs score {runs.min():.1f} to {runs.max():.1f}; "
-                     f"{base_['client loss'].iloc[0]} scores {base_[avg].iloc[0]:.1f}")
+        lines.append(
+            f"{metric}: the trained runs score {runs.min():.1f} to {runs.max():.1f}; "
+            f"{base_['client loss'].iloc[0]} scores {base_[avg].iloc[0]:.1f}"
+        )
     return lines
 
 
-def what_this_run_shows(claims: pd.DataFrame, table3: pd.DataFrame, tdma: pd.DataFrame,
-                        coverage: dict[str, float] | None = None) -> list[str]:
+def what_this_run_shows(
+    claims: pd.DataFrame, table3: pd.DataFrame, tdma: pd.DataFrame, coverage: dict[str, float] | None = None
+) -> list[str]:
     """The notebook's closing sentences, from its numbers: the verdict on the paper's claim
     (FedLSM above FedAvg* in each task's first metric), whether pseudo-labelling engaged
     (``coverage``: FedLSM's pseudo-labelled share at the last round, per task), what TDMA adds
@@ -165,23 +196,37 @@ def what_this_run_shows(claims: pd.DataFrame, table3: pd.DataFrame, tdma: pd.Dat
         if r["metric"] != CLAIM_METRICS[r["task"]][0]:
             continue
         word = verdict({"diff": r["diff (points)"], "p": r["p"]})
-        out.append(f"{r['task']}: the paper's claim that FedLSM is above FedAvg* in "
-                   f"{'mean AUROC' if r['task'] == 'Task 1' else 'AUC'} "
-                   f"is {word} here (FedLSM {abs(r['diff (points)']):.1f} points "
-                   f"{'above' if r['diff (points)'] > 0 else 'below'}"
-                   + (f", 95 % CI {r['95 % CI']})." if r["95 % CI"] else ", one seed: no interval)."))
+        out.append(
+            f"{r['task']}: the paper's claim that FedLSM is above FedAvg* in "
+            f"{'mean AUROC' if r['task'] == 'Task 1' else 'AUC'} "
+            f"is {word} here (FedLSM {abs(r['diff (points)']):.1f} points "
+            f"{'above' if r['diff (points)'] > 0 else 'below'}"
+            + (f", 95 % CI {r['95 % CI']})." if r["95 % CI"] else ", one seed: no interval).")
+        )
     for task, share in (coverage or {}).items():
-        out.append(f"{task}: FedLSM's teacher pseudo-labelled {100 * share:.1f} % of the unknown entries by the last "
-                   "round" + (": pseudo-labelling never engaged, so FedLSM here is its strong-view training alone."
-                              if share == 0 else "."))
+        out.append(
+            f"{task}: FedLSM's teacher pseudo-labelled {100 * share:.1f} % of the unknown entries by the last "
+            "round"
+            + (
+                ": pseudo-labelling never engaged, so FedLSM here is its strong-view training alone."
+                if share == 0
+                else "."
+            )
+        )
     if len(tdma):
         col = next((c for c in tdma.columns if "diff" in c or "gain" in c), None)
         if col is not None:
-            out.append("TDMA's gain over FedAvg: " + "; ".join(f"{reading} {r[col]:+.1f} points"
-                                                                for reading, r in tdma.iterrows()) + ".")
+            out.append(
+                "TDMA's gain over FedAvg: "
+                + "; ".join(f"{reading} {r[col]:+.1f} points" for reading, r in tdma.iterrows())
+                + "."
+            )
     if len(table3):
-        below = table3[(table3["method"] != "FedLSM") & (table3["vs FedLSM"] < 0)
-                       & table3["p"].map(lambda p: p is not None and p == p and p < 0.05)]
+        below = table3[
+            (table3["method"] != "FedLSM")
+            & (table3["vs FedLSM"] < 0)
+            & table3["p"].map(lambda p: p is not None and p == p and p < 0.05)
+        ]
         n = int((table3["method"] != "FedLSM").sum())
         out.append(f"Removing a component lowers the score significantly in {len(below)} of the ablation's {n} rows.")
     return out

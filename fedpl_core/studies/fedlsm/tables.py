@@ -3,9 +3,10 @@
 and its ranking step by step (:func:`ordering`), model selection side by side, what TDMA adds,
 the released code's mode, the pseudo-label diagnostics and the variants tried, and the label
 sets of a partition."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -25,8 +26,14 @@ def tdma_effect(df: pd.DataFrame, metric: str = "auroc_mean") -> pd.DataFrame:
     for reading in dict.fromkeys(r for *_, r in TDMA_GRID):
         a, b = [lab for lab, *_, r in TDMA_GRID if r == reading]
         d = paired_difference(df, b, a, metric)
-        rows.append({"reading of FedAvg": reading, "FedAvg": round(mean[a], 1), "FedAvg*": round(mean[b], 1),
-                     **difference_columns(d, diff="TDMA gain (points)", sd=False)})
+        rows.append(
+            {
+                "reading of FedAvg": reading,
+                "FedAvg": round(mean[a], 1),
+                "FedAvg*": round(mean[b], 1),
+                **difference_columns(d, diff="TDMA gain (points)", sd=False),
+            }
+        )
     return pd.DataFrame(rows).set_index("reading of FedAvg")
 
 
@@ -65,8 +72,9 @@ def paper_table(task: str) -> dict[str, dict[str, float]]:
     return PAPER_TABLE1 if task == "Task 1" else PAPER_TABLE2
 
 
-def with_paper(df: pd.DataFrame, task: str, which: str = "final", decimals: int = 1,
-               not_run: bool = True) -> pd.DataFrame:
+def with_paper(
+    df: pd.DataFrame, task: str, which: str = "final", decimals: int = 1, not_run: bool = True
+) -> pd.DataFrame:
     """Our numbers (x 100, mean ± std over seeds) beside the paper's (x 100), a column pair
     ``"<metric> (ours)"``, ``"<metric> (paper)"`` per metric (Task 1: the mean AUROC and
     Table 1's average AUC; Task 2: Table 2's five metrics).  Rows: our methods in ``df``'s
@@ -105,9 +113,19 @@ def ordering(df: pd.DataFrame, task: str, ranking: Sequence[str] = RANKING, whic
             d = paired_difference(df, a, b, col, which=which)
             pd_ = 100 * (paper[a][name] - paper[b][name]) if a in paper and b in paper else float("nan")
             ci = "" if d["ci"] is None else f"{d['ci'][0]:.1f} to {d['ci'][1]:.1f}"
-            rows.append({"metric": name, "A": a, "B": b, "A - B (points)": round(d["diff"], 2),
-                         "sd": round(d["sd"], 2), "95 % CI": ci, "pairs": d["n"], "p": d["p"],
-                         "paper A - B": round(pd_, 1)})
+            rows.append(
+                {
+                    "metric": name,
+                    "A": a,
+                    "B": b,
+                    "A - B (points)": round(d["diff"], 2),
+                    "sd": round(d["sd"], 2),
+                    "95 % CI": ci,
+                    "pairs": d["n"],
+                    "p": d["p"],
+                    "paper A - B": round(pd_, 1),
+                }
+            )
     cols = ["metric", "A", "B", "A - B (points)", "sd", "95 % CI", "pairs", "p", "p (Holm)", "paper A - B"]
     out = pd.DataFrame(rows, columns=[c for c in cols if c != "p (Holm)"])
     out.insert(out.columns.get_loc("p") + 1, "p (Holm)", holm(list(out["p"])))
@@ -131,8 +149,9 @@ def label_sets_table(part) -> pd.DataFrame:
     """The classes each client (A, B, ...) identifies, one row a client."""
     from ... import partitions as P
 
-    return pd.DataFrame({chr(65 + k): ", ".join(c) for k, c in enumerate(P.assigned_classes(part))},
-                        index=["identified classes"]).T
+    return pd.DataFrame(
+        {chr(65 + k): ", ".join(c) for k, c in enumerate(P.assigned_classes(part))}, index=["identified classes"]
+    ).T
 
 
 def code_mode_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -146,8 +165,15 @@ def code_mode_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
         for metric in CLAIM_METRICS[task]:
             for a, b in (("FedLSM (code)", "FedLSM"), ("FedLSM (code)", "FedAvg*"), ("FedLSM", "FedAvg*")):
                 d = paired_difference(rc, a, b, metric)
-                rows.append({"task": task, "metric": metric, "comparison": f"{a} - {b}",
-                             **difference_columns(d, sd=False), "sentence": describe_difference(d)})
+                rows.append(
+                    {
+                        "task": task,
+                        "metric": metric,
+                        "comparison": f"{a} - {b}",
+                        **difference_columns(d, sd=False),
+                        "sentence": describe_difference(d),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -192,15 +218,18 @@ def tried_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
             for k in ("pl/coverage", "pl/pos_precision"):
                 cv = curve_frame(rv, metric=k)
                 last[k] = cv[cv["label"] == lab].groupby("seed")[k].last().mean()
-            row = {"task": task, "variant": lab,
-                   "pseudo-labelled share (last round)": round(float(last["pl/coverage"]), 3),
-                   "positive precision": round(float(last["pl/pos_precision"]), 3)}
+            row = {
+                "task": task,
+                "variant": lab,
+                "pseudo-labelled share (last round)": round(float(last["pl/coverage"]), 3),
+                "positive precision": round(float(last["pl/pos_precision"]), 3),
+            }
             for metric in CLAIM_METRICS[task]:
                 for ref in ("FedAvg-PL", "FedAvg*"):
                     d = paired_difference(rv, lab, ref, metric)
-                    row[f"{metric_name(metric)} vs {ref}"] = (f"{d['diff']:+.1f} (p = {d['p']:.2g})"
-                                                             if d["p"] is not None
-                                                 else f"{d['diff']:+.1f}")
+                    row[f"{metric_name(metric)} vs {ref}"] = (
+                        f"{d['diff']:+.1f} (p = {d['p']:.2g})" if d["p"] is not None else f"{d['diff']:+.1f}"
+                    )
             rows.append(row)
     return pd.DataFrame(rows).set_index(["task", "variant"])
 
@@ -216,11 +245,16 @@ def ablation_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
         for lab in dict.fromkeys(ra["label"]):
             for metric in CLAIM_METRICS[task]:
                 d = ra[(ra["label"] == lab) & (ra["which"] == "final")][metric] * 100
-                row = {"task": task, "metric": metric_name(metric), "method": lab,
-                       "mean ± SD": f"{d.mean():.1f} ± {d.std(ddof=1):.1f}"}
+                row = {
+                    "task": task,
+                    "metric": metric_name(metric),
+                    "method": lab,
+                    "mean ± SD": f"{d.mean():.1f} ± {d.std(ddof=1):.1f}",
+                }
                 if lab != "FedLSM":
-                    row.update(difference_columns(paired_difference(ra, lab, "FedLSM", metric), diff="vs FedLSM",
-                                                  sd=False))
+                    row.update(
+                        difference_columns(paired_difference(ra, lab, "FedLSM", metric), diff="vs FedLSM", sd=False)
+                    )
                 rows.append(row)
     return pd.DataFrame(rows)
 

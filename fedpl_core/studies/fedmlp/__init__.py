@@ -54,33 +54,77 @@ The study's modules, one job each (this package imports their public names):
 * :mod:`~fedpl_core.studies.fedmlp.claims`: the paper's claims: the claims table's family and
   the headline claims.
 """
+
 from __future__ import annotations
 
+from .claims import claims_sentences, claims_table, comparison_claims, headline_claims
+from .figures import plot_tag_quality
 from .paper import ABLATION, METRICS, PAPER_METHODS, TABLES
 from .profile import PROFILES, Settings, check_data_roots, settings
-from .runs import (ablation_methods, imagenet_pair, imagenet_start, level_settings, methods, missing_methods,
-                   one_class_setting, variant_methods)
-from .tables import (TAG_KEYS, ablation_steps, ablation_table, data_summary, hot_cool, hot_cool_gap, results_table,
-                     tag_curves, tag_quality, variants_table)
-from .figures import plot_tag_quality
+from .runs import (
+    ablation_methods,
+    imagenet_pair,
+    imagenet_start,
+    level_settings,
+    methods,
+    missing_methods,
+    one_class_setting,
+    variant_methods,
+)
 from .sentences import hot_cool_sentence, row_one_is_fedavg, what_this_run_shows
-from .claims import claims_sentences, claims_table, comparison_claims, headline_claims
+from .tables import (
+    TAG_KEYS,
+    ablation_steps,
+    ablation_table,
+    data_summary,
+    hot_cool,
+    hot_cool_gap,
+    results_table,
+    tag_curves,
+    tag_quality,
+    variants_table,
+)
 
 __all__ = [
     # paper
-    "TABLES", "PAPER_METHODS", "ABLATION", "METRICS",
+    "TABLES",
+    "PAPER_METHODS",
+    "ABLATION",
+    "METRICS",
     # settings
-    "PROFILES", "Settings", "check_data_roots", "settings",
+    "PROFILES",
+    "Settings",
+    "check_data_roots",
+    "settings",
     # runs
-    "methods", "missing_methods", "level_settings", "ablation_methods", "one_class_setting", "variant_methods",
-    "imagenet_pair", "imagenet_start",
+    "methods",
+    "missing_methods",
+    "level_settings",
+    "ablation_methods",
+    "one_class_setting",
+    "variant_methods",
+    "imagenet_pair",
+    "imagenet_start",
     # tables
-    "results_table", "hot_cool", "hot_cool_gap", "TAG_KEYS", "tag_curves", "data_summary", "variants_table",
-    "tag_quality", "ablation_steps", "ablation_table",
+    "results_table",
+    "hot_cool",
+    "hot_cool_gap",
+    "TAG_KEYS",
+    "tag_curves",
+    "data_summary",
+    "variants_table",
+    "tag_quality",
+    "ablation_steps",
+    "ablation_table",
     # figures
     "plot_tag_quality",
     # sentences
-    "hot_cool_sentence", "row_one_is_fedavg", "what_this_run_shows",
+    "hot_cool_sentence",
+    "row_one_is_fedavg",
+    "what_this_run_shows",
     # claims
-    "comparison_claims", "claims_table", "claims_sentences", "headline_claims",
+    "comparison_claims",
+    "claims_table",
+    "claims_sentences",
+    "headline_claims",
 ]

@@ -2,9 +2,10 @@
 04's runs by :mod:`fedpl_core.report.findings`: the comparisons of its claims table
 (:func:`comparison_claims`, one family: :func:`claims_table`, :func:`claims_sentences`) and the
 headline claims of the findings page (:func:`headline_claims`)."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -21,9 +22,22 @@ def comparison_claims(st: Settings, tables: Sequence[str] = TABLES) -> list[Clai
     ``"m=<m>"``), metric (mean AUROC, mAP) and reference, last round."""
     mlp = display_name("fedmlp")
     refs = [display_name(k) for k in ("fedavg_pl", "fedavg")]
-    return [Claim("FedMLP", f"{t}, m = {m}, {metric_name(metric)}: {mlp} above {ref}", mlp, ref, t, metric=metric,
-                  setting=f"m={m}", evidence="notebook 04, the claims table")
-            for t in tables for m in st.missing[t][-2:] for metric in ("auroc_mean", "map") for ref in refs]
+    return [
+        Claim(
+            "FedMLP",
+            f"{t}, m = {m}, {metric_name(metric)}: {mlp} above {ref}",
+            mlp,
+            ref,
+            t,
+            metric=metric,
+            setting=f"m={m}",
+            evidence="notebook 04, the claims table",
+        )
+        for t in tables
+        for m in st.missing[t][-2:]
+        for metric in ("auroc_mean", "map")
+        for ref in refs
+    ]
 
 
 def claims_table(results: dict[str, pd.DataFrame], st: Settings) -> pd.DataFrame:
@@ -53,17 +67,32 @@ def headline_claims(st: Settings) -> list:
     at the highest missing level the profile runs) and ``"ablation ICH"`` / ``"ablation
     CXR"`` (Table 3, each component against the row above it)."""
     mlp, avg, pl = (display_name(k) for k in ("fedmlp", "fedavg", "fedavg_pl"))
-    tags = ("after a short warm-up the outputs have barely left 0.5, so the features cannot place the prototypes and "
-            "the tags are few or wrong; with one labelled class per client the partial loss trains each head row on "
-            "one client")
+    tags = (
+        "after a short warm-up the outputs have barely left 0.5, so the features cannot place the prototypes and "
+        "the tags are few or wrong; with one labelled class per client the partial loss trains each head row on "
+        "one client"
+    )
     where = "notebook 04, tag quality and variants; benchmarks/fedmlp_tagging.py"
     out = []
     for t, table in (("ICH", "Table 1"), ("CXR", "Table 2")):
         m = f"m={st.missing[t][-1]}"
-        out += [Claim("FedMLP", f"{table} ({t}): {mlp} above {ref} where labels are scarcest", mlp, ref, t, setting=m,
-                      mechanism=tags, evidence=where) for ref in (pl, avg)]
+        out += [
+            Claim(
+                "FedMLP",
+                f"{table} ({t}): {mlp} above {ref} where labels are scarcest",
+                mlp,
+                ref,
+                t,
+                setting=m,
+                mechanism=tags,
+                evidence=where,
+            )
+            for ref in (pl, avg)
+        ]
     for t in TABLES:
         rows = [lab for lab, _ in ABLATION]
-        out += [Claim("FedMLP", f"Table 3 ({t}): {b} adds to {a}", b, a, f"ablation {t}",
-                      evidence="notebook 04, Table 3") for a, b in zip(rows[:-1], rows[1:])]
+        out += [
+            Claim("FedMLP", f"Table 3 ({t}): {b} adds to {a}", b, a, f"ablation {t}", evidence="notebook 04, Table 3")
+            for a, b in zip(rows[:-1], rows[1:])
+        ]
     return out

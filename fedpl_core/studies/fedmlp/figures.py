@@ -1,7 +1,8 @@
 """Notebook 04's figure: the tags' quality round by round (:func:`plot_tag_quality`)."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -17,5 +18,9 @@ def plot_tag_quality(results: dict[str, pd.DataFrame], st: Settings, keys: Seque
 
     cv = tag_curves(results, st, keys)
     seeds = cv["seed"].nunique() if len(cv) else 0
-    return plot_metric_panels(cv, list(dict.fromkeys(cv["metric"])), ncols=len(keys),
-                              title=f"Pseudo-label (tag) quality per round, mean ± sd over {seeds} seed(s)")
+    return plot_metric_panels(
+        cv,
+        list(dict.fromkeys(cv["metric"])),
+        ncols=len(keys),
+        title=f"Pseudo-label (tag) quality per round, mean ± sd over {seeds} seed(s)",
+    )

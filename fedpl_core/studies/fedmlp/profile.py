@@ -2,38 +2,84 @@
 :class:`Settings` a row of it gives (with each table's base config and FedMLP's options),
 :func:`settings`, which applies the notebook's parameters to a row, and
 :func:`check_data_roots` for the real data."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...fl.engine_config import EngineConfig
 from ...data import synthetic as S
+from ...fl.engine_config import EngineConfig
 from ...runs.experiment_config import ExperimentConfig
 from ..parameters import engine_options
 from .paper import TABLES
-
 
 #: The notebook's profiles (:mod:`fedpl_core.studies.parameters`, package docstring): named fields of
 #: :class:`Settings`.  ``hot_cool_levels``: ICH m = 2 has classes labelled by 1 to 5 of the 5
 #: clients (data_seed 0), CXR m = 5 by 1 to 4 of 8; the smoke profile reuses its m = 1 runs.
 PROFILES: dict[str, dict[str, Any]] = {
-    "smoke": dict(seeds=[0], rounds=2, lr=1e-3, warmup_rounds=1, t0=0.05, t1=0.1, image_size=32, model="cnn",
-                  model_kwargs={"width": 8}, n_train={"ICH": 200, "CXR": 240}, n_test={"ICH": 150, "CXR": 150},
-                  missing={"ICH": [1, 4], "CXR": [1, 7]}, hot_cool_levels={"ICH": 1}),
-    "cpu": dict(seeds=[0, 1, 2], rounds=16, lr=1e-3, warmup_rounds=4, t0=0.025, t1=0.05, image_size=32, model="cnn",
-                model_kwargs={"width": 16}, n_train={"ICH": 1000, "CXR": 1200}, n_test={"ICH": 600, "CXR": 600},
-                missing={"ICH": [4], "CXR": [7]}, hot_cool_levels={"ICH": 2}),
+    "smoke": dict(
+        seeds=[0],
+        rounds=2,
+        lr=1e-3,
+        warmup_rounds=1,
+        t0=0.05,
+        t1=0.1,
+        image_size=32,
+        model="cnn",
+        model_kwargs={"width": 8},
+        n_train={"ICH": 200, "CXR": 240},
+        n_test={"ICH": 150, "CXR": 150},
+        missing={"ICH": [1, 4], "CXR": [1, 7]},
+        hot_cool_levels={"ICH": 1},
+    ),
+    "cpu": dict(
+        seeds=[0, 1, 2],
+        rounds=16,
+        lr=1e-3,
+        warmup_rounds=4,
+        t0=0.025,
+        t1=0.05,
+        image_size=32,
+        model="cnn",
+        model_kwargs={"width": 16},
+        n_train={"ICH": 1000, "CXR": 1200},
+        n_test={"ICH": 600, "CXR": 600},
+        missing={"ICH": [4], "CXR": [7]},
+        hot_cool_levels={"ICH": 2},
+    ),
     # gpu: see the package docstring (ResNet-18 at 128 px, 10 rounds, warm-up 1 = 50/500, T0/T1 as
     # published; 7.5 min on paper)
-    "gpu": dict(seeds=[0, 1, 2], rounds=10, lr=1e-3, warmup_rounds=1, t0=0.005, t1=0.01, image_size=128,
-                model="resnet18", model_kwargs={}, n_train={"ICH": 1250, "CXR": 2000},
-                n_test={"ICH": 1000, "CXR": 1000},
-                missing={"ICH": [4], "CXR": [7]}, hot_cool_levels={"ICH": 2}),
-    "full": dict(seeds=[0, 1, 2], rounds=100, lr=3e-5, warmup_rounds=10, t0=0.005, t1=0.01, image_size=128,
-                 model="resnet18", model_kwargs={}, n_train={"ICH": 20000, "CXR": 20000},
-                 n_test={"ICH": 4000, "CXR": 4000}, missing={"ICH": [1, 2, 3, 4], "CXR": [1, 3, 5, 7]},
-                 hot_cool_levels={"ICH": 2, "CXR": 5}),
+    "gpu": dict(
+        seeds=[0, 1, 2],
+        rounds=10,
+        lr=1e-3,
+        warmup_rounds=1,
+        t0=0.005,
+        t1=0.01,
+        image_size=128,
+        model="resnet18",
+        model_kwargs={},
+        n_train={"ICH": 1250, "CXR": 2000},
+        n_test={"ICH": 1000, "CXR": 1000},
+        missing={"ICH": [4], "CXR": [7]},
+        hot_cool_levels={"ICH": 2},
+    ),
+    "full": dict(
+        seeds=[0, 1, 2],
+        rounds=100,
+        lr=3e-5,
+        warmup_rounds=10,
+        t0=0.005,
+        t1=0.01,
+        image_size=128,
+        model="resnet18",
+        model_kwargs={},
+        n_train={"ICH": 20000, "CXR": 20000},
+        n_test={"ICH": 4000, "CXR": 4000},
+        missing={"ICH": [1, 2, 3, 4], "CXR": [1, 3, 5, 7]},
+        hot_cool_levels={"ICH": 2, "CXR": 5},
+    ),
 }
 
 
@@ -67,10 +113,19 @@ class Settings:
     dataset_kwargs: dict[str, dict] = field(default_factory=dict)
 
     def engine(self) -> EngineConfig:
-        return EngineConfig(rounds=self.rounds, local_epochs=1, batch_size=32, optimizer="adam", lr=self.lr,
-                            augment="flip_affine", eval_every=max(1, self.rounds // 8), selection=None,
-                            device=self.device,
-                            progress=False, **engine_options(self.profile))
+        return EngineConfig(
+            rounds=self.rounds,
+            local_epochs=1,
+            batch_size=32,
+            optimizer="adam",
+            lr=self.lr,
+            augment="flip_affine",
+            eval_every=max(1, self.rounds // 8),
+            selection=None,
+            device=self.device,
+            progress=False,
+            **engine_options(self.profile),
+        )
 
     def config(self, table: str) -> ExperimentConfig:
         """The base config of ``table`` (``"ICH"`` or ``"CXR"``); ``missing`` is set per setting."""
@@ -81,12 +136,22 @@ class Settings:
         dataset = ("rsna_ich" if ich else "nih") if root else ("synthetic-ich" if ich else "synthetic-cxr")
         classes = list(S.ICH_CLASSES) if ich else list(S.FEDMLP_CXR8)
         return ExperimentConfig(
-            name=f"fedmlp-{table.lower()}", dataset=dataset, data_root=root, classes=classes,
-            image_size=self.image_size, n_train=self.n_train[table], n_test=self.n_test[table],
-            data_seed=self.data_seed, partition="missing_classes", num_clients=5 if ich else 8,
-            partition_kwargs={"missing": self.missing[table][0]}, model=self.model,
+            name=f"fedmlp-{table.lower()}",
+            dataset=dataset,
+            data_root=root,
+            classes=classes,
+            image_size=self.image_size,
+            n_train=self.n_train[table],
+            n_test=self.n_test[table],
+            data_seed=self.data_seed,
+            partition="missing_classes",
+            num_clients=5 if ich else 8,
+            partition_kwargs={"missing": self.missing[table][0]},
+            model=self.model,
             dataset_kwargs=self.loader_options(table, dataset) if root else {},
-            model_kwargs=dict(self.model_kwargs), engine=self.engine())
+            model_kwargs=dict(self.model_kwargs),
+            engine=self.engine(),
+        )
 
     def loader_options(self, table: str, dataset: str) -> dict[str, Any]:
         """The ``dataset_kwargs`` of ``table``'s data folder, checked against its loader."""
@@ -106,8 +171,13 @@ def check_data_roots(data_roots: Any) -> dict[str, str]:
     (:func:`fedpl_core.studies.parameters.data_roots_by_key`)."""
     from ..parameters import data_roots_by_key
 
-    return data_roots_by_key(data_roots, {"ICH": "RSNA ICH", "CXR": "NIH ChestX-ray14"}, "data_roots", "table",
-                             "{'ICH': '/data/rsna-ich', 'CXR': '/data/nih'}")
+    return data_roots_by_key(
+        data_roots,
+        {"ICH": "RSNA ICH", "CXR": "NIH ChestX-ray14"},
+        "data_roots",
+        "table",
+        "{'ICH': '/data/rsna-ich', 'CXR': '/data/nih'}",
+    )
 
 
 def settings(profile: str | dict = "cpu", data_roots: Any = None, **parameters: Any) -> Settings:

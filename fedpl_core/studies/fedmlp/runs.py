@@ -2,14 +2,16 @@
 :func:`~fedpl_core.runs.study.run_many` (:func:`methods`), the missing levels of each table
 (:func:`level_settings`), Table 3's ablation and its one-class setting, the FedMLP variants
 that locate a loss, and the ImageNet start of the headline pair."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
-from ...runs.experiment_config import ExperimentConfig
 from ...methods import available_methods
+from ...runs.experiment_config import ExperimentConfig
 from .paper import ABLATION, PAPER_METHODS
 from .profile import Settings
 
@@ -43,8 +45,10 @@ def ablation_methods(st: Settings) -> list[tuple[str, dict]]:
     """Table 3's rows as ``fedmlp`` with switches; the last row (every switch on: FedMLP
     itself in paper mode) is given as Tables 1-2 give FedMLP, so at the same missing level
     the run is shared with them instead of repeated."""
-    return [(lab, {"method": "fedmlp", "method_kwargs": st.fedmlp_kwargs(**({} if all(sw.values()) else sw))})
-            for lab, sw in ABLATION]
+    return [
+        (lab, {"method": "fedmlp", "method_kwargs": st.fedmlp_kwargs(**({} if all(sw.values()) else sw))})
+        for lab, sw in ABLATION
+    ]
 
 
 def one_class_setting(table: str, num_classes: int) -> dict[str, dict]:
@@ -55,8 +59,10 @@ def one_class_setting(table: str, num_classes: int) -> dict[str, dict]:
 def variant_methods(st: Settings) -> list[tuple[str, dict]]:
     """The two FedMLP variants that locate a loss: the paper's own detection ratios (far
     fewer tags) and missing-label detection switched off (WPC + CR only)."""
-    return [("FedMLP, paper T0/T1", {"method": "fedmlp", "method_kwargs": st.fedmlp_kwargs(t0=0.005, t1=0.01)}),
-            ("FedMLP without MLD", {"method": "fedmlp", "method_kwargs": st.fedmlp_kwargs(mld=False)})]
+    return [
+        ("FedMLP, paper T0/T1", {"method": "fedmlp", "method_kwargs": st.fedmlp_kwargs(t0=0.005, t1=0.01)}),
+        ("FedMLP without MLD", {"method": "fedmlp", "method_kwargs": st.fedmlp_kwargs(mld=False)}),
+    ]
 
 
 def imagenet_pair(st: Settings) -> list[tuple[str, dict]]:
@@ -65,8 +71,9 @@ def imagenet_pair(st: Settings) -> list[tuple[str, dict]]:
     return methods(st, ["FedMLP", "FedAvg"])[::-1]
 
 
-def imagenet_start(st: Settings, base: ExperimentConfig, results_dir: str, workers: int = 1,
-                   force: bool = False) -> pd.DataFrame | None:
+def imagenet_start(
+    st: Settings, base: ExperimentConfig, results_dir: str, workers: int = 1, force: bool = False
+) -> pd.DataFrame | None:
     """Does FedMLP's headline (above FedAvg in Table 1) hold from an ImageNet start? FedMLP and FedAvg on
     ``base`` (the notebook's ``base["ICH"]``) at the table's highest missing level, with the profile's
     backbone from scratch (the notebook's own runs, read from the cache) and with EfficientNet-Lite0
@@ -76,5 +83,14 @@ def imagenet_start(st: Settings, base: ExperimentConfig, results_dir: str, worke
     from ..pretrained import imagenet_start as run
 
     top = f"m={st.missing['ICH'][-1]}"
-    return run(base, imagenet_pair(st), st.seeds, results_dir, st.profile, level_settings(st, "ICH")[top],
-               which="final", workers=workers, force=force)
+    return run(
+        base,
+        imagenet_pair(st),
+        st.seeds,
+        results_dir,
+        st.profile,
+        level_settings(st, "ICH")[top],
+        which="final",
+        workers=workers,
+        force=force,
+    )

@@ -1,6 +1,7 @@
 """The sentences notebook 04 prints, computed from its numbers: the hot / cool comparison
 (:func:`hot_cool_sentence`), the check of Table 3's first row against FedAvg and the closing
 verdicts (:func:`what_this_run_shows`)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,13 +18,18 @@ def hot_cool_sentence(g: dict[str, Any], table: str, m: int) -> str:
     if g["diff"] is None:
         return f"{table}, m = {m}: no hot / cool split (every class is labelled by about as many clients)."
     word = verdict({"diff": g["diff"], "p": g["p"]})
-    test = ("no test: too few (class, seed) gains" if g["p"] is None
-            else f"Welch's t-test over class x seed gains, p = {g['p']:.2g}")
-    return (f"{table}, m = {m}: FedMLP - FedAvg-PL is {g['cool']:+.1f} points on the {g['n_cool']} cool classes "
-            f"(labelled by {g['cool_clients'][0]}-{g['cool_clients'][1]} clients) and {g['hot']:+.1f} on the "
-            f"{g['n_hot']} hot ones ({g['hot_clients'][0]}-{g['hot_clients'][1]} clients): cool minus hot "
-            f"{g['diff']:+.1f} points ({test}). The paper's claim that the gain is larger on the cool classes: "
-            f"{word} here.")
+    test = (
+        "no test: too few (class, seed) gains"
+        if g["p"] is None
+        else f"Welch's t-test over class x seed gains, p = {g['p']:.2g}"
+    )
+    return (
+        f"{table}, m = {m}: FedMLP - FedAvg-PL is {g['cool']:+.1f} points on the {g['n_cool']} cool classes "
+        f"(labelled by {g['cool_clients'][0]}-{g['cool_clients'][1]} clients) and {g['hot']:+.1f} on the "
+        f"{g['n_hot']} hot ones ({g['hot_clients'][0]}-{g['hot_clients'][1]} clients): cool minus hot "
+        f"{g['diff']:+.1f} points ({test}). The paper's claim that the gain is larger on the cool classes: "
+        f"{word} here."
+    )
 
 
 def row_one_is_fedavg(fedavg: pd.DataFrame, row_one: pd.DataFrame, table: str, setting: str) -> str:
@@ -32,8 +38,10 @@ def row_one_is_fedavg(fedavg: pd.DataFrame, row_one: pd.DataFrame, table: str, s
     both = pd.concat([fedavg.assign(label="FedAvg"), row_one.assign(label="Table 3, row 1")])
     fin = both[both["which"] == "final"].pivot_table(index="seed", columns="label", values="auroc_mean")
     same = bool((fin["FedAvg"] == fin["Table 3, row 1"]).all())
-    return (f"{table}, {setting}: FedAvg {fin['FedAvg'].mean() * 100:.2f}, Table 3 row 1 (every component off) "
-            f"{fin['Table 3, row 1'].mean() * 100:.2f}: " + ("identical on every seed" if same else "DIFFERENT"))
+    return (
+        f"{table}, {setting}: FedAvg {fin['FedAvg'].mean() * 100:.2f}, Table 3 row 1 (every component off) "
+        f"{fin['Table 3, row 1'].mean() * 100:.2f}: " + ("identical on every seed" if same else "DIFFERENT")
+    )
 
 
 def what_this_run_shows(claims: pd.DataFrame, steps: pd.DataFrame, tags: pd.DataFrame) -> list[str]:
@@ -48,25 +56,32 @@ def what_this_run_shows(claims: pd.DataFrame, steps: pd.DataFrame, tags: pd.Data
     auc = claims[(claims["metric"] == "auroc_mean") & (claims["vs"] == "FedAvg-PL")] if len(claims) else claims
     for t, g in auc.groupby("table", sort=False):
         r = g.iloc[-1]  # the highest missing level
-        out.append(f"In {t} with {r['m']} missing classes a client, the paper's claim that FedMLP is above FedAvg-PL "
-                   f"in mean AUROC is {r['verdict']} here: FedMLP is {abs(r['diff (points)']):.1f} points "
-                   f"{'above' if r['diff (points)'] > 0 else 'below'} it"
-                   + (f" (95 % CI {r['95 % CI']})." if r["95 % CI"] else " (one seed: no interval)."))
+        out.append(
+            f"In {t} with {r['m']} missing classes a client, the paper's claim that FedMLP is above FedAvg-PL "
+            f"in mean AUROC is {r['verdict']} here: FedMLP is {abs(r['diff (points)']):.1f} points "
+            f"{'above' if r['diff (points)'] > 0 else 'below'} it"
+            + (f" (95 % CI {r['95 % CI']})." if r["95 % CI"] else " (one seed: no interval).")
+        )
     counts = {v: int((claims["verdict"] == v).sum()) for v in VERDICTS} if len(claims) else {}
     if counts:
-        out.append(f"Of the {len(claims)} comparisons with FedAvg-PL and FedAvg (mean AUROC and mAP), "
-                   f"{counts['reproduced']} reproduce the paper's direction, {counts['opposite']} show the opposite "
-                   f"and {counts['not distinguishable']} cannot be told apart from no difference.")
+        out.append(
+            f"Of the {len(claims)} comparisons with FedAvg-PL and FedAvg (mean AUROC and mAP), "
+            f"{counts['reproduced']} reproduce the paper's direction, {counts['opposite']} show the opposite "
+            f"and {counts['not distinguishable']} cannot be told apart from no difference."
+        )
     if len(tags) and "pl/coverage" in tags:
         for (t, lab), r in tags.iterrows():
             if lab == "FedMLP":
                 acc = r.get("pl/accuracy")
-                out.append(f"FedMLP tagged {100 * r['pl/coverage']:.1f} % of the missing entries in {t} by the last "
-                           "round" + (f", {100 * acc:.1f} % of them correctly." if acc == acc and acc is not None
-                                      else "."))
+                out.append(
+                    f"FedMLP tagged {100 * r['pl/coverage']:.1f} % of the missing entries in {t} by the last "
+                    "round" + (f", {100 * acc:.1f} % of them correctly." if acc == acc and acc is not None else ".")
+                )
     if len(steps):
         big = steps["AUC change (points)"].abs().idxmax()
         r = steps.loc[big]
-        out.append(f"The ablation's largest step is {big[1]} in {big[0]}: {r['AUC change (points)']:+.1f} points"
-                   + (f" (p = {r['p']:.2g})." if r["p"] is not None and r["p"] == r["p"] else "."))
+        out.append(
+            f"The ablation's largest step is {big[1]} in {big[0]}: {r['AUC change (points)']:+.1f} points"
+            + (f" (p = {r['p']:.2g})." if r["p"] is not None and r["p"] == r["p"] else ".")
+        )
     return out

@@ -2,17 +2,19 @@
 :func:`ablation_table`, step by step: :func:`ablation_steps`), the hot and cool classes
 (:func:`hot_cool`, :func:`hot_cool_gap`), the data, the tags' quality round by round
 (:func:`tag_curves`, :func:`tag_quality`) and the FedMLP variants (:func:`variants_table`)."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
-from ...runs.experiment_config import ExperimentConfig
 from ...report.tables import fmt_mean_std
+from ...runs.experiment_config import ExperimentConfig
 from .paper import METRICS
-from .runs import variant_methods
 from .profile import Settings
+from .runs import variant_methods
 
 
 def results_table(df: pd.DataFrame, which: str = "final", decimals: int = 1) -> pd.DataFrame:
@@ -35,17 +37,24 @@ def hot_cool(df: pd.DataFrame, cfg: ExperimentConfig, setting: str, which: str =
     over = {"m": int(setting.split("=")[1])}
     c = cfg.replace(partition_kwargs={**cfg.partition_kwargs, "missing": over["m"]})
     part = build_partition(c, load_data(c).train)
-    counts = pd.Series([sum(bool(cl.class_mask[j]) for cl in part.clients) for j in range(len(part.class_names))],
-                       index=part.class_names, name="clients labelling it")
+    counts = pd.Series(
+        [sum(bool(cl.class_mask[j]) for cl in part.clients) for j in range(len(part.class_names))],
+        index=part.class_names,
+        name="clients labelling it",
+    )
     d = df[(df["which"] == which) & (df["setting"] == setting)]
     cols = {f"auroc:{n}": n for n in part.class_names if f"auroc:{n}" in d}
     per = d.groupby("label", sort=False)[list(cols)].mean().rename(columns=cols).T * 100
-    return (pd.concat([counts, per.round(1)], axis=1).sort_values("clients labelling it", ascending=False)
-            .rename_axis("class"))
+    return (
+        pd.concat([counts, per.round(1)], axis=1)
+        .sort_values("clients labelling it", ascending=False)
+        .rename_axis("class")
+    )
 
 
-def hot_cool_gap(df: pd.DataFrame, cfg: ExperimentConfig, setting: str, a: str = "FedMLP", b: str = "FedAvg-PL",
-                 which: str = "final") -> dict[str, Any]:
+def hot_cool_gap(
+    df: pd.DataFrame, cfg: ExperimentConfig, setting: str, a: str = "FedMLP", b: str = "FedAvg-PL", which: str = "final"
+) -> dict[str, Any]:
     """FedMLP's claim that its missing-label tags help most on "cool" classes (labelled by
     few clients; the paper's discussion of Tables 1-2, no equation), as numbers:
     ``a`` minus ``b`` in per-class AUROC (points, paired on the seed) on the cool classes
@@ -65,12 +74,17 @@ def hot_cool_gap(df: pd.DataFrame, cfg: ExperimentConfig, setting: str, a: str =
     gc = pd.concat([gains[c] for c in cool]) if cool else pd.Series(dtype=float)
     gh = pd.concat([gains[c] for c in hot]) if hot else pd.Series(dtype=float)
     both = len(gc) > 0 and len(gh) > 0
-    return {"cool": float(gc.mean()) if len(gc) else None, "hot": float(gh.mean()) if len(gh) else None,
-            "diff": float(gc.mean() - gh.mean()) if both else None,
-            "p": float(stats.ttest_ind(gc, gh, equal_var=False).pvalue) if len(gc) > 1 and len(gh) > 1 else None,
-            "n_cool": len(cool), "n_hot": len(hot),
-            "cool_clients": (int(n[cool].min()), int(n[cool].max())) if cool else None,
-            "hot_clients": (int(n[hot].min()), int(n[hot].max())) if hot else None, "table": hc}
+    return {
+        "cool": float(gc.mean()) if len(gc) else None,
+        "hot": float(gh.mean()) if len(gh) else None,
+        "diff": float(gc.mean() - gh.mean()) if both else None,
+        "p": float(stats.ttest_ind(gc, gh, equal_var=False).pvalue) if len(gc) > 1 and len(gh) > 1 else None,
+        "n_cool": len(cool),
+        "n_hot": len(hot),
+        "cool_clients": (int(n[cool].min()), int(n[cool].max())) if cool else None,
+        "hot_clients": (int(n[hot].min()), int(n[hot].max())) if hot else None,
+        "table": hc,
+    }
 
 
 #: The pseudo-label (tag) scores notebook 04 follows round by round.
@@ -91,8 +105,11 @@ def tag_curves(results: dict[str, pd.DataFrame], st: Settings, keys: Sequence[st
             cv = cv[cv["setting"] == top]
             frames.append(cv.rename(columns={k: "value"}).assign(metric=f"{t} ({top}): {k}"))
     frames = [f for f in frames if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["setting", "label", "seed", "round", "value", "metric"])
+    return (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=["setting", "label", "seed", "round", "value", "metric"])
+    )
 
 
 def data_summary(base: dict[str, ExperimentConfig]) -> pd.DataFrame:
@@ -102,8 +119,11 @@ def data_summary(base: dict[str, ExperimentConfig]) -> pd.DataFrame:
     out = {}
     for t, cfg in base.items():
         d = load_data(cfg)
-        out[t] = {"training images": len(d.train), "test images": len(d.test),
-                  "classes": ", ".join(d.train.class_names)}
+        out[t] = {
+            "training images": len(d.train),
+            "test images": len(d.test),
+            "classes": ", ".join(d.train.class_names),
+        }
     return pd.DataFrame(out)
 
 
@@ -120,15 +140,22 @@ def variants_table(results: dict[str, pd.DataFrame], st: Settings) -> pd.DataFra
         for lab in ["FedMLP"] + [v[0] for v in variant_methods(st)]:
             cov = curve_frame(rv, metric="pl/coverage").query("label == @lab")
             acc = curve_frame(rv, metric="pl/accuracy").query("label == @lab")
-            row = {"table": t, "m": top, "variant": lab,
-                   "tagged share": (round(float(cov.groupby("seed")["pl/coverage"].last().mean()), 3) if len(cov)
-                                    else 0.0),
-                   "tag accuracy": (round(float(acc.groupby("seed")["pl/accuracy"].last().mean()), 3) if len(acc)
-                                    else None)}
+            row = {
+                "table": t,
+                "m": top,
+                "variant": lab,
+                "tagged share": (
+                    round(float(cov.groupby("seed")["pl/coverage"].last().mean()), 3) if len(cov) else 0.0
+                ),
+                "tag accuracy": (
+                    round(float(acc.groupby("seed")["pl/accuracy"].last().mean()), 3) if len(acc) else None
+                ),
+            }
             for ref in ("FedAvg-PL", "FedAvg"):
                 d = paired_difference(rv, lab, ref, "auroc_mean")
-                row[f"AUC vs {ref}"] = (f"{d['diff']:+.1f} (p = {d['p']:.2g})" if d["p"] is not None
-                                        else f"{d['diff']:+.1f}")
+                row[f"AUC vs {ref}"] = (
+                    f"{d['diff']:+.1f} (p = {d['p']:.2g})" if d["p"] is not None else f"{d['diff']:+.1f}"
+                )
             rows.append(row)
     return pd.DataFrame(rows).set_index(["table", "m", "variant"])
 
@@ -160,9 +187,15 @@ def ablation_steps(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
         labels = list(dict.fromkeys(ra["label"]))
         for prev, cur in zip(labels, labels[1:]):
             d = paired_difference(ra, cur, prev, "auroc_mean")
-            rows.append({"table": t, "step": f"{prev} -> {cur}", "AUC change (points)": round(d["diff"], 2),
-                         "95 % CI": "" if d["ci"] is None else f"{d['ci'][0]:.1f} to {d['ci'][1]:.1f}",
-                         "p": None if d["p"] is None else float(f"{d['p']:.2g}")})
+            rows.append(
+                {
+                    "table": t,
+                    "step": f"{prev} -> {cur}",
+                    "AUC change (points)": round(d["diff"], 2),
+                    "95 % CI": "" if d["ci"] is None else f"{d['ci'][0]:.1f} to {d['ci'][1]:.1f}",
+                    "p": None if d["p"] is None else float(f"{d['p']:.2g}"),
+                }
+            )
     steps = pd.DataFrame(rows).set_index(["table", "step"])
     steps["p (Holm)"] = [None if p is None else float(f"{p:.2g}") for p in holm(list(steps["p"]))]
     return steps
@@ -171,6 +204,8 @@ def ablation_steps(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def ablation_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Table 3: :func:`results_table` of each table's ablation runs side by side (columns
     prefixed by the table)."""
-    frames = [results_table(ra).rename(columns=lambda c: f"{t} ({c})" if isinstance(c, str) else c, level=0)
-              for t, ra in results.items()]
+    frames = [
+        results_table(ra).rename(columns=lambda c, t=t: f"{t} ({c})" if isinstance(c, str) else c, level=0)
+        for t, ra in results.items()
+    ]
     return pd.concat(frames, axis=1)

@@ -56,41 +56,120 @@ The study's modules, one job each (this package imports their public names):
 * :mod:`~fedpl_core.studies.fedpsl.sentences`: the sentences the notebook prints;
 * :mod:`~fedpl_core.studies.fedpsl.claims`: the paper's headline claims.
 """
+
 from __future__ import annotations
 
-from ...data.sources.fedpsl import (CLASSES_II, CLASSES_IV, ONE_CLASS, client_classes, nih_batches, real_data, source,
-                                    synthetic_data, table1_prevalence)
-from .paper import (PRETRAIN_METHODS, PRETRAIN_ROUNDS, TABLE_II_METHODS, TABLE_IV_LABELS, TADL_METHODS, config,
-                    sizes_kwargs)
-from .profile import PROFILES, Settings, settings
-from .runs import (fig3_settings, fig4_settings, imagenet_pair, imagenet_start, paper_methods, partition,
-                   setting_value, table2_settings, table5_settings, tadl_variants)
-from .tables import paper_table, selection_table, sweep_differences, sweep_table, sweep_trend, table5
-from .figures import (fig4_xlabel, head_weight_frames, plot_head_weights, plot_per_class_selection, plot_sources,
-                      plot_sweep)
-from .sentences import (TABLE2_COMPARISONS, comparison_sentences, diagnosis_sentences, one_class_sentences, p_text,
-                        sweep_gain_sentence, table5_sentences, what_this_run_shows)
+from ...data.sources.fedpsl import (
+    CLASSES_II,
+    CLASSES_IV,
+    ONE_CLASS,
+    client_classes,
+    nih_batches,
+    real_data,
+    source,
+    synthetic_data,
+    table1_prevalence,
+)
 from .claims import headline_claims
+from .figures import (
+    fig4_xlabel,
+    head_weight_frames,
+    plot_head_weights,
+    plot_per_class_selection,
+    plot_sources,
+    plot_sweep,
+)
+from .paper import (
+    PRETRAIN_METHODS,
+    PRETRAIN_ROUNDS,
+    TABLE_II_METHODS,
+    TABLE_IV_LABELS,
+    TADL_METHODS,
+    config,
+    sizes_kwargs,
+)
+from .profile import PROFILES, Settings, settings
+from .runs import (
+    fig3_settings,
+    fig4_settings,
+    imagenet_pair,
+    imagenet_start,
+    paper_methods,
+    partition,
+    setting_value,
+    table2_settings,
+    table5_settings,
+    tadl_variants,
+)
+from .sentences import (
+    TABLE2_COMPARISONS,
+    comparison_sentences,
+    diagnosis_sentences,
+    one_class_sentences,
+    p_text,
+    sweep_gain_sentence,
+    table5_sentences,
+    what_this_run_shows,
+)
+from .tables import paper_table, selection_table, sweep_differences, sweep_table, sweep_trend, table5
 
 __all__ = [
     # the data source's classes and loaders
-    "CLASSES_II", "CLASSES_IV", "ONE_CLASS", "client_classes", "nih_batches", "real_data", "source", "synthetic_data",
+    "CLASSES_II",
+    "CLASSES_IV",
+    "ONE_CLASS",
+    "client_classes",
+    "nih_batches",
+    "real_data",
+    "source",
+    "synthetic_data",
     "table1_prevalence",
     # paper
-    "TABLE_II_METHODS", "TABLE_IV_LABELS", "TADL_METHODS", "PRETRAIN_METHODS", "PRETRAIN_ROUNDS", "config",
+    "TABLE_II_METHODS",
+    "TABLE_IV_LABELS",
+    "TADL_METHODS",
+    "PRETRAIN_METHODS",
+    "PRETRAIN_ROUNDS",
+    "config",
     "sizes_kwargs",
     # settings
-    "PROFILES", "Settings", "settings",
+    "PROFILES",
+    "Settings",
+    "settings",
     # runs
-    "paper_methods", "tadl_variants", "partition", "table2_settings", "fig3_settings", "fig4_settings",
-    "table5_settings", "setting_value", "imagenet_pair", "imagenet_start",
+    "paper_methods",
+    "tadl_variants",
+    "partition",
+    "table2_settings",
+    "fig3_settings",
+    "fig4_settings",
+    "table5_settings",
+    "setting_value",
+    "imagenet_pair",
+    "imagenet_start",
     # tables
-    "paper_table", "selection_table", "sweep_table", "sweep_differences", "sweep_trend", "table5",
+    "paper_table",
+    "selection_table",
+    "sweep_table",
+    "sweep_differences",
+    "sweep_trend",
+    "table5",
     # figures
-    "plot_sweep", "head_weight_frames", "plot_head_weights", "plot_sources", "plot_per_class_selection", "fig4_xlabel",
+    "plot_sweep",
+    "head_weight_frames",
+    "plot_head_weights",
+    "plot_sources",
+    "plot_per_class_selection",
+    "fig4_xlabel",
     # sentences
-    "TABLE2_COMPARISONS", "p_text", "comparison_sentences", "diagnosis_sentences", "one_class_sentences",
-    "sweep_gain_sentence", "table5_sentences", "what_this_run_shows",
+    "TABLE2_COMPARISONS",
+    "p_text",
+    "comparison_sentences",
+    "diagnosis_sentences",
+    "one_class_sentences",
+    "sweep_gain_sentence",
+    "table5_sentences",
+    "what_this_run_shows",
     # claims
     "headline_claims",
 ]

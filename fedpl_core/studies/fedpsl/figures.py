@@ -1,17 +1,18 @@
 """Notebook 01's figures: the sweeps (:func:`plot_sweep`), the head weights of FedAvg and TDMA
 (:func:`plot_head_weights`), the clients' images (:func:`plot_sources`) and Table II per class
 (:func:`plot_per_class_selection`)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
 from ... import partitions as P
-from ...runs.experiment_config import ExperimentConfig
-from ...runs.build import load_data
 from ...report.names import display_name
-from .runs import partition
+from ...runs.build import load_data
+from ...runs.experiment_config import ExperimentConfig
 from .profile import Settings
+from .runs import partition
 
 
 def plot_sweep(df: pd.DataFrame, x: str = "n", xlabel: str | None = None, title: str = "", logx: bool = True):
@@ -30,8 +31,15 @@ def plot_sweep(df: pd.DataFrame, x: str = "n", xlabel: str | None = None, title:
         d = d0[d0["which"] == which].groupby(["label", x], sort=False)["auroc_mean"].agg(["mean", "std"]).reset_index()
         for i, (label, g) in enumerate(d.groupby("label", sort=False)):
             g = g.sort_values(x)
-            ax.errorbar(g[x], g["mean"], yerr=g["std"].fillna(0.0), marker="osD^v"[i % 5], capsize=3, label=label,
-                        color=colors[label])
+            ax.errorbar(
+                g[x],
+                g["mean"],
+                yerr=g["std"].fillna(0.0),
+                marker="osD^v"[i % 5],
+                capsize=3,
+                label=label,
+                color=colors[label],
+            )
         if logx:
             ax.set_xscale("log")
             ax.minorticks_off()
@@ -59,8 +67,10 @@ def head_weight_frames(cfg: ExperimentConfig) -> dict[str, pd.DataFrame]:
     fedavg = np.repeat((n / n.sum())[:, None], counts.shape[1], 1)
     tdma = counts / np.where(counts.sum(0) > 0, counts.sum(0), 1.0)
     cols = [c.replace("_", " ") for c in train.class_names]
-    return {"FedAvg": pd.DataFrame(fedavg, index=names, columns=cols),
-            "TDMA": pd.DataFrame(tdma, index=names, columns=cols)}
+    return {
+        "FedAvg": pd.DataFrame(fedavg, index=names, columns=cols),
+        "TDMA": pd.DataFrame(tdma, index=names, columns=cols),
+    }
 
 
 def plot_head_weights(cfg: ExperimentConfig, title: str = ""):
@@ -119,7 +129,7 @@ def plot_per_class_selection(df: pd.DataFrame, title: str = "Table II per class"
     return fig
 
 
-def fig4_xlabel(s: "Settings") -> str:
+def fig4_xlabel(s: Settings) -> str:
     """The x label of Fig. 4's sweep: the size of the two extreme clients (B and C: the
     second and third, :func:`fig4_settings`) and of the others."""
     return f"images in clients B and C (the others: {s.fig4_base})"

@@ -2,38 +2,43 @@
 the ones that pre-train or meta-learn, and its federations as one base config: the Table I /
 III clients of the data source ``"fedpsl"`` (:mod:`fedpl_core.data.sources.fedpsl`), each of
 the size :func:`sizes_kwargs` gives."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ...fl.engine_config import EngineConfig
-from ...runs.experiment_config import ExperimentConfig
 from ...report.names import display_name
-
+from ...runs.experiment_config import ExperimentConfig
 
 #: (label, registry name, kwargs): the paper's methods in the order of Table II, each labelled
 #: by its class's ``display_name`` (the paper's FedAVG, FedProx and Oracle train with the
 #: weighted partial BCE: "FedAvg (wBCE)", "FedProx (wBCE)", "Oracle (wBCE)").  Methods that are
 #: not registered (yet) are skipped by :func:`paper_methods`.
-TABLE_II_METHODS: list[tuple[str, str, dict]] = [(display_name(key), key, kw) for key, kw in (
-    ("fedavg_wbce", {}),
-    ("fedprox_wbce", {"mu": 1e-3}),
-    ("fedssp", {}),
-    ("fedmatch", {}),
-    ("fedmatch_plus", {}),
-    ("iml_wbce", {}),
-    ("fixmatch", {}),
-    ("mixup_pme", {}),
-    ("fedpsl_tdma", {}),
-    ("fedpsl_tadl", {}),
-    ("fedpsl", {}),
-    ("oracle_wbce", {}),
-)]
+TABLE_II_METHODS: list[tuple[str, str, dict]] = [
+    (display_name(key), key, kw)
+    for key, kw in (
+        ("fedavg_wbce", {}),
+        ("fedprox_wbce", {"mu": 1e-3}),
+        ("fedssp", {}),
+        ("fedmatch", {}),
+        ("fedmatch_plus", {}),
+        ("iml_wbce", {}),
+        ("fixmatch", {}),
+        ("mixup_pme", {}),
+        ("fedpsl_tdma", {}),
+        ("fedpsl_tadl", {}),
+        ("fedpsl", {}),
+        ("oracle_wbce", {}),
+    )
+]
 
-TABLE_IV_LABELS = [display_name(k) for k in ("fedavg_wbce", "fedmatch_plus", "fedpsl_tdma", "fedpsl_tadl", "fedpsl",
-                                             "oracle_wbce")]
+TABLE_IV_LABELS = [
+    display_name(k) for k in ("fedavg_wbce", "fedmatch_plus", "fedpsl_tdma", "fedpsl_tadl", "fedpsl", "oracle_wbce")
+]
 
 TADL_METHODS = ("fedpsl", "fedpsl_tadl")
 
@@ -43,17 +48,34 @@ PRETRAIN_METHODS = ("fedssp", "fedmatch_plus")
 PRETRAIN_ROUNDS = 5
 
 
-def config(table: str = "II", pool: int = 1000, image_size: int = 32, test_pos: int = 300, test_neg: int = 300,
-           data_seed: int = 0, data_root: str | None = None, n: int | None = None, model: str = "cnn",
-           model_kwargs: dict | None = None, engine: EngineConfig | None = None, **dataset_kwargs: Any
-           ) -> ExperimentConfig:
+def config(
+    table: str = "II",
+    pool: int = 1000,
+    image_size: int = 32,
+    test_pos: int = 300,
+    test_neg: int = 300,
+    data_seed: int = 0,
+    data_root: str | None = None,
+    n: int | None = None,
+    model: str = "cnn",
+    model_kwargs: dict | None = None,
+    engine: EngineConfig | None = None,
+    **dataset_kwargs: Any,
+) -> ExperimentConfig:
     """The base config of a FedPSL experiment: the Table I / III federation with every
     client of size ``n`` (None: the whole pool), the model and the schedule."""
     return ExperimentConfig(
-        dataset="fedpsl", data_root=data_root, image_size=image_size, data_seed=data_seed,
+        dataset="fedpsl",
+        data_root=data_root,
+        image_size=image_size,
+        data_seed=data_seed,
         dataset_kwargs={"table": table, "pool": pool, "test_pos": test_pos, "test_neg": test_neg, **dataset_kwargs},
-        partition="explicit", partition_kwargs=sizes_kwargs(n), model=model, model_kwargs=dict(model_kwargs or {}),
-        engine=engine or EngineConfig())
+        partition="explicit",
+        partition_kwargs=sizes_kwargs(n),
+        model=model,
+        model_kwargs=dict(model_kwargs or {}),
+        engine=engine or EngineConfig(),
+    )
 
 
 def sizes_kwargs(sizes: int | Sequence[int] | None) -> dict[str, Any]:
@@ -61,5 +83,8 @@ def sizes_kwargs(sizes: int | Sequence[int] | None) -> dict[str, Any]:
     or None for the whole pool), each taking the first n images of its pool."""
     if sizes is not None and not isinstance(sizes, (int, np.integer)):
         sizes = [int(x) for x in sizes]
-    return {"sizes": None if sizes is None else (int(sizes) if isinstance(sizes, (int, np.integer)) else sizes),
-            "take": "first", "name": "FedPSL Table I/III"}
+    return {
+        "sizes": None if sizes is None else (int(sizes) if isinstance(sizes, (int, np.integer)) else sizes),
+        "take": "first",
+        "name": "FedPSL Table I/III",
+    }

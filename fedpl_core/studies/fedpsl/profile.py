@@ -1,16 +1,16 @@
 """Notebook 01's profiles: the table :data:`PROFILES` (smoke / cpu / gpu / full), the
 :class:`Settings` a row of it gives and :func:`settings`, which applies the notebook's
 parameters to a row (:func:`fedpl_core.studies.parameters.apply_parameters`)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...fl.engine_config import EngineConfig
-from ...runs.experiment_config import ExperimentConfig
 from ...report.names import display_name
+from ...runs.experiment_config import ExperimentConfig
 from .paper import TABLE_II_METHODS, TABLE_IV_LABELS, config
-
 
 _NO_SIMSIAM = tuple(display_name(k) for k in ("fedssp", "fedmatch", "fedmatch_plus"))
 
@@ -40,23 +40,90 @@ _NO_SIMSIAM = tuple(display_name(k) for k in ("fedssp", "fedmatch", "fedmatch_pl
 #:   paper's; pass ``model="densenet121"`` with real data), 1,000 images per client,
 #:   100 epochs with synchronisation every 10 (10 rounds), 3 seeds, second-order TADL.
 PROFILES: dict[str, dict[str, Any]] = {
-    "smoke": dict(seeds=[0], rounds=2, lr=1e-3, local_epochs=1, eval_every=1, eval_batch_size=400,
-                  n=60, image_size=32, test_pos=40, test_neg=40, model="cnn", model_kwargs={"width": 8},
-                  first_order=True, fig3_n=[30, 60], fig4_base=60, fig4_n=[15, 60], total_epochs=2, table5_e=[1, 2]),
-    "cpu": dict(seeds=[0, 1, 2], rounds=16, lr=3e-3, local_epochs=2, eval_every=2, eval_batch_size=500,
-                n=200, image_size=28, test_pos=150, test_neg=150, model="cnn", model_kwargs={"width": 16},
-                first_order=True, fig3_n=[50, 100, 200], fig4_base=200, fig4_n=[50, 200, 400], total_epochs=32,
-                table5_e=[2, 8, 32], table2_labels=[m for m, _, _ in TABLE_II_METHODS if m not in _NO_SIMSIAM],
-                table4_labels=[m for m in TABLE_IV_LABELS if m not in _NO_SIMSIAM]),
-    "gpu": dict(seeds=[0, 1, 2], rounds=10, lr=1e-3, local_epochs=2, eval_every=1, eval_batch_size=512,
-                n=64, image_size=128, test_pos=150, test_neg=150, model="densenet121", model_kwargs={},
-                first_order=True, fig3_n=[32, 64], fig4_base=64, fig4_n=[16, 64], total_epochs=20,
-                table5_e=[2, 10, 20], table2_labels=[m for m, _, _ in TABLE_II_METHODS if m not in _NO_SIMSIAM],
-                table4_labels=[m for m in TABLE_IV_LABELS if m not in _NO_SIMSIAM]),
-    "full": dict(seeds=[0, 1, 2], rounds=10, lr=1e-3, local_epochs=10, eval_every=1, eval_batch_size=512,
-                 n=1000, image_size=64, test_pos=300, test_neg=300, model="resnet18", model_kwargs={},
-                 first_order=False, fig3_n=[100, 250, 500, 1000, 2500], fig4_base=1000,
-                 fig4_n=[100, 250, 500, 1000, 2500, 5000, 10000], total_epochs=100, table5_e=[10, 20, 50, 100]),
+    "smoke": dict(
+        seeds=[0],
+        rounds=2,
+        lr=1e-3,
+        local_epochs=1,
+        eval_every=1,
+        eval_batch_size=400,
+        n=60,
+        image_size=32,
+        test_pos=40,
+        test_neg=40,
+        model="cnn",
+        model_kwargs={"width": 8},
+        first_order=True,
+        fig3_n=[30, 60],
+        fig4_base=60,
+        fig4_n=[15, 60],
+        total_epochs=2,
+        table5_e=[1, 2],
+    ),
+    "cpu": dict(
+        seeds=[0, 1, 2],
+        rounds=16,
+        lr=3e-3,
+        local_epochs=2,
+        eval_every=2,
+        eval_batch_size=500,
+        n=200,
+        image_size=28,
+        test_pos=150,
+        test_neg=150,
+        model="cnn",
+        model_kwargs={"width": 16},
+        first_order=True,
+        fig3_n=[50, 100, 200],
+        fig4_base=200,
+        fig4_n=[50, 200, 400],
+        total_epochs=32,
+        table5_e=[2, 8, 32],
+        table2_labels=[m for m, _, _ in TABLE_II_METHODS if m not in _NO_SIMSIAM],
+        table4_labels=[m for m in TABLE_IV_LABELS if m not in _NO_SIMSIAM],
+    ),
+    "gpu": dict(
+        seeds=[0, 1, 2],
+        rounds=10,
+        lr=1e-3,
+        local_epochs=2,
+        eval_every=1,
+        eval_batch_size=512,
+        n=64,
+        image_size=128,
+        test_pos=150,
+        test_neg=150,
+        model="densenet121",
+        model_kwargs={},
+        first_order=True,
+        fig3_n=[32, 64],
+        fig4_base=64,
+        fig4_n=[16, 64],
+        total_epochs=20,
+        table5_e=[2, 10, 20],
+        table2_labels=[m for m, _, _ in TABLE_II_METHODS if m not in _NO_SIMSIAM],
+        table4_labels=[m for m in TABLE_IV_LABELS if m not in _NO_SIMSIAM],
+    ),
+    "full": dict(
+        seeds=[0, 1, 2],
+        rounds=10,
+        lr=1e-3,
+        local_epochs=10,
+        eval_every=1,
+        eval_batch_size=512,
+        n=1000,
+        image_size=64,
+        test_pos=300,
+        test_neg=300,
+        model="resnet18",
+        model_kwargs={},
+        first_order=False,
+        fig3_n=[100, 250, 500, 1000, 2500],
+        fig4_base=1000,
+        fig4_n=[100, 250, 500, 1000, 2500, 5000, 10000],
+        total_epochs=100,
+        table5_e=[10, 20, 50, 100],
+    ),
 }
 
 
@@ -66,23 +133,23 @@ class Settings:
     notebook's parameters applied, :func:`settings`)."""
 
     seeds: list[int]
-    rounds: int                  # communication rounds of Tables II / IV and the sweeps of Fig. 3 / 4
-    lr: float                    # Adam's learning rate (and TADL's outer step)
+    rounds: int  # communication rounds of Tables II / IV and the sweeps of Fig. 3 / 4
+    lr: float  # Adam's learning rate (and TADL's outer step)
     local_epochs: float
     eval_every: int
     eval_batch_size: int
-    n: int                       # images per client (Tables II / IV, Table V)
+    n: int  # images per client (Tables II / IV, Table V)
     image_size: int
     test_pos: int
     test_neg: int
     model: str
     model_kwargs: dict
-    first_order: bool            # TADL first-order
-    fig3_n: list[int]            # Fig. 3: n of every client
-    fig4_base: int               # Fig. 4: size of the normal clients
-    fig4_n: list[int]            # Fig. 4: n of the two extreme clients (2 and 3)
-    total_epochs: int            # Table V: epochs of training in total
-    table5_e: list[int]          # Table V: local epochs between synchronisations
+    first_order: bool  # TADL first-order
+    fig3_n: list[int]  # Fig. 3: n of every client
+    fig4_base: int  # Fig. 4: size of the normal clients
+    fig4_n: list[int]  # Fig. 4: n of the two extreme clients (2 and 3)
+    total_epochs: int  # Table V: epochs of training in total
+    table5_e: list[int]  # Table V: local epochs between synchronisations
     table2_labels: list[str] | None = None  # Table II's methods (None: all of the paper's)
     table4_labels: list[str] = field(default_factory=lambda: list(TABLE_IV_LABELS))  # Table IV's methods
     profile: str = "cpu"
@@ -95,10 +162,21 @@ class Settings:
         selection by the best mean test AUROC (the paper's), the profile's engine options."""
         from ..parameters import engine_options
 
-        return EngineConfig(rounds=self.rounds, local_epochs=self.local_epochs, eval_every=self.eval_every,
-                            eval_batch_size=self.eval_batch_size, optimizer="adam", lr=self.lr,
-                            normalize="instance", augment="flip_shift", batch_size=32, device=self.device,
-                            progress=False, selection="auroc_mean", **engine_options(self.profile))
+        return EngineConfig(
+            rounds=self.rounds,
+            local_epochs=self.local_epochs,
+            eval_every=self.eval_every,
+            eval_batch_size=self.eval_batch_size,
+            optimizer="adam",
+            lr=self.lr,
+            normalize="instance",
+            augment="flip_shift",
+            batch_size=32,
+            device=self.device,
+            progress=False,
+            selection="auroc_mean",
+            **engine_options(self.profile),
+        )
 
     @property
     def pool(self) -> int:
@@ -106,13 +184,25 @@ class Settings:
         Fig. 4 and Table V take their clients' images from the same pools."""
         return max([self.n, self.fig4_base, *self.fig3_n, *self.fig4_n])
 
-    def config(self, table: str = "II", pool: int | None = None, data_seed: int | None = None,
-               data_root: str | None = None) -> ExperimentConfig:
+    def config(
+        self, table: str = "II", pool: int | None = None, data_seed: int | None = None, data_root: str | None = None
+    ) -> ExperimentConfig:
         """The base config of the Table I / III federation with clients of size ``n``
         (``data_seed``: None: the settings' own)."""
         data_seed = self.data_seed if data_seed is None else data_seed
-        return config(table, pool or self.n, self.image_size, self.test_pos, self.test_neg, data_seed, data_root,
-                      n=self.n, model=self.model, model_kwargs=self.model_kwargs, engine=self.engine)
+        return config(
+            table,
+            pool or self.n,
+            self.image_size,
+            self.test_pos,
+            self.test_neg,
+            data_seed,
+            data_root,
+            n=self.n,
+            model=self.model,
+            model_kwargs=self.model_kwargs,
+            engine=self.engine,
+        )
 
 
 def settings(profile: str | dict = "cpu", **parameters: Any) -> Settings:

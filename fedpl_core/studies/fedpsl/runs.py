@@ -3,24 +3,30 @@
 :func:`tadl_variants`), the settings of Tables II / IV, Fig. 3, Fig. 4 and Table V as
 ``{setting: overrides}`` (and the number in a setting's label, :func:`setting_value`), the
 partition a config trains on, and the ImageNet start of the headline pair."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
 from ... import partitions as P
-from ...runs.experiment_config import ExperimentConfig
-from ...runs.build import build_partition, load_data
 from ...methods import available_methods
 from ...report.names import display_name
+from ...runs.build import build_partition, load_data
+from ...runs.experiment_config import ExperimentConfig
 from .paper import PRETRAIN_METHODS, PRETRAIN_ROUNDS, TABLE_II_METHODS, TADL_METHODS, sizes_kwargs
 from .profile import Settings
 
 
-def paper_methods(labels: Sequence[str] | None = None, first_order: bool = False,
-                  verbose: bool = True, rounds: int | None = None,
-                  cache_dir: str | None = None) -> list[tuple[str, dict]]:
+def paper_methods(
+    labels: Sequence[str] | None = None,
+    first_order: bool = False,
+    verbose: bool = True,
+    rounds: int | None = None,
+    cache_dir: str | None = None,
+) -> list[tuple[str, dict]]:
     """The paper's methods (all of Table II, or those named in ``labels``) that are
     registered, as ``(label, config overrides)`` for :func:`~fedpl_core.runs.study.run_many`;
     TADL methods get ``first_order``.  Skipped ones are printed.
@@ -69,12 +75,13 @@ def tadl_variants(first_order: bool = True) -> list[tuple[str, dict]]:
     """
     tadl = {"method": "fedpsl_tadl", "method_kwargs": {"first_order": first_order}}
     avg = display_name("fedavg_wbce")
-    rows = [(avg, {"method": "fedavg_wbce", "method_kwargs": {}}),
-            (f"{avg}, batch 16", {"method": "fedavg_wbce", "method_kwargs": {}, "batch_size": 16}),
-            (display_name("fedpsl_tadl"), tadl),
-            ("TADL, batch 64", {**tadl, "batch_size": 64}),
-            ("TADL, alpha = 0.1", {"method": "fedpsl_tadl",
-                                   "method_kwargs": {"first_order": first_order, "alpha": 0.1}})]
+    rows = [
+        (avg, {"method": "fedavg_wbce", "method_kwargs": {}}),
+        (f"{avg}, batch 16", {"method": "fedavg_wbce", "method_kwargs": {}, "batch_size": 16}),
+        (display_name("fedpsl_tadl"), tadl),
+        ("TADL, batch 64", {**tadl, "batch_size": 64}),
+        ("TADL, alpha = 0.1", {"method": "fedpsl_tadl", "method_kwargs": {"first_order": first_order, "alpha": 0.1}}),
+    ]
     if first_order:
         rows.append(("TADL, second order", {"method": "fedpsl_tadl", "method_kwargs": {"first_order": False}}))
     return rows
@@ -124,8 +131,7 @@ def imagenet_pair(s: Settings) -> list[tuple[str, dict]]:
     return [(lab, pair[lab]) for lab in ("FedPSL", display_name("fedavg_wbce")) if lab in pair]
 
 
-def imagenet_start(s: Settings, base, results_dir: str, workers: int = 1,
-                   force: bool = False) -> pd.DataFrame | None:
+def imagenet_start(s: Settings, base, results_dir: str, workers: int = 1, force: bool = False) -> pd.DataFrame | None:
     """Does FedPSL's headline (above FedAVG in Table II) hold from an ImageNet start? FedPSL and FedAvg (wBCE) on
     ``base`` (the notebook's ``base2``) in Table II's setting, with the profile's backbone from scratch
     (the notebook's own runs, read from the cache) and with EfficientNet-Lite0 from ImageNet weights:
@@ -134,5 +140,14 @@ def imagenet_start(s: Settings, base, results_dir: str, workers: int = 1,
     min on paper (``python tests/test_profile_runs.py --gpu-budget``)."""
     from ..pretrained import imagenet_start as run
 
-    return run(base, imagenet_pair(s), s.seeds, results_dir, s.profile, table2_settings(s)["table"],
-               which="final", workers=workers, force=force)
+    return run(
+        base,
+        imagenet_pair(s),
+        s.seeds,
+        results_dir,
+        s.profile,
+        table2_settings(s)["table"],
+        which="final",
+        workers=workers,
+        force=force,
+    )

@@ -2,6 +2,7 @@
 :func:`paper_table`), the paper's best round* beside the last round (:func:`selection_table`),
 the sweeps of Fig. 3, Fig. 4 and Table V (:func:`sweep_table`, :func:`table5`) and their paired
 differences (:func:`sweep_differences`, :func:`sweep_trend`)."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -63,8 +64,16 @@ def sweep_trend(df: pd.DataFrame, x: str, label: str, which: str = "final") -> d
     lo, hi = d[x].min(), d[x].max()
     r = paired_difference(d.assign(label=d[x]), hi, lo, which=None, pair_on=("seed",))
     means = d.groupby(x)["auroc_mean"].mean()
-    return {"label": label, "x_lo": lo, "x_hi": hi, "lo": float(means[lo]), "hi": float(means[hi]),
-            "diff": r["diff"], "n": r["n"], "p": r["p"]}
+    return {
+        "label": label,
+        "x_lo": lo,
+        "x_hi": hi,
+        "lo": float(means[lo]),
+        "hi": float(means[hi]),
+        "diff": r["diff"],
+        "n": r["n"],
+        "p": r["p"],
+    }
 
 
 def table5(df5: pd.DataFrame, df2: pd.DataFrame, which: str = "best") -> pd.DataFrame:

@@ -80,44 +80,131 @@ The study's modules, one job each (this package imports their public names):
 * :mod:`~fedpl_core.studies.surgical.sentences`: the sentences the notebook prints;
 * :mod:`~fedpl_core.studies.surgical.claims`: the paper's headline claims.
 """
+
 from __future__ import annotations
 
-from ...data.sources.surgical import (CHEXPERT_CLASSES, DOMAINS, NIH_CLASSES, NIH_TO_PAPER, UNION_CLASSES,
-                                      ablation_source, noniid_source, real_data)
-from .profile import (BN_NAMES, FULL_PRETRAINED, FULL_REAL_DATA, PROFILES, STRATEGIES, Settings, make_settings,
-                       profiles, settings)
-from .runs import (ablation_config, ablation_methods, ablation_settings, class_orders, imagenet_pair, imagenet_start,
-                   load_real_data, noniid_config, noniid_methods, partition, random_label_sets)
-from .class_scores import column_scores, long_form, table_columns
-from .tables import (ablation_summary, ablation_table, best_vs_last, best_vs_last_table, class_difference,
-                     data_sets_table, gap_by_round, grid_tables, noise_vs_data, noniid_table, round_gap, settings_table,
-                     unique_gaps)
-from .figures import plot_ablation, plot_gap_by_round, plot_shared_unique
-from .sentences import (end_point_sentences, noise_vs_data_sentence, round_gap_sentence, shared_unique_sentences,
-                        unique_gap_sentences, what_this_run_shows)
+from ...data.sources.surgical import (
+    CHEXPERT_CLASSES,
+    DOMAINS,
+    NIH_CLASSES,
+    NIH_TO_PAPER,
+    UNION_CLASSES,
+    ablation_source,
+    noniid_source,
+    real_data,
+)
 from .claims import headline_claims
+from .class_scores import column_scores, long_form, table_columns
+from .figures import plot_ablation, plot_gap_by_round, plot_shared_unique
+from .profile import (
+    BN_NAMES,
+    FULL_PRETRAINED,
+    FULL_REAL_DATA,
+    PROFILES,
+    STRATEGIES,
+    Settings,
+    make_settings,
+    profiles,
+    settings,
+)
+from .runs import (
+    ablation_config,
+    ablation_methods,
+    ablation_settings,
+    class_orders,
+    imagenet_pair,
+    imagenet_start,
+    load_real_data,
+    noniid_config,
+    noniid_methods,
+    partition,
+    random_label_sets,
+)
+from .sentences import (
+    end_point_sentences,
+    noise_vs_data_sentence,
+    round_gap_sentence,
+    shared_unique_sentences,
+    unique_gap_sentences,
+    what_this_run_shows,
+)
+from .tables import (
+    ablation_summary,
+    ablation_table,
+    best_vs_last,
+    best_vs_last_table,
+    class_difference,
+    data_sets_table,
+    gap_by_round,
+    grid_tables,
+    noise_vs_data,
+    noniid_table,
+    round_gap,
+    settings_table,
+    unique_gaps,
+)
 
 __all__ = [
     # the data sources' classes and loaders
-    "CHEXPERT_CLASSES", "DOMAINS", "NIH_CLASSES", "NIH_TO_PAPER", "UNION_CLASSES", "ablation_source", "noniid_source",
+    "CHEXPERT_CLASSES",
+    "DOMAINS",
+    "NIH_CLASSES",
+    "NIH_TO_PAPER",
+    "UNION_CLASSES",
+    "ablation_source",
+    "noniid_source",
     "real_data",
     # settings
-    "STRATEGIES", "BN_NAMES", "Settings", "PROFILES", "FULL_REAL_DATA", "FULL_PRETRAINED", "profiles", "settings",
+    "STRATEGIES",
+    "BN_NAMES",
+    "Settings",
+    "PROFILES",
+    "FULL_REAL_DATA",
+    "FULL_PRETRAINED",
+    "profiles",
+    "settings",
     "make_settings",
     # runs
-    "load_real_data", "ablation_config", "ablation_settings", "ablation_methods", "noniid_config", "class_orders",
-    "noniid_methods", "partition", "random_label_sets", "imagenet_pair", "imagenet_start",
+    "load_real_data",
+    "ablation_config",
+    "ablation_settings",
+    "ablation_methods",
+    "noniid_config",
+    "class_orders",
+    "noniid_methods",
+    "partition",
+    "random_label_sets",
+    "imagenet_pair",
+    "imagenet_start",
     # class scores
-    "table_columns", "long_form", "column_scores",
+    "table_columns",
+    "long_form",
+    "column_scores",
     # tables
-    "ablation_summary", "ablation_table", "noniid_table", "class_difference", "gap_by_round", "best_vs_last",
-    "settings_table", "data_sets_table", "grid_tables", "round_gap", "noise_vs_data", "unique_gaps",
+    "ablation_summary",
+    "ablation_table",
+    "noniid_table",
+    "class_difference",
+    "gap_by_round",
+    "best_vs_last",
+    "settings_table",
+    "data_sets_table",
+    "grid_tables",
+    "round_gap",
+    "noise_vs_data",
+    "unique_gaps",
     "best_vs_last_table",
     # figures
-    "plot_ablation", "plot_shared_unique", "plot_gap_by_round",
+    "plot_ablation",
+    "plot_shared_unique",
+    "plot_gap_by_round",
     # sentences
-    "round_gap_sentence", "end_point_sentences", "noise_vs_data_sentence", "shared_unique_sentences",
-    "unique_gap_sentences", "what_this_run_shows",
+    "round_gap_sentence",
+    "end_point_sentences",
+    "noise_vs_data_sentence",
+    "shared_unique_sentences",
+    "unique_gap_sentences",
+    "what_this_run_shows",
     # claims
     "headline_claims",
 ]

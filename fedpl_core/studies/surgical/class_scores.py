@@ -2,12 +2,12 @@
 (:func:`table_columns`: held-out / external test; each source's shared and unique classes),
 its long form, one row a run, column and class (:func:`long_form`), and each run's mean over a
 column's classes (:func:`column_scores`), which the tables, figures and claims read."""
+
 from __future__ import annotations
 
 import re
 
 import pandas as pd
-
 
 _AUROC = re.compile(r"^(?:(?P<set>.+)/)?auroc:(?P<cls>.+)$")
 
@@ -25,12 +25,17 @@ def table_columns(df: pd.DataFrame) -> dict[str, tuple[str, list[str]]]:
     if "NIH/" in sets and "CheXpert/" in sets:
         nih, chx, ext = sets["NIH/"], sets["CheXpert/"], sets.get("external/", [])
         shared = [c for c in nih if c in chx]
-        cols = {"NIH": ("NIH/", nih), "CheXpert": ("CheXpert/", chx), "External": ("external/", ext),
-                "NIH: shared": ("NIH/", shared), "NIH: unique": ("NIH/", [c for c in nih if c not in shared]),
-                "CheXpert: shared": ("CheXpert/", shared),
-                "CheXpert: unique": ("CheXpert/", [c for c in chx if c not in shared]),
-                "External: NIH classes": ("external/", [c for c in ext if c in nih]),
-                "External: CheXpert classes": ("external/", [c for c in ext if c in chx])}
+        cols = {
+            "NIH": ("NIH/", nih),
+            "CheXpert": ("CheXpert/", chx),
+            "External": ("external/", ext),
+            "NIH: shared": ("NIH/", shared),
+            "NIH: unique": ("NIH/", [c for c in nih if c not in shared]),
+            "CheXpert: shared": ("CheXpert/", shared),
+            "CheXpert: unique": ("CheXpert/", [c for c in chx if c not in shared]),
+            "External: NIH classes": ("external/", [c for c in ext if c in nih]),
+            "External: CheXpert classes": ("external/", [c for c in ext if c in chx]),
+        }
     else:
         cols = {"held-out test": ("", sets.get("", [])), "external test": ("external/", sets.get("external/", []))}
     return {k: v for k, v in cols.items() if v[1]}

@@ -1,9 +1,10 @@
 """Notebook 03's figures: the ablations per iteration (:func:`plot_ablation`), the shared and
 unique classes of the non-IID experiment (:func:`plot_shared_unique`) and FL + SA's lead
 round by round (:func:`plot_gap_by_round`)."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -63,8 +64,18 @@ def plot_shared_unique(df: pd.DataFrame, which: str = "best", labels: Sequence[s
     sources = list(dict.fromkeys(d["source"]))
     fig, axes = plt.subplots(1, len(sources), figsize=(5.4 * len(sources), 4.2), sharey=True, squeeze=False)
     for ax, src in zip(axes[0], sources):
-        sns.barplot(d[d["source"] == src], x="label", y="auroc", hue="classes", hue_order=["shared", "unique"],
-                    order=order, errorbar="sd", ax=ax, palette=["#9ecae1", "#3182bd"], err_kws={"linewidth": 1})
+        sns.barplot(
+            d[d["source"] == src],
+            x="label",
+            y="auroc",
+            hue="classes",
+            hue_order=["shared", "unique"],
+            order=order,
+            errorbar="sd",
+            ax=ax,
+            palette=["#9ecae1", "#3182bd"],
+            err_kws={"linewidth": 1},
+        )
         ax.set_ylim(0.0, 1.0)
         ax.axhline(0.5, color="grey", lw=0.8, ls=":")
         ax.set_title(f"{src} test set")
@@ -95,8 +106,15 @@ def plot_gap_by_round(gaps: pd.DataFrame, a: str = "FL + SA", b: str = "FL + PL"
     for ax, (strategy, g) in zip(axes[0], groups):
         for col in columns:
             gc = g[g["column"] == col].sort_values("round")
-            ax.plot(gc["round"], gc["gap"], marker="o", ms=3, ls="-" if "unique" in col else ":", color=colors[col],
-                    label=col)
+            ax.plot(
+                gc["round"],
+                gc["gap"],
+                marker="o",
+                ms=3,
+                ls="-" if "unique" in col else ":",
+                color=colors[col],
+                label=col,
+            )
         ax.axhline(0, color="black", lw=0.5)
         ax.set_title(f"{a} - {b}" + (f" ({strategy})" if strategy else ""))
         ax.set_xlabel("round")

@@ -2,6 +2,7 @@
 :class:`Settings` of every run (the cpu profile's defaults), the profiles that replace them
 (:data:`PROFILES`; the full row on real data and with ImageNet weights: :func:`profiles`) and
 :func:`settings` / :func:`make_settings`, which apply the notebook's parameters to a row."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -10,7 +11,6 @@ from typing import Any
 
 from ...fl.engine_config import EngineConfig
 from ..parameters import engine_options
-
 
 STRATEGIES = {"FedAvg": "aggregate", "FedBN": "local", "FedBN+": "frozen"}
 
@@ -75,11 +75,22 @@ class Settings:
 
     def engine(self) -> EngineConfig:
         """The schedule (the run's ``seed`` is the config's)."""
-        return EngineConfig(rounds=self.rounds, local_epochs=self.local_epochs, batch_size=self.batch_size,
-                            lr=self.lr, normalize=self.normalize, augment=self.augment,
-                            client_val_fraction=self.client_val_fraction, selection="val_loss",
-                            selection_mode="min", patience=self.patience, optimizer_state=self.optimizer_state,
-                            device=self.device, progress=False, **engine_options(self.profile))
+        return EngineConfig(
+            rounds=self.rounds,
+            local_epochs=self.local_epochs,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            normalize=self.normalize,
+            augment=self.augment,
+            client_val_fraction=self.client_val_fraction,
+            selection="val_loss",
+            selection_mode="min",
+            patience=self.patience,
+            optimizer_state=self.optimizer_state,
+            device=self.device,
+            progress=False,
+            **engine_options(self.profile),
+        )
 
 
 #: The notebook's profiles (:mod:`fedpl_core.studies.parameters`): named fields of :class:`Settings`,
@@ -100,20 +111,75 @@ class Settings:
 #:   ImageNet weights (``pretrained``) :func:`profiles` adds :data:`FULL_REAL_DATA` and
 #:   :data:`FULL_PRETRAINED` to this row.
 PROFILES: dict[str, dict[str, Any]] = {
-    "smoke": dict(seeds=[0], rounds=2, lr=3e-3, n_train=400, n_test=200, n_external=200, k_values=[2, 4],
-                  shared_values=[0, 14], n_nih=200, n_chexpert=300, n_noniid_test=200, n_public=128),
+    "smoke": dict(
+        seeds=[0],
+        rounds=2,
+        lr=3e-3,
+        n_train=400,
+        n_test=200,
+        n_external=200,
+        k_values=[2, 4],
+        shared_values=[0, 14],
+        n_nih=200,
+        n_chexpert=300,
+        n_noniid_test=200,
+        n_public=128,
+    ),
     "cpu": dict(seeds=[0, 1, 2], rounds=16, lr=3e-3),
-    "gpu": dict(seeds=[0, 1, 2], rounds=10, lr=5e-4, model="densenet121", model_kwargs={"pretrained": False},
-                image_size=128, normalize="fixed", augment="flip_shift", prevalence_floor=None, bn="frozen",
-                calibrate_bn=True, n_public=512, batch_size=64, warmup_epochs=1, warmup_lr=5e-3,
-                client_val_fraction=0.125, patience=None, n_train=800, n_test=400, n_external=400,
-                k_values=[2, 4, 8], shared_values=[0, 4, 14], n_nih=400, n_chexpert=600, n_noniid_test=400),
-    "full": dict(seeds=[0, 1, 2], rounds=150, lr=5e-4, model="resnet18", model_kwargs={"pretrained": False},
-                 image_size=64, normalize="fixed", augment="flip_shift", prevalence_floor=None, bn="frozen",
-                 calibrate_bn=True, n_public=1024, batch_size=64, warmup_epochs=15, warmup_lr=5e-3,
-                 client_val_fraction=0.125, patience=25, n_train=20000, n_test=4000, n_external=4000,
-                 k_values=[2, 3, 4, 5, 6, 8, 10], shared_values=[0, 1, 2, 4, 8, 12, 14], n_nih=15000,
-                 n_chexpert=30000, n_noniid_test=4000),
+    "gpu": dict(
+        seeds=[0, 1, 2],
+        rounds=10,
+        lr=5e-4,
+        model="densenet121",
+        model_kwargs={"pretrained": False},
+        image_size=128,
+        normalize="fixed",
+        augment="flip_shift",
+        prevalence_floor=None,
+        bn="frozen",
+        calibrate_bn=True,
+        n_public=512,
+        batch_size=64,
+        warmup_epochs=1,
+        warmup_lr=5e-3,
+        client_val_fraction=0.125,
+        patience=None,
+        n_train=800,
+        n_test=400,
+        n_external=400,
+        k_values=[2, 4, 8],
+        shared_values=[0, 4, 14],
+        n_nih=400,
+        n_chexpert=600,
+        n_noniid_test=400,
+    ),
+    "full": dict(
+        seeds=[0, 1, 2],
+        rounds=150,
+        lr=5e-4,
+        model="resnet18",
+        model_kwargs={"pretrained": False},
+        image_size=64,
+        normalize="fixed",
+        augment="flip_shift",
+        prevalence_floor=None,
+        bn="frozen",
+        calibrate_bn=True,
+        n_public=1024,
+        batch_size=64,
+        warmup_epochs=15,
+        warmup_lr=5e-3,
+        client_val_fraction=0.125,
+        patience=25,
+        n_train=20000,
+        n_test=4000,
+        n_external=4000,
+        k_values=[2, 3, 4, 5, 6, 8, 10],
+        shared_values=[0, 1, 2, 4, 8, 12, 14],
+        n_nih=15000,
+        n_chexpert=30000,
+        n_noniid_test=4000,
+    ),
 }
 
 #: The full profile on real data: DenseNet-121 at 224 px, as the paper.
@@ -121,8 +187,9 @@ FULL_REAL_DATA: dict[str, Any] = dict(model="densenet121", image_size=224)
 
 #: The full profile with ImageNet weights: ImageNet normalisation, no BatchNorm calibration
 #: (FedBN+ then freezes the pre-trained statistics), lr 5e-5.
-FULL_PRETRAINED: dict[str, Any] = dict(model_kwargs={"pretrained": True}, normalize="imagenet", calibrate_bn=False,
-                                       lr=5e-5)
+FULL_PRETRAINED: dict[str, Any] = dict(
+    model_kwargs={"pretrained": True}, normalize="imagenet", calibrate_bn=False, lr=5e-5
+)
 
 
 def profiles(data_root: Any = None, pretrained: Any = False) -> dict[str, dict[str, Any]]:
@@ -132,8 +199,11 @@ def profiles(data_root: Any = None, pretrained: Any = False) -> dict[str, dict[s
     from ..parameters import notebook_parameters
 
     checked = notebook_parameters(data_root=data_root, pretrained=pretrained)
-    full = {**PROFILES["full"], **(FULL_REAL_DATA if checked["data_root"] else {}),
-            **(FULL_PRETRAINED if checked["pretrained"] else {})}
+    full = {
+        **PROFILES["full"],
+        **(FULL_REAL_DATA if checked["data_root"] else {}),
+        **(FULL_PRETRAINED if checked["pretrained"] else {}),
+    }
     return {**PROFILES, "full": full}
 
 
@@ -147,8 +217,9 @@ def settings(profile: str | dict = "cpu", **parameters: Any) -> Settings:
     if isinstance(profile, dict):
         row = dict(profile)
     else:
-        row = apply_parameters(profiles(parameters.get("data_root"), parameters.get("pretrained", False)), profile,
-                               **parameters)
+        row = apply_parameters(
+            profiles(parameters.get("data_root"), parameters.get("pretrained", False)), profile, **parameters
+        )
     if "data_seed" in row:
         row["seed"] = row.pop("data_seed")
     if row.get("results_dir") is None:  # None: the class default
@@ -156,10 +227,18 @@ def settings(profile: str | dict = "cpu", **parameters: Any) -> Settings:
     return Settings(**fields_of(Settings, row, extra=("workers",)))
 
 
-def make_settings(profile: str = "cpu", seed: int = 0, device: str = "auto", data_root: str | None = None,
-                  results_dir: str = "results/03_surgical", pretrained: bool = False, **overrides: Any) -> Settings:
+def make_settings(
+    profile: str = "cpu",
+    seed: int = 0,
+    device: str = "auto",
+    data_root: str | None = None,
+    results_dir: str = "results/03_surgical",
+    pretrained: bool = False,
+    **overrides: Any,
+) -> Settings:
     """:func:`settings` with the data seed ``seed``; ``overrides`` then replace any field
     (the benchmark's image size, model and data sizes)."""
-    st = settings(profile, data_seed=seed, device=device, data_root=data_root, results_dir=results_dir,
-                  pretrained=pretrained)
+    st = settings(
+        profile, data_seed=seed, device=device, data_root=data_root, results_dir=results_dir, pretrained=pretrained
+    )
     return dataclasses.replace(st, **overrides)

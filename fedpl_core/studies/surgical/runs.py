@@ -4,6 +4,7 @@
 (:func:`ablation_methods`, :func:`noniid_methods`, every one with the paper's head warm-up),
 the real data, the partition a config trains on (and :func:`random_label_sets`, the reference
 of the ablation's label sets), and the ImageNet start of the headline pair."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,8 +14,8 @@ import pandas as pd
 
 from ... import partitions as P
 from ...data.sources.surgical import real_data
-from ...runs.experiment_config import ExperimentConfig
 from ...runs.build import build_partition, load_data
+from ...runs.experiment_config import ExperimentConfig
 from .profile import STRATEGIES, Settings
 
 
@@ -22,8 +23,14 @@ def load_real_data(data_root: str, st: Settings, **kwargs: Any) -> dict[str, Any
     """:func:`real_data` with the settings' image size, seed, ``max_images`` and
     public images (``n_public`` when ``calibrate_bn``); ``kwargs`` (or
     ``st.data_kwargs``) name the folders, ``mimic_lt_csv`` and ``cache_dir``."""
-    return real_data(data_root, st.image_size, st.seed, st.max_images, st.n_public if st.calibrate_bn else 0,
-                     **{**st.data_kwargs, **kwargs})
+    return real_data(
+        data_root,
+        st.image_size,
+        st.seed,
+        st.max_images,
+        st.n_public if st.calibrate_bn else 0,
+        **{**st.data_kwargs, **kwargs},
+    )
 
 
 def _data_kwargs(st: Settings) -> dict[str, Any]:
@@ -36,18 +43,36 @@ def _data_kwargs(st: Settings) -> dict[str, Any]:
 
 
 def _config(st: Settings, **fields: Any) -> ExperimentConfig:
-    return ExperimentConfig(data_root=st.data_root, image_size=st.image_size, data_seed=st.seed, model=st.model,
-                            model_kwargs=dict(st.model_kwargs), calibrate_bn=st.calibrate_bn, engine=st.engine(),
-                            seed=st.seed, **fields)
+    return ExperimentConfig(
+        data_root=st.data_root,
+        image_size=st.image_size,
+        data_seed=st.seed,
+        model=st.model,
+        model_kwargs=dict(st.model_kwargs),
+        calibrate_bn=st.calibrate_bn,
+        engine=st.engine(),
+        seed=st.seed,
+        **fields,
+    )
 
 
 def ablation_config(st: Settings) -> ExperimentConfig:
     """The ablation's base config: the ``surgical-ablation`` source, an IID split (no
     patient in two clients) with random covering label sets; :func:`ablation_settings`
     gives each iteration's clients and partition."""
-    return _config(st, name="surgical-ablation", dataset="surgical-ablation", n_train=st.n_train, n_test=st.n_test,
-                   dataset_kwargs=_data_kwargs(st), split="iid", split_kwargs={"group_aware": True},
-                   partition="random_cover", num_clients=st.k_values[0], partition_kwargs={"seed": st.seed * 1000})
+    return _config(
+        st,
+        name="surgical-ablation",
+        dataset="surgical-ablation",
+        n_train=st.n_train,
+        n_test=st.n_test,
+        dataset_kwargs=_data_kwargs(st),
+        split="iid",
+        split_kwargs={"group_aware": True},
+        partition="random_cover",
+        num_clients=st.k_values[0],
+        partition_kwargs={"seed": st.seed * 1000},
+    )
 
 
 def ablation_settings(st: Settings, kind: str) -> dict[int, dict[str, Any]]:
@@ -58,12 +83,25 @@ def ablation_settings(st: Settings, kind: str) -> dict[int, dict[str, Any]]:
     one client."""
     split = {"split": "iid", "split_kwargs": {"group_aware": True}}
     if kind == "clients":
-        return {k: {**split, "num_clients": k, "partition": "random_cover",
-                    "partition_kwargs": {"seed": st.seed * 1000 + i}} for i, k in enumerate(st.k_values)}
+        return {
+            k: {
+                **split,
+                "num_clients": k,
+                "partition": "random_cover",
+                "partition_kwargs": {"seed": st.seed * 1000 + i},
+            }
+            for i, k in enumerate(st.k_values)
+        }
     if kind == "shared":
-        return {v: {**split, "num_clients": st.shared_clients, "partition": "shared_classes",
-                    "partition_kwargs": {"num_shared": v, "seed": st.seed * 1000 + i}}
-                for i, v in enumerate(st.shared_values)}
+        return {
+            v: {
+                **split,
+                "num_clients": st.shared_clients,
+                "partition": "shared_classes",
+                "partition_kwargs": {"num_shared": v, "seed": st.seed * 1000 + i},
+            }
+            for i, v in enumerate(st.shared_values)
+        }
     raise ValueError(f"unknown ablation kind {kind!r}; use 'clients' or 'shared'")
 
 
@@ -77,23 +115,39 @@ def ablation_methods(st: Settings) -> list[tuple[str, dict[str, Any]]]:
     The Oracle trains on the whole pool as one client with every label (its config is
     the same in every iteration, so it runs once and is cached)."""
     kw = _protocol(st, bn_policy=st.bn)
-    oracle = {"method": "oracle", "method_kwargs": kw, "num_clients": 1, "split": "iid", "split_kwargs": {},
-              "partition": "all", "partition_kwargs": {}}
-    return [("Oracle", oracle),
-            ("Central", {"method": "centralized", "method_kwargs": kw}),
-            ("FL", {"method": "fedavg", "method_kwargs": kw}),
-            ("FL + PL", {"method": "fedavg_pl", "method_kwargs": kw}),
-            ("FL + SA", {"method": "surgical", "method_kwargs": kw})]
+    oracle = {
+        "method": "oracle",
+        "method_kwargs": kw,
+        "num_clients": 1,
+        "split": "iid",
+        "split_kwargs": {},
+        "partition": "all",
+        "partition_kwargs": {},
+    }
+    return [
+        ("Oracle", oracle),
+        ("Central", {"method": "centralized", "method_kwargs": kw}),
+        ("FL", {"method": "fedavg", "method_kwargs": kw}),
+        ("FL + PL", {"method": "fedavg_pl", "method_kwargs": kw}),
+        ("FL + SA", {"method": "surgical", "method_kwargs": kw}),
+    ]
 
 
 def noniid_config(st: Settings, heterogeneous: bool) -> ExperimentConfig:
     """The non-IID base config: the ``surgical-noniid`` source, one client per source.
     (i) ``heterogeneous=False``: the 7 shared classes; (ii) True: all 20."""
     kw = {**_data_kwargs(st), "heterogeneous": bool(heterogeneous), "n_nih": st.n_nih, "n_chexpert": st.n_chexpert}
-    return _config(st, name=f"surgical-noniid-{'heterogeneous' if heterogeneous else 'shared'}",
-                   dataset="surgical-noniid", n_train=st.n_nih + st.n_chexpert, n_test=st.n_noniid_test,
-                   dataset_kwargs=kw, partition="by_source", num_clients=None,
-                   partition_kwargs={"name": "by source"})
+    return _config(
+        st,
+        name=f"surgical-noniid-{'heterogeneous' if heterogeneous else 'shared'}",
+        dataset="surgical-noniid",
+        n_train=st.n_nih + st.n_chexpert,
+        n_test=st.n_noniid_test,
+        dataset_kwargs=kw,
+        partition="by_source",
+        num_clients=None,
+        partition_kwargs={"name": "by source"},
+    )
 
 
 def class_orders(cfg: ExperimentConfig) -> dict[str, list[str]]:
@@ -111,8 +165,9 @@ def noniid_methods(st: Settings, orders: dict[str, list[str]] | None = None) -> 
     rows.append(("Central", "centralized", _protocol(st, bn_policy=st.bn)))
     sa = {} if orders is None else {"class_order": {k: list(v) for k, v in orders.items()}}
     for fam, method, extra in (("FL", "fedavg", {}), ("FL + PL", "fedavg_pl", {}), ("FL + SA", "surgical", sa)):
-        rows += [(f"{fam} ({s})", method, _protocol(st, bn_policy=STRATEGIES[s], **extra))
-                 for s in ("FedAvg", "FedBN+")]
+        rows += [
+            (f"{fam} ({s})", method, _protocol(st, bn_policy=STRATEGIES[s], **extra)) for s in ("FedAvg", "FedBN+")
+        ]
     return [(label, {"method": m, "method_kwargs": kw}) for label, m, kw in rows]
 
 
@@ -121,8 +176,9 @@ def partition(cfg: ExperimentConfig) -> P.Partition:
     return build_partition(cfg, load_data(cfg).train)
 
 
-def random_label_sets(num_classes: int, num_clients: int, seed: int = 0, extra: float = 0.25,
-                      min_classes: int = 2) -> np.ndarray:
+def random_label_sets(
+    num_classes: int, num_clients: int, seed: int = 0, extra: float = 0.25, min_classes: int = 2
+) -> np.ndarray:
     """``[K, C]`` bool: random label sets whose union is every class.  Each class is given
     to one random client (coverage), then every client takes each other class with
     probability ``extra``; a client with fewer than ``min_classes`` gets random extra ones.
@@ -144,8 +200,9 @@ def imagenet_pair(st: Settings, orders: dict[str, list[str]] | None = None) -> l
     return [(lab, pair[lab]) for lab in ("FL + SA (FedAvg)", "FL + PL (FedAvg)")]
 
 
-def imagenet_start(st: Settings, base: ExperimentConfig, results_dir: str, workers: int = 1,
-                   force: bool = False) -> pd.DataFrame | None:
+def imagenet_start(
+    st: Settings, base: ExperimentConfig, results_dir: str, workers: int = 1, force: bool = False
+) -> pd.DataFrame | None:
     """Does Surgical Aggregation's headline (FL + SA above FL with the partial loss when the clients' label
     spaces differ) hold from an ImageNet start? FL + SA and FL + PL with FedAvg on ``base`` (the
     notebook's class-heterogeneous ``het_base``), with the profile's backbone from scratch (the
@@ -157,8 +214,16 @@ def imagenet_start(st: Settings, base: ExperimentConfig, results_dir: str, worke
 
     if _imagenet_skipped(st.profile, force):
         return None
-    return run(base, imagenet_pair(st, class_orders(base)), st.seeds, results_dir, st.profile, which="best",
-               workers=workers, force=force)
+    return run(
+        base,
+        imagenet_pair(st, class_orders(base)),
+        st.seeds,
+        results_dir,
+        st.profile,
+        which="best",
+        workers=workers,
+        force=force,
+    )
 
 
 def _imagenet_skipped(profile: str, force: bool = False) -> bool:

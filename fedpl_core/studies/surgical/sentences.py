@@ -2,6 +2,7 @@
 at the end, the ablations' end points, what FL's negatives cost, the shared and unique
 classes, the unique classes round by round, and the closing verdicts
 (:func:`what_this_run_shows`)."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -23,29 +24,42 @@ def round_gap_sentence(gap: pd.DataFrame, by: str = "K") -> str:
         return f"growing with every step of {by}" if (steps > 0).all() else f"**not** growing with every step of {by}"
 
     def listing(g):
-        return join(f"{by} = {k}: {r.gap:+.1f} (p = {r.p:.2g})" if r.p is not None and r.p == r.p
-                    else f"{by} = {k}: {r.gap:+.1f}" for k, r in g.iterrows())
+        return join(
+            f"{by} = {k}: {r.gap:+.1f} (p = {r.p:.2g})"
+            if r.p is not None and r.p == r.p
+            else f"{by} = {k}: {r.gap:+.1f}"
+            for k, r in g.iterrows()
+        )
 
-    return (f"FL + SA minus FL + PL half-way ({mid['when'].iloc[0]}): {listing(mid)} points, {trend(mid)}; "
-            f"at the last round: {listing(last)} points, {trend(last)}.")
+    return (
+        f"FL + SA minus FL + PL half-way ({mid['when'].iloc[0]}): {listing(mid)} points, {trend(mid)}; "
+        f"at the last round: {listing(last)} points, {trend(last)}."
+    )
 
 
 def end_point_sentences(results: dict[str, pd.DataFrame]) -> list[str]:
     """FL + SA against FL and FL + PL on the selected model, paired over every (setting,
     seed) of each ablation in ``results`` (name -> runs), one sentence an ablation."""
-    return [f"**{name}.** " + "; ".join(describe_difference(paired_difference(res, "FL + SA", other, which="best"))
-                                        for other in ("FL", "FL + PL")) + "."
-            for name, res in results.items()]
+    return [
+        f"**{name}.** "
+        + "; ".join(
+            describe_difference(paired_difference(res, "FL + SA", other, which="best")) for other in ("FL", "FL + PL")
+        )
+        + "."
+        for name, res in results.items()
+    ]
 
 
 def noise_vs_data_sentence(trade: pd.DataFrame) -> str:
     """:func:`noise_vs_data`'s first setting (the fewest shared classes) as a sentence."""
     worst = trade.iloc[0]
-    return (f"With {trade.index[0]} shared classes, FL trains each class on all the images with "
-            f"{worst.iloc[0]:.1f} % of its negative labels wrong, while FL + SA trains it on {worst.iloc[1]:.1f} % of "
-            "them. Trained centrally, labels missing at random and treated as negatives cost about as much as dropping "
-            "them (`benchmarks/synthetic_learnability.py`). That is how FL can stay level with FL + SA, or ahead of "
-            "it, in an IID split: the end points above show which way this run went.")
+    return (
+        f"With {trade.index[0]} shared classes, FL trains each class on all the images with "
+        f"{worst.iloc[0]:.1f} % of its negative labels wrong, while FL + SA trains it on {worst.iloc[1]:.1f} % of "
+        "them. Trained centrally, labels missing at random and treated as negatives cost about as much as dropping "
+        "them (`benchmarks/synthetic_learnability.py`). That is how FL can stay level with FL + SA, or ahead of "
+        "it, in an IID split: the end points above show which way this run went."
+    )
 
 
 def shared_unique_sentences(df: pd.DataFrame) -> list[str]:
@@ -56,8 +70,10 @@ def shared_unique_sentences(df: pd.DataFrame) -> list[str]:
     for strategy in ("FedAvg", "FedBN+"):
         sa = f"FL + SA ({strategy})"
         for col in ("NIH: unique", "CheXpert: unique", "NIH: shared", "CheXpert: shared"):
-            parts = [describe_difference(class_difference(df, col, sa, other), pairs="classes")
-                     for other in (f"FL + PL ({strategy})", f"FL ({strategy})", "Individual")]
+            parts = [
+                describe_difference(class_difference(df, col, sa, other), pairs="classes")
+                for other in (f"FL + PL ({strategy})", f"FL ({strategy})", "Individual")
+            ]
             out.append(f"**{col}, {strategy}**: " + "; ".join(parts) + ".")
     return out
 
@@ -75,18 +91,22 @@ def unique_gap_sentences(gaps: pd.DataFrame, df: pd.DataFrame) -> list[str]:
         top = g.loc[g["gap"].idxmax()]
         last = g[g["round"] == g["round"].max()].iloc[0]
         sig = [int(r) for r in g[(g["p"] < 0.05) & (g["gap"] > 0)]["round"]]
-        lines.append(f"**{col}, {strategy}**: largest lead {top['gap']:+.1f} at round {int(top['round'])} "
-                     f"(p = {top['p']:.2g}), {last['gap']:+.1f} at the last round {int(last['round'])} "
-                     f"(p = {last['p']:.2g}); significant (p < 0.05) "
-                     + (f"in rounds {join(sig)}" if sig else "in no round")
-                     + f"; models selected at round {best[f'FL + SA ({strategy})']:.1f} (SA) / "
-                     f"{best[f'FL + PL ({strategy})']:.1f} (PL) on average.")
+        lines.append(
+            f"**{col}, {strategy}**: largest lead {top['gap']:+.1f} at round {int(top['round'])} "
+            f"(p = {top['p']:.2g}), {last['gap']:+.1f} at the last round {int(last['round'])} "
+            f"(p = {last['p']:.2g}); significant (p < 0.05) "
+            + (f"in rounds {join(sig)}" if sig else "in no round")
+            + f"; models selected at round {best[f'FL + SA ({strategy})']:.1f} (SA) / "
+            f"{best[f'FL + PL ({strategy})']:.1f} (PL) on average."
+        )
     cols = ("NIH: unique", "CheXpert: unique")
     ind = {c: class_difference(df, c, "FL + SA (FedAvg)", "Individual")["diff"] for c in cols}
     pl_ind = {c: class_difference(df, c, "FL + PL (FedAvg)", "Individual")["diff"] for c in cols}
-    lines.append("Against the individually trained models on the unique classes (selected models, FedAvg): "
-                 + "; ".join(f"{c}: FL + SA {ind[c]:+.1f}, FL + PL {pl_ind[c]:+.1f} points" for c in cols)
-                 + ". Whatever both share there is not the head aggregation, the only thing in which they differ.")
+    lines.append(
+        "Against the individually trained models on the unique classes (selected models, FedAvg): "
+        + "; ".join(f"{c}: FL + SA {ind[c]:+.1f}, FL + PL {pl_ind[c]:+.1f} points" for c in cols)
+        + ". Whatever both share there is not the head aggregation, the only thing in which they differ."
+    )
     return lines
 
 
@@ -98,10 +118,14 @@ def what_this_run_shows(ablations: dict[str, pd.DataFrame], noniid: pd.DataFrame
     for name, res in ablations.items():
         for other in ("FL + PL", "FL"):
             d = paired_difference(res, "FL + SA", other, which="best")
-            out.append(f"{name}: the paper's claim that FL + SA is above {other} is {verdict(d)} here "
-                       f"({describe_difference(d)}).")
+            out.append(
+                f"{name}: the paper's claim that FL + SA is above {other} is {verdict(d)} here "
+                f"({describe_difference(d)})."
+            )
     for col in ("NIH: unique", "CheXpert: unique"):
         d = class_difference(noniid, col, "FL + SA (FedAvg)", "FL + PL (FedAvg)")
-        out.append(f"Non-IID, {col} classes: the claim that surgical aggregation keeps the unique classes above the "
-                   f"partial loss is {verdict(d)} here ({describe_difference(d, pairs='classes')}).")
+        out.append(
+            f"Non-IID, {col} classes: the claim that surgical aggregation keeps the unique classes above the "
+            f"partial loss is {verdict(d)} here ({describe_difference(d, pairs='classes')})."
+        )
     return out

@@ -3,18 +3,19 @@ paired t-tests (:func:`ablation_table`, :func:`noniid_table`), paired difference
 classes (:func:`class_difference`) and round by round (:func:`gap_by_round`,
 :func:`round_gap`), the selected against the last model, the settings, data sets and grids
 of the notebook, and what FL's negatives cost (:func:`noise_vs_data`)."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ...runs.experiment_config import ExperimentConfig
 from ...report.tables import difference_columns, fmt_mean_std, paired_difference, paired_ttest, paired_values, stars
+from ...runs.experiment_config import ExperimentConfig
 from .class_scores import long_form
-from .runs import partition
 from .profile import Settings
+from .runs import partition
 
 
 def _fmt(mean: float, sd: float, mark: str = "") -> str:
@@ -31,7 +32,7 @@ def _mark(a: pd.Series, b: pd.Series) -> str:
 
 def _reference(label: str, labels: Sequence[str], default: str) -> str:
     """FL + SA with the row's own strategy when there is one, else ``default``."""
-    strat = label[label.find("(") + 1:-1] if label.endswith(")") and "(" in label else ""
+    strat = label[label.find("(") + 1 : -1] if label.endswith(")") and "(" in label else ""
     cand = f"FL + SA ({strat})"
     return cand if strat and cand in labels else default
 
@@ -62,8 +63,9 @@ def ablation_table(df: pd.DataFrame, which: str = "best", reference: str = "FL +
     return out
 
 
-def noniid_table(df: pd.DataFrame, columns: Sequence[str], which: str = "best",
-                 reference: str = "FL + SA (FedBN+)") -> pd.DataFrame:
+def noniid_table(
+    df: pd.DataFrame, columns: Sequence[str], which: str = "best", reference: str = "FL + SA (FedBN+)"
+) -> pd.DataFrame:
     """Rows: methods; columns: ``columns`` (of :func:`table_columns`); cells: mean ± SD
     over the column's classes of the class AUROCs (each the mean over seeds), "-" where
     there is none, stars of a paired t-test across class AUROCs against FL + SA with the
@@ -72,8 +74,9 @@ def noniid_table(df: pd.DataFrame, columns: Sequence[str], which: str = "best",
     labels = list(dict.fromkeys(d["label"]))
     out = pd.DataFrame(index=pd.Index(labels, name="method"), columns=list(columns), dtype=object)
     for c in columns:
-        per_class = (d[d["column"] == c].groupby(["label", "cls"], sort=False)["auroc"].mean()
-                     .unstack("label").astype(float))
+        per_class = (
+            d[d["column"] == c].groupby(["label", "cls"], sort=False)["auroc"].mean().unstack("label").astype(float)
+        )
         for lab in labels:
             v = per_class[lab].dropna() if lab in per_class else pd.Series(dtype=float)
             if v.empty:
@@ -94,9 +97,12 @@ def class_difference(df: pd.DataFrame, column: str, a: str, b: str, which: str =
     return paired_difference(per_class.rename(columns={"auroc": "auroc_mean"}), a, b, which=None, pair_on=("cls",))
 
 
-def gap_by_round(df: pd.DataFrame, a: str, b: str,
-                 columns: Sequence[str] = ("NIH: unique", "CheXpert: unique", "NIH: shared", "CheXpert: shared")
-                 ) -> pd.DataFrame:
+def gap_by_round(
+    df: pd.DataFrame,
+    a: str,
+    b: str,
+    columns: Sequence[str] = ("NIH: unique", "CheXpert: unique", "NIH: shared", "CheXpert: shared"),
+) -> pd.DataFrame:
     """``a`` minus ``b`` round by round on the non-IID experiment's columns, from the per-round
     histories of ``run_many(..., histories=True)``: one row per (round, column) with the mean
     over the column's classes of the class AUROC difference (points; each class AUROC the mean
@@ -116,8 +122,16 @@ def gap_by_round(df: pd.DataFrame, a: str, b: str,
             shared = set.intersection(*(set(v) for v in sets.values())) if len(sets) > 1 else set()
             for src, names in sets.items():
                 for c, v in zip(names, rec[f"{src}/auroc_per_class"]):
-                    rows.append({"label": label, "seed": seed, "round": rec["round"], "cls": c, "auroc": v,
-                                 "column": f"{src}: {'shared' if c in shared else 'unique'}"})
+                    rows.append(
+                        {
+                            "label": label,
+                            "seed": seed,
+                            "round": rec["round"],
+                            "cls": c,
+                            "auroc": v,
+                            "column": f"{src}: {'shared' if c in shared else 'unique'}",
+                        }
+                    )
     long = pd.DataFrame(rows)
     per = long.groupby(["round", "column", "cls", "label"])["auroc"].mean().unstack("label").dropna()
     out = []
@@ -162,19 +176,32 @@ def settings_table(st: Settings) -> pd.DataFrame:
 def data_sets_table(abl, nd) -> pd.DataFrame:
     """Images, classes and imaging domains of every data set of the ablation (``abl``) and
     the non-IID experiment (``nd``), and the public images that calibrate BatchNorm."""
-    sets = {"ablation: train pool": abl.train, "ablation: test": abl.test, "ablation: external": abl.extra["external"],
-            "non-IID: NIH + CheXpert train": nd.train, "non-IID: NIH test": nd.extra["NIH"],
-            "non-IID: CheXpert test": nd.extra["CheXpert"], "non-IID: external": nd.extra["external"]}
-    table = pd.DataFrame({name: {"images": len(ds), "classes": ds.num_classes,
-                                 "domain(s)": ", ".join(map(str, sorted(set(ds.domains.tolist()))))
-                                 if ds.domains is not None else "-"}
-                          for name, ds in sets.items()}).T
+    sets = {
+        "ablation: train pool": abl.train,
+        "ablation: test": abl.test,
+        "ablation: external": abl.extra["external"],
+        "non-IID: NIH + CheXpert train": nd.train,
+        "non-IID: NIH test": nd.extra["NIH"],
+        "non-IID: CheXpert test": nd.extra["CheXpert"],
+        "non-IID: external": nd.extra["external"],
+    }
+    table = pd.DataFrame(
+        {
+            name: {
+                "images": len(ds),
+                "classes": ds.num_classes,
+                "domain(s)": ", ".join(map(str, sorted(set(ds.domains.tolist())))) if ds.domains is not None else "-",
+            }
+            for name, ds in sets.items()
+        }
+    ).T
     table.loc["public (BatchNorm calibration)"] = [0 if abl.public is None else len(abl.public), "-", "-"]
     return table
 
 
-def grid_tables(iterations: dict, methods: Sequence[tuple[str, dict]],
-                name: str = "K") -> tuple[pd.DataFrame, pd.DataFrame]:
+def grid_tables(
+    iterations: dict, methods: Sequence[tuple[str, dict]], name: str = "K"
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """An experiment as the two tables of its declarative grid: the iterations (one row a
     value of ``name``, its config overrides) and the rows (one a method, its overrides)."""
     its = pd.DataFrame(iterations).T.rename_axis(name)
@@ -210,18 +237,25 @@ def noise_vs_data(base: ExperimentConfig, settings_s: dict, truth: np.ndarray) -
             has = [c for c in part.clients if c.class_mask[j]]
             lack = [c for c in part.clients if not c.class_mask[j]]
             wrong = sum(int(truth[c.indices, j].sum()) for c in lack)  # positives FL trains as negatives
-            negatives = (sum(len(c.indices) - int(truth[c.indices, j].sum()) for c in has)
-                         + sum(len(c.indices) for c in lack))
-            rows.append({"shared classes": name, "FL: wrong negative labels (%)": 100 * wrong / max(negatives, 1),
-                         "FL + PL / SA: images that train the class (%)": 100 * sum(len(c.indices) for c in has) / n})
+            negatives = sum(len(c.indices) - int(truth[c.indices, j].sum()) for c in has) + sum(
+                len(c.indices) for c in lack
+            )
+            rows.append(
+                {
+                    "shared classes": name,
+                    "FL: wrong negative labels (%)": 100 * wrong / max(negatives, 1),
+                    "FL + PL / SA: images that train the class (%)": 100 * sum(len(c.indices) for c in has) / n,
+                }
+            )
     return pd.DataFrame(rows).groupby("shared classes", sort=False).mean().round(1)
 
 
 def unique_gaps(df: pd.DataFrame) -> pd.DataFrame:
     """FL + SA minus FL + PL round by round (:func:`gap_by_round`) for FedAvg and FedBN+, one
     frame with a ``strategy`` column."""
-    return pd.concat({s: gap_by_round(df, f"FL + SA ({s})", f"FL + PL ({s})") for s in ("FedAvg", "FedBN+")},
-                     names=["strategy"]).reset_index(level=0)
+    return pd.concat(
+        {s: gap_by_round(df, f"FL + SA ({s})", f"FL + PL ({s})") for s in ("FedAvg", "FedBN+")}, names=["strategy"]
+    ).reset_index(level=0)
 
 
 def best_vs_last_table(results: dict[str, tuple[pd.DataFrame, Sequence[str] | None]]) -> pd.DataFrame:
