@@ -1,37 +1,13 @@
 """FedPSL (IEEE TMI) experiments behind ``notebooks/01_fedpsl.ipynb``.
 
-The federations of the paper, on the built-in synthetic chest X-rays or on the real data:
+The federations of the paper (Table II: four ChestX-ray14 clients with the class sets of
+Table I; Table IV: plus a Tuberculosis and a COVID-19 client; a balanced test block per
+class), on the built-in synthetic chest X-rays or on the real data, are the data source
+``"fedpsl"``: :mod:`fedpl_core.data.sources.fedpsl` says how each is drawn.
 
-* **Table II** (``table="II"``): K = 4 clients of ChestX-ray14-like images (one source,
-  no domain shift), C = 6 classes, the class sets of Table I
-  (:data:`~fedpl_core.partitions.FEDPSL_TABLE_I`), 1,000 images per client.
-* **Table IV** (``table="IV"``): plus two one-class clients from other sources with a
-  domain shift (Tuberculosis, COVID-19), K = 6, C = 8 (Table III).
-* Test set: for every class an independent balanced block of 300 positive and 300
-  negative images from the class's own source; class c is evaluated on its block only
-  (``label_mask`` of the test set), as the paper's "balanced test set".
-
-Synthetic data (our choices, the paper uses real data): the ChestX-ray14 clients are drawn
-by :func:`~fedpl_core.data.synthetic.make_cxr` with the class prevalences of Table I (the
-mean positive rate of each class over the clients that label it), one contiguous pool per
-client (the paper's "batches"); the one-class clients are drawn in the synthetic
-``tb-source`` / ``covid-source`` hospital styles with the prevalences of Table III (16.7 %
-Tuberculosis, 26.2 % COVID-19, which are also the shares of the real databases).  A
-client of size n takes the *first* n images of its pool (Fig. 3: "we sample the first n
-examples in each batch"), so the sweeps are nested.
-
-Real data (``data_root``): NIH ChestX-ray14 batches 2-5 (folders ``images_002`` ...
-``images_005``, or the same ranges of image indices) for the four multi-class clients and
-test blocks from the other batches; the TB Chest X-ray Database and the COVID-19
-Radiography Database for the one-class clients (a seeded random share of each, test
-blocks from the rest).
-
-The study is declarative: the data source ``"fedpsl"``
-(:mod:`fedpl_core.data.sources.fedpsl`; dataset kwargs ``table``, ``pool``, ``test_pos``,
-``test_neg``, ``strength``, ``nih_root``, ``tb_root``, ``covid_root``) holds the data, and
-each experiment is settings x methods x seeds for the one runner,
-:func:`fedpl_core.runs.study.run_many`, whose tidy frame the helpers of
-:mod:`fedpl_core.report.tables` read.  ``which="best"`` is the paper's model selection (the
+The study is declarative: the data source holds the data, and each experiment is settings
+x methods x seeds for the one runner, :func:`fedpl_core.runs.study.run_many`, whose tidy
+frame the helpers of :mod:`fedpl_core.report.tables` read.  ``which="best"`` is the paper's model selection (the
 round with the best mean test AUROC: optimistic, it looks at the test set);
 ``which="final"`` is the last round.
 
