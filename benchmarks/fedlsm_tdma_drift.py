@@ -1,8 +1,8 @@
 """Does TDMA's gain in FedLSM's Table 1 (FedAvg 0.710 -> FedAvg* 0.760) need the paper's long local training?
 
 When TDMA's gain appears: in notebook 02's cpu profile (10 rounds of 12 local iterations a client) FedPSL's
-task-dependent head aggregation adds +1.8 points with the partial loss (p 0.29) and +0.6 with
-unknown labels trained as negatives (p 0.55), not the paper's +5.0.  TDMA averages head row c
+task-dependent head aggregation adds +1.8 points with the partial loss (p 0.43) and +0.6 with
+unknown labels trained as negatives (p 0.65), not the paper's +5.0.  TDMA averages head row c
 over the clients that label c only.  What it removes is what the other clients did to row c
 during the round:
 
