@@ -58,6 +58,14 @@ def wait_for(what, timeout: float, step: float = 0.2):
     return what()
 
 
+def _ctrl_c_reaches_python() -> None:
+    """In the driver, before it execs: SIGINT back to its default, as in a terminal.  A child
+    inherits an *ignored* SIGINT, and Python then installs no ``KeyboardInterrupt`` handler; a
+    test runner's worker can run with SIGINT ignored (seen under pytest-xdist), and the driver
+    would then ignore the Ctrl-C the test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_grid(tmp_path, backend: str, workers: int = 2) -> subprocess.Popen:
     cfg = tmp_path / "long.yaml"
     cfg.write_text(CONFIG)
@@ -84,6 +92,7 @@ def start_grid(tmp_path, backend: str, workers: int = 2) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_ctrl_c_reaches_python,
     )
 
 
