@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..base.fileio import atomic_write_text
 from . import METHODS, available_methods
 from .papers import PAPERS
 
@@ -212,9 +213,13 @@ def outputs(idx: dict[str, Any] | None = None, root: Path | None = None) -> dict
     return out
 
 
+def _not_current(files: dict[Path, str]) -> list[Path]:
+    return [p for p, text in files.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+
+
 def stale(idx: dict[str, Any] | None = None, root: Path | None = None) -> list[Path]:
     """The generated copies that differ from what the registry says."""
-    return [p for p, text in outputs(idx, root).items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+    return _not_current(outputs(idx, root))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,14 +229,14 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--check", action="store_true", help="write nothing; exit 1 when a copy is not current")
     a = ap.parse_args(argv)
     files = outputs()
-    old = [p for p, text in files.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+    old = _not_current(files)
     n = len(json.loads(files[INDEX_FILE])["methods"])
     if a.check:
         for p in old:
             print(f"not current: {p} (run `{COMMAND}`)")
         return 1 if old else 0
     for p in old:
-        p.write_text(files[p], encoding="utf-8")
+        atomic_write_text(p, files[p])
         print(f"wrote {p}")
     print(f"{n} methods; {len(files) - len(old)} of {len(files)} files were current")
     return 0

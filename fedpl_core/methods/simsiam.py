@@ -46,6 +46,9 @@ def _linear(o: int, i: int, g: torch.Generator) -> torch.Tensor:
 
 
 def init_projector(d: int, proj_dim: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+    """SimSiam's projection MLP (Chen & He 2021, "Baseline settings": three fully connected layers, BN on
+    each, ReLU on the first two) as arrays, drawn from ``g``.  Its hidden width is the encoder's
+    feature width ``d``, not the paper's 2048 (our choice: the package's encoders are small)."""
     return {
         "l0.w": _linear(d, d, g),
         "bn0.w": torch.ones(d),
@@ -58,6 +61,8 @@ def init_projector(d: int, proj_dim: int, g: torch.Generator) -> dict[str, torch
 
 
 def init_predictor(proj_dim: int, pred_dim: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+    """SimSiam's prediction MLP h (the same settings: two layers, BN and ReLU on the hidden bottleneck of
+    width ``pred_dim``, no BN on the output) as arrays, drawn from ``g``."""
     return {
         "l0.w": _linear(pred_dim, proj_dim, g),
         "bn0.w": torch.ones(pred_dim),
@@ -72,16 +77,19 @@ def _bn(x, w=None, b=None):
 
 
 def projector(q: dict[str, torch.Tensor], f: torch.Tensor) -> torch.Tensor:
+    """z = projector(f): the projection MLP of :func:`init_projector` on features ``f``."""
     h = F.relu(_bn(f @ q["l0.w"].T, q["bn0.w"], q["bn0.b"]))
     h = F.relu(_bn(h @ q["l1.w"].T, q["bn1.w"], q["bn1.b"]))
     return _bn(h @ q["l2.w"].T)
 
 
 def predictor(q: dict[str, torch.Tensor], z: torch.Tensor) -> torch.Tensor:
+    """p = h(z): the prediction MLP of :func:`init_predictor`."""
     return F.relu(_bn(z @ q["l0.w"].T, q["bn0.w"], q["bn0.b"])) @ q["l1.w"].T + q["l1.b"]
 
 
 def state_digest(state: dict[str, torch.Tensor]) -> str:
+    """SHA-256 of a state dict's names and bytes (checks a cached pre-trained encoder)."""
     h = hashlib.sha256()
     for k in sorted(state):
         h.update(k.encode())

@@ -149,12 +149,8 @@ class _Module:
                     self.nodes.setdefault(t, []).append(stmt)
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 continue
-            elif (
-                isinstance(stmt, ast.Expr)
-                and isinstance(stmt.value, ast.Constant)
-                and isinstance(stmt.value.value, str)
-            ):
-                continue  # a docstring
+            elif _is_docstring(stmt):
+                continue
             elif isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.dump(stmt.test):
                 continue  # imports for the type checker
             else:
@@ -224,7 +220,7 @@ class CodeIndex:
             if not nodes:
                 self._units[key] = None
             else:
-                stripped = [_strip(_copy(n)) for n in nodes]
+                stripped = [_strip(copy.deepcopy(n)) for n in nodes]  # _strip edits in place
                 digest = hashlib.sha256(canonical(stripped).encode()).hexdigest()[:16]
                 refs = frozenset(r for n in stripped for r in self._refs(mod, n))
                 self._units[key] = Unit(module, name, digest, refs - {key})
@@ -364,11 +360,6 @@ class CodeIndex:
                     parent[k] = key
                     todo.append(k)
         return None
-
-
-def _copy(node: ast.AST) -> ast.AST:
-    """A deep copy of a syntax tree (``_strip`` edits in place)."""
-    return copy.deepcopy(node)
 
 
 def module_digests(closure: Mapping[str, str]) -> dict[str, str]:
