@@ -1,9 +1,18 @@
-"""Config files read safely: YAML or JSON, bounded in size, nodes and depth once every alias
-is expanded (no "billion laughs"), a key given twice refused, one line naming the problem."""
+"""Structured input read safely: every YAML or JSON value a user or a file hands the package.
+
+One reader for all of them: a config file (:func:`read_config_file`), a ``--*-kwargs`` flag or a
+papermill ``-p`` value (:func:`parse_value`), a record or cache file the package wrote itself
+(:func:`read_structured_file`).  Each is bounded in size, in nodes and depth once every YAML alias
+is expanded (no "billion laughs"), refuses a key given twice, never follows a link or reads a
+device, and answers in one line (:class:`~fedpl_core.base.validation.ConfigError`) that names the
+option or file.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import typing
 from pathlib import Path
 from typing import Any
@@ -78,10 +87,7 @@ def check_expanded_size(
             stack[-1] = (node, kids)
             on_path.add(key)
             if len(on_path) > CONFIG_MAX_DEPTH:
-                raise ConfigError(
-                    f"{what} is nested more than {CONFIG_MAX_DEPTH} levels deep; a config nests at most "
-                    f"{CONFIG_MAX_DEPTH}"
-                )
+                raise ConfigError(_too_deep(what))
             for k in kids:
                 if id(k) in on_path:
                     raise ConfigError(
@@ -131,6 +137,10 @@ def _json_pairs(pairs: list) -> dict:
     return d
 
 
+def _too_deep(what: str) -> str:
+    return f"{what} is nested more than {CONFIG_MAX_DEPTH} levels deep; a config nests at most {CONFIG_MAX_DEPTH}"
+
+
 def _first_line(e: Exception) -> str:
     text = str(e).strip()
     return " ".join(text.splitlines()[:1]) if text else type(e).__name__
@@ -142,7 +152,10 @@ def parse_yaml(text: str) -> Any:
     value is built, so a file of nested aliases is refused before it is expanded."""
     loader = _UniqueKeyLoader.get()(text)
     try:
-        node = loader.get_single_node()
+        try:
+            node = loader.get_single_node()
+        except RecursionError:
+            raise ConfigError(_too_deep("the value")) from None
         if node is None:
             return None
         check_expanded_size(node, _yaml_children)
@@ -154,32 +167,115 @@ def parse_yaml(text: str) -> Any:
 def parse_json(text: str) -> Any:
     """JSON that refuses a key given twice, within :data:`CONFIG_MAX_DEPTH` and
     :data:`CONFIG_MAX_NODES` (JSON has no aliases: its nodes are bounded by its size)."""
-    d = json.loads(text, object_pairs_hook=_json_pairs)
+    try:
+        d = json.loads(text, object_pairs_hook=_json_pairs)
+    except RecursionError:
+        raise ConfigError(_too_deep("the value")) from None
     check_config_size(d)
     return d
+
+
+#: The longest value one option (a ``--*-kwargs`` flag, a papermill ``-p`` value) may hold.
+VALUE_MAX_CHARS = 10_000
+
+
+def parse_value(text: str, what: str, fmt: str = "json") -> Any:
+    """The value of one option written as text (``fmt`` ``"json"``: a ``--*-kwargs`` flag;
+    ``"yaml"``: a papermill ``-p`` value, as papermill's ``-y`` reads it), bounded like a
+    config file: at most :data:`VALUE_MAX_CHARS` characters, :data:`CONFIG_MAX_NODES` values
+    once aliases are expanded, :data:`CONFIG_MAX_DEPTH` levels.  Anything wrong is one
+    :class:`ConfigError` line that starts with ``what`` (the option's name)."""
+    if not isinstance(text, str):
+        raise ConfigError(f"{what} must be text, got {type(text).__name__}")
+    if len(text) > VALUE_MAX_CHARS:
+        raise ConfigError(
+            f"{what}: the value is {len(text):,} characters long; an option holds at most {VALUE_MAX_CHARS:,}"
+        )
+    parse = {"json": parse_json, "yaml": parse_yaml}[fmt]
+    try:
+        value = parse(text)
+    except ConfigError as e:
+        raise ConfigError(f"{what}: {e}") from None
+    except MemoryError:
+        raise ConfigError(f"{what}: the value is too large to read") from None
+    except Exception as e:  # json.JSONDecodeError, yaml.YAMLError
+        msg = e.msg if isinstance(e, json.JSONDecodeError) else _first_line(e)
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise ConfigError(f"{what}: not valid {fmt.upper()} ({msg}): {shown!r}") from None
+    check_config_size(value, what)
+    return value
+
+
+def read_bytes_bounded(path: str | Path, what: str, max_bytes: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes`` of them: a link is
+    refused (never followed: ``O_NOFOLLOW``), as is a folder, a device (``/dev/zero``), a
+    pipe or a longer file, each in one line that names ``what`` and the file.  A missing
+    file is ``FileNotFoundError``; the others are :class:`ConfigError`."""
+    p = Path(path)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} not found: {p}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise ConfigError(f"{what} {p} is a symbolic link; give the file itself")
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{what} {p} is a folder, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"{what} {p} is not a regular file (a device, pipe or socket); give a file")
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped after the lstat
+            raise ConfigError(f"{what} {p} is not a regular file; give a file")
+        raw = f.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        size = f"{max_bytes // 2**20} MiB" if max_bytes >= 2**20 else f"{max_bytes:,} bytes"
+        raise ConfigError(f"{what} {p} is over {size}; is it the right file?")
+    return raw
+
+
+def _decode(raw: bytes, what: str, p: Path) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{what} {p} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); save it as UTF-8"
+        ) from None
+
+
+def read_structured_file(path: str | Path, what: str, max_bytes: int = CONFIG_MAX_BYTES) -> Any:
+    """The parsed JSON of a file the package wrote and reads back (a run record, a cache's
+    index), read like a config file (:func:`read_bytes_bounded`, :func:`parse_json`): one
+    :class:`ConfigError` line naming ``what`` and the file for anything wrong."""
+    p = Path(path)
+    text = _decode(read_bytes_bounded(p, what, max_bytes), what, p)
+    try:
+        return parse_json(text)
+    except ConfigError as e:
+        raise ConfigError(f"{what} {p}: {e}") from None
+    except ValueError as e:  # json.JSONDecodeError
+        raise ConfigError(f"{what} {p} is not valid JSON: {_first_line(e)}") from None
 
 
 def read_config_file(path: str | Path) -> Any:
     """The parsed content of a config file: ``.json`` as JSON, ``.yaml`` / ``.yml`` (any
     case) as YAML, any other name by its content (JSON, else YAML).  A key given twice in
     one mapping, a file that is not UTF-8 text, or one that does not parse is a
-    :class:`ConfigError` naming the file (and, for another suffix, both parsers' reasons)."""
+    :class:`ConfigError` naming the file (and, for another suffix, both parsers' reasons);
+    a link to a missing file, a folder or a device is named as such
+    (:func:`read_bytes_bounded`)."""
     p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"config file not found: {p}" + (" (it is a folder)" if p.is_dir() else ""))
-    with open(p, "rb") as f:
-        raw = f.read(CONFIG_MAX_BYTES + 1)
-    if len(raw) > CONFIG_MAX_BYTES:
-        raise ConfigError(
-            f"config file {p} is over {CONFIG_MAX_BYTES // 2**20} MiB: a config is a few lines of "
-            "settings; is it the right file?"
-        )
+    if p.is_symlink() and p.exists():
+        p = p.resolve()  # a config file may be a link the user made; it is only read
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigError(
-            f"config file {p} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); save it as UTF-8"
-        ) from None
+        raw = read_bytes_bounded(p, "config file", CONFIG_MAX_BYTES)
+    except ConfigError as e:
+        if "is over" in str(e):
+            raise ConfigError(
+                f"config file {p} is over {CONFIG_MAX_BYTES // 2**20} MiB: a config is a few lines of "
+                "settings; is it the right file?"
+            ) from None
+        raise
+    text = _decode(raw, "config file", p)
     suffix = p.suffix.lower()
     parsers = {".json": [("JSON", parse_json)], ".yaml": [("YAML", parse_yaml)], ".yml": [("YAML", parse_yaml)]}
     tries = parsers.get(suffix, [("JSON", parse_json), ("YAML", parse_yaml)])

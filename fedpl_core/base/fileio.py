@@ -8,6 +8,12 @@ or written through) in the target's folder, flushed and ``fsync``-ed, then moved
 place with :func:`os.replace`, which replaces a link planted at the target instead of
 writing through it.  A reader sees the old file or the new one, never a half-written one.
 
+With ``root`` (the output folder a user named: a site, a folder of executed notebooks, a
+results folder), :func:`atomic_write` and :func:`safe_dir` also refuse a target outside
+``root`` and a symbolic link at any depth between ``root`` and the target (``root``
+included), with :class:`UnsafePath`: a link planted in the output folder or in any folder
+below it is never written through.  Nothing is deleted that the package did not make.
+
 Temporary names are ``.<target name>.<pid>@<host>.<random>.tmp``: the writer's process and
 host are in the name, so :func:`remove_stale_temps` removes only temporaries of this
 package whose process is gone (this host) or that nobody touched for
@@ -59,6 +65,59 @@ def host_tag() -> str:
 def temp_prefix(target: str | Path) -> str:
     """The prefix of this process's temporary files for ``target``."""
     return f".{Path(target).name}.{os.getpid()}@{host_tag()}."
+
+
+class UnsafePath(OSError):
+    """A place the package will not write to: outside its output folder, or reached
+    through a symbolic link (one line naming both)."""
+
+
+def _lexical(p: Path) -> Path:
+    """``p`` absolute with ``.`` and ``..`` removed by text, no link followed."""
+    return Path(os.path.normpath(os.path.abspath(p)))
+
+
+def check_inside(root: str | Path, target: str | Path) -> Path:
+    """``target`` (absolute, no link followed) when it lies inside ``root`` and no
+    existing component from ``root`` down to ``target``'s folder is a symbolic link or
+    a file; else :class:`UnsafePath`.  ``root`` itself must not be a link.  Missing
+    folders are fine (:func:`safe_dir` makes them)."""
+    r, t = _lexical(Path(root)), _lexical(Path(target))
+    if t != r and not t.is_relative_to(r):
+        raise UnsafePath(f"{target} is outside the output folder {root}; the package writes only inside it")
+    here = r
+    for part in [None, *t.relative_to(r).parts[:-1]] if t != r else [None]:
+        if part is not None:
+            here = here / part
+        try:
+            st = os.lstat(here)
+        except FileNotFoundError:
+            break
+        if stat.S_ISLNK(st.st_mode):
+            raise UnsafePath(f"{here} is a symbolic link; the package never writes through a link (in {root})")
+        if not stat.S_ISDIR(st.st_mode):
+            raise UnsafePath(f"{here} is a file, not a folder (in {root})")
+    return t
+
+
+def safe_dir(root: str | Path, rel: str | Path = ".") -> Path:
+    """The folder ``root/rel``, made if missing, each folder on the way checked by
+    :func:`check_inside` (no link, inside ``root``) before and after it is made."""
+    target = _lexical(Path(root) / rel)
+    check_inside(root, target / "x")
+    r = _lexical(Path(root))
+    here = r
+    for part in [None, *target.relative_to(r).parts]:
+        if part is not None:
+            here = here / part
+        try:
+            os.mkdir(here)
+        except FileExistsError:
+            pass
+        st = os.lstat(here)
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            raise UnsafePath(f"{here} is not a plain folder (a link or a file); the package never writes through it")
+    return target
 
 
 def _umask() -> int:
@@ -114,16 +173,26 @@ def no_space_error(e: OSError, target: str | Path) -> OSError:
 
 
 @contextlib.contextmanager
-def atomic_write(target: str | Path, mode: str = "w", fsync: bool = True) -> Iterator[IO]:
+def atomic_write(
+    target: str | Path, mode: str = "w", fsync: bool = True, root: str | Path | None = None
+) -> Iterator[IO]:
     """``with atomic_write(path) as f: f.write(...)``: the content lands at ``path`` in
     one :func:`os.replace` when the block ends without an error; on an error the target
     is left as it was and the temporary file is removed (a full disk is said as such,
-    naming the folder: :func:`no_space_error`)."""
+    naming the folder: :func:`no_space_error`).  A link at ``path`` is replaced, never
+    written through; with ``root``, ``path`` must lie inside ``root`` with no link on the
+    way (:func:`check_inside`)."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if root is not None:
+        check_inside(root, target)
+        safe_dir(root, _lexical(target.parent).relative_to(_lexical(Path(root))))
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
     try:
         tmp, f = make_temp(target, mode)
     except OSError as e:
+        if isinstance(e, UnsafePath):
+            raise
         if e.errno in NO_SPACE:
             raise no_space_error(e, target) from None
         raise
@@ -163,13 +232,13 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
             os.unlink(tmp)
 
 
-def atomic_write_text(target: str | Path, text: str, fsync: bool = True) -> None:
-    with atomic_write(target, "w", fsync=fsync) as f:
+def atomic_write_text(target: str | Path, text: str, fsync: bool = True, root: str | Path | None = None) -> None:
+    with atomic_write(target, "w", fsync=fsync, root=root) as f:
         f.write(text)
 
 
-def atomic_write_bytes(target: str | Path, data: bytes, fsync: bool = True) -> None:
-    with atomic_write(target, "wb", fsync=fsync) as f:
+def atomic_write_bytes(target: str | Path, data: bytes, fsync: bool = True, root: str | Path | None = None) -> None:
+    with atomic_write(target, "wb", fsync=fsync, root=root) as f:
         f.write(data)
 
 
@@ -265,6 +334,9 @@ def remove_stale_temps(folder: str | Path, stale_s: float | None = None) -> list
 
 
 __all__ = [
+    "UnsafePath",
+    "check_inside",
+    "safe_dir",
     "atomic_write",
     "atomic_write_text",
     "atomic_write_bytes",
