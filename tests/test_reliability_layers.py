@@ -126,3 +126,28 @@ def test_safe_dir_makes_plain_folders_only(tmp_path):
     (tmp_path / "f").write_text("")
     with pytest.raises(UnsafePath, match="is a file, not a folder"):
         safe_dir(tmp_path, "f/g")
+
+
+def test_tables_and_figures_go_through_the_writer_with_their_folder_as_root(tmp_path):
+    """A sub-folder of the figures folder that is a link (even to a folder inside it) is never
+    written through, by a table or by a figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from fedpl_core.report.plotting import savefig
+    from fedpl_core.report.tables import save_table
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "sub").symlink_to(tmp_path / "real")
+    with pytest.raises(UnsafePath, match="sub is a symbolic link"):
+        save_table(pd.DataFrame({"a": [1]}), "sub/t", tmp_path)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    with pytest.raises(UnsafePath, match="sub is a symbolic link"):
+        savefig(fig, "sub/f.png", tmp_path)
+    plt.close(fig)
+    assert list((tmp_path / "real").iterdir()) == []
+    assert set(save_table(pd.DataFrame({"a": [1]}), "made/t", tmp_path)) == {"csv", "md", "tex"}

@@ -36,7 +36,7 @@ from matplotlib.ticker import MaxNLocator
 
 from ..base.fileio import atomic_write
 from .names import class_name, display_name, method_class, method_classes, metric_name, registry_words
-from .tables import output_path
+from .tables import output_path, output_root
 
 #: The metric name the figures show (:func:`fedpl_core.nn.metrics.metric_name`, one place).
 metric_label = metric_name
@@ -624,11 +624,12 @@ def savefig(fig, name: str, folder: str | Path | None = None, dpi: int = 150) ->
     """Save ``fig`` as ``folder/name`` (PNG unless the name has a suffix; default folder
     :func:`fedpl_core.report.tables.figures_dir`) through
     :func:`fedpl_core.base.fileio.atomic_write`: a link planted at the name is replaced, never
-    written through.  A name that would leave the folder (absolute, or with a ``..`` part) is
-    refused with a ``ValueError`` before anything is drawn (:func:`~fedpl_core.report.tables.output_path`)."""
+    written through, nor through a link in a sub-folder.  A name that would leave the folder
+    (absolute, or with a ``..`` part) is refused with a ``ValueError`` before anything is
+    drawn (:func:`~fedpl_core.report.tables.output_path`)."""
     p = output_path(name if Path(str(name)).suffix else f"{name}.png", folder, what="figure")
     fmt = p.suffix.lstrip(".").lower() or "png"
-    with atomic_write(p, "wb") as f:
+    with atomic_write(p, "wb", root=output_root(folder)) as f:
         fig.savefig(f, format=fmt, dpi=dpi, bbox_inches="tight")
     return p
 

@@ -493,6 +493,13 @@ def for_reading(df: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
     return shown, not default_index
 
 
+def output_root(folder: str | Path | None = None) -> Path:
+    """The folder figures and tables are written into: ``folder`` as the user named it (a
+    link there is the user's own choice, so it is resolved), default :func:`figures_dir`.
+    Below it the writer follows no link (:func:`fedpl_core.base.fileio.check_inside`)."""
+    return Path(figures_dir() if folder is None else folder).expanduser().resolve()
+
+
 def output_path(name: str | Path, folder: str | Path | None = None, what: str = "table") -> Path:
     """Where a figure or table named ``name`` goes: ``folder / name`` (default folder
     :func:`figures_dir`).  A name must stay inside its folder: an empty name, an absolute one,
@@ -510,7 +517,7 @@ def output_path(name: str | Path, folder: str | Path | None = None, what: str = 
     parts = Path(text).parts
     if not text.strip() or Path(text).is_absolute() or ".." in parts or Path(text).name in ("", ".", ".."):
         raise ValueError(f"{what} name {text!r} leaves its folder: give a name inside it (no '..', not absolute)")
-    base = Path(figures_dir() if folder is None else folder).expanduser()
+    base = output_root(folder)
     target = base / text
     if len(parts) > 1:  # a sub-folder: it must not lead out of the folder through a link
         root, parent = base.resolve(), target.parent.resolve()
@@ -523,8 +530,8 @@ def save_table(df: pd.DataFrame, stem: str, folder: str | Path | None = None) ->
     """Write ``<stem>.csv`` (every digit, the frame as it is), ``.md`` and ``.tex`` (for a
     reader: :func:`for_reading`) into ``folder`` (default :func:`figures_dir`), each through
     :func:`fedpl_core.base.fileio.atomic_write` (a link planted at a name is replaced, never written
-    through); returns the paths.  A stem that would leave the folder is refused before
-    anything is written (:func:`output_path`)."""
+    through, nor through a link in a sub-folder); returns the paths.  A stem that would leave
+    the folder is refused before anything is written (:func:`output_path`)."""
     from ..base.fileio import atomic_write_text
 
     output_path(str(stem), folder)  # the stem itself: not empty, not absolute, no '..'
@@ -532,5 +539,5 @@ def save_table(df: pd.DataFrame, stem: str, folder: str | Path | None = None) ->
     shown, index = for_reading(df)
     texts = {"csv": df.to_csv(), "md": to_markdown(shown, index=index) + "\n", "tex": to_latex(shown, index=index)}
     for ext, path in paths.items():
-        atomic_write_text(path, texts[ext])
+        atomic_write_text(path, texts[ext], root=output_root(folder))
     return {ext: str(path) for ext, path in paths.items()}
