@@ -65,9 +65,10 @@ gpu-checks: $(STAMP)
 wheelhouse:
 	$(PYTHON) tools/wheelhouse.py --dest wheelhouse $(WHEELHOUSE_ARGS)
 
-# the offline install rehearsed on this CPU machine over another torch (outputs/offline-rehearsal/)
+# the offline install rehearsed on this CPU machine over a node's Python and torch (outputs/offline-rehearsal/;
+# REHEARSAL_ARGS: PYTHON TORCH TORCHVISION, default python3.12 2.11.0 0.26.0)
 offline-rehearsal:
-	bash tools/offline_rehearsal.sh
+	bash tools/offline_rehearsal.sh $(REHEARSAL_ARGS)
 
 reproduce-full: $(STAMP)
 	$(PY) -m fedpl_core reproduce --profile full

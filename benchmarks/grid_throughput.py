@@ -60,7 +60,8 @@ def base(a) -> ExperimentConfig:
     )
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command line (``gpu-checks``' ``grids`` step builds one for it)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
         "--backends",
@@ -69,11 +70,23 @@ def main() -> None:
         choices=["serial", "process", "spawn", "threads", "ray"],
     )
     p.add_argument("--device", default="cpu", help="the runs' engine device (cpu, cuda, auto)")
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=int, default=2, help="workers of every backend but serial (one run at a time)")
     p.add_argument("--runs", type=int, default=8, help="methods x seeds: fedavg and fedprox, runs // 2 seeds each")
     p.add_argument("--rounds", type=int, default=12)
     p.add_argument("--n-train", type=int, default=2400)
-    a = p.parse_args()
+    return p
+
+
+def grid_args(name: str, workers: int) -> dict:
+    """``run_many``'s ``backend`` and ``workers`` for the backend ``name`` of ``--backends``:
+    ``spawn`` is the process backend; the serial backend runs one run at a time, so it gets
+    one worker whatever ``--workers`` says (``run_many`` refuses more there)."""
+    backend = {"spawn": "process", "ray (warm)": "ray"}.get(name, name)
+    return {"backend": backend, "workers": 1 if backend == "serial" else workers}
+
+
+def main(argv: list[str] | None = None) -> None:
+    a = parser().parse_args(argv)
     warnings.simplefilter("ignore")
     threads = max(1, (os.cpu_count() or 1) // a.workers)
     torch.set_num_threads(threads)  # serial: the threads of one worker
@@ -107,8 +120,7 @@ def main() -> None:
                         seeds,
                         rd,
                         progress=False,
-                        backend="process" if name == "spawn" else backend,
-                        workers=1 if backend == "serial" else a.workers,
+                        **grid_args(name, a.workers),
                     )
                     times[name] = time.perf_counter() - t0
             finally:

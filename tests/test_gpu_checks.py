@@ -30,9 +30,9 @@ def test_the_steps_are_the_issues_in_its_order():
     "args, says",
     [
         (["--device", "cpu", "--steps", "smoke", "tests"], "unknown step 'tests'"),
-        (["--device", "cpu", "--budget", "5"], "--budget must be more than"),
+        (["--device", "cpu", "--budget", "5"], "argument --budget: takes a finite number of seconds, more than 10"),
         (["--device", "tpu"], "--device must be cuda, cuda:N or cpu"),
-        (["--device", "cpu", "--parallel", "0"], "--parallel must be >= 1"),
+        (["--device", "cpu", "--parallel", "0"], "argument --parallel: takes a whole number >= 1"),
     ],
 )
 def test_bad_options_end_in_one_line_before_any_step(args, says, tmp_path, capsys):

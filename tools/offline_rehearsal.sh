@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
 # The offline install rehearsed on a CPU machine, as the user of an offline GPU node meets it
-# (docs/gpu.md quotes its numbers).  From the checkout's root:  bash tools/offline_rehearsal.sh
-#   1. the wheelhouse for this machine's Python (tools/wheelhouse.py; the package index is used);
-#   2. a "node Python" whose PyTorch is not the pinned one: a venv with torch $TORCH and torchvision
-#      $TORCHVISION from the package index (CUDA builds, as a GPU node has; they run on a CPU too.
-#      Not this machine's CPU build of torch 2.13.0: torchvision 0.28.0's wheel is built against
-#      the CUDA one, and over the CPU build `import torchvision` fails: "operator torchvision::nms
-#      does not exist");
-#   3. the offline install over it (tools/offline_install.sh: a fresh venv that sees the node
-#      Python's packages, pip --no-index from the wheelhouse), with every index and proxy cut off;
+# (docs/gpu.md quotes its numbers).  From the checkout's root:
+#     bash tools/offline_rehearsal.sh [PYTHON [TORCH [TORCHVISION]]]
+# PYTHON: the node's Python (default python3.12; or $PYTHON), TORCH and TORCHVISION the node's
+# PyTorch (default 2.11.0 and its torchvision 0.26.0; or $TORCH, $TORCHVISION): a GPU node's, not
+# the CPU lock's.
+#   1. the wheelhouse for that Python (tools/wheelhouse.py, its defaults; the package index is used);
+#   2. a "node Python": a venv of PYTHON with torch $TORCH and torchvision $TORCHVISION from the
+#      package index (CUDA builds, as a GPU node has; they run on a CPU too.  A CPU build of torch
+#      cannot stand in: torchvision's wheel on the index is built against the CUDA one, and over the
+#      CPU build `import torchvision` fails: "operator torchvision::nms does not exist");
+#   3. the offline install over it (tools/offline_install.sh, its defaults: a fresh venv that sees the
+#      node Python's packages, pip --no-index from the wheelhouse), with every index and proxy cut off;
 #   4. the backbones build in it: ResNet-18 and DenseNet-121 (torchvision), EfficientNet-Lite0 with
 #      its ImageNet weights (the pretrained extra);
 #   5. pytest tests/test_gpu.py (skips without CUDA);
 #   6. one notebook (00) in the smoke profile through papermill;
-#   7. python -m fedpl_core gpu-checks --device cpu: its environment and gpu-tests steps;
+#   7. bash tools/gpu_node.sh --device cpu --steps environment gpu-tests: the checks as a node runs
+#      them, and the three files it hands back;
 #   8. pytest again with nbval removed, with a notebook: the notebook skips with the reason.
 # Everything goes under outputs/offline-rehearsal/ (git-ignored), made afresh; the summary of times
 # and sizes is printed and kept in outputs/offline-rehearsal/summary.txt.  No GPU is involved.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
-PYTHON=${PYTHON:-python3}
-TORCH=${TORCH:-2.13.0}
-TORCHVISION=${TORCHVISION:-0.28.0}
+PYTHON=${1:-${PYTHON:-python3.12}}
+TORCH=${2:-${TORCH:-2.11.0}}
+TORCHVISION=${3:-${TORCHVISION:-0.26.0}}
+"$PYTHON" -c 'import sys' 2>/dev/null \
+  || { echo "offline_rehearsal: error: no Python '$PYTHON': give the node's Python as the first argument" >&2; exit 2; }
 R=outputs/offline-rehearsal
 rm -rf "$R" && mkdir -p "$R" || exit 2
 SUM=$R/summary.txt
@@ -36,8 +42,8 @@ offline() {  # no index, no find-links, no configuration, and no network through
 echo "offline rehearsal, $(date -u +%FT%TZ), $(nproc) CPU cores, load $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$SUM"
 
 t=$(now)
-"$PYTHON" tools/wheelhouse.py --python-version "$pyver" --platform manylinux_2_28_x86_64 manylinux_2_17_x86_64 \
-  manylinux2014_x86_64 --dest "$R/wheelhouse" | tee "$R/wheelhouse.txt" || exit 1
+"$PYTHON" tools/wheelhouse.py --python-version "$pyver" --dest "$R/wheelhouse" | tee "$R/wheelhouse.txt"
+((PIPESTATUS[0] == 0)) || exit 1
 note "1. wheelhouse (Python $pyver)" "$(secs "$t" "$(now)"): $(tail -n 1 "$R/wheelhouse.txt" | cut -d'(' -f1)"
 
 t=$(now)
@@ -75,10 +81,12 @@ offline "$PY" -m fedpl_core reproduce --profile smoke --notebooks 00 --output "$
 note "6. notebook 00, smoke profile (papermill)" "exit status $?, $(secs "$t" "$(now)"): $(grep -E '^00_' "$R/smoke.txt" | tr -s ' ')"
 
 t=$(now)
-offline "$PY" -m fedpl_core gpu-checks --device cpu --out "$R/gpu-checks" --steps environment gpu-tests \
-  > "$R/gpu-checks.txt" 2>&1
-note "7. gpu-checks --device cpu (2 steps)" "exit status $?, $(secs "$t" "$(now)")"
-grep -E '^\| (environment|gpu-tests) ' "$R/gpu-checks/summary.md" | tee -a "$SUM"
+offline env BASE_PYTHON="$R/node-python/bin/python" WHEELHOUSE="$R/wheelhouse" NODE_ENV="$R/env" \
+  OUT="$R/gpu-node" CHECKS="$R/gpu-checks" BUDGET=400 \
+  bash tools/gpu_node.sh --device cpu --steps environment gpu-tests > "$R/gpu-node.txt" 2>&1
+note "7. gpu_node.sh --device cpu (2 steps)" "exit status $?, $(secs "$t" "$(now)"); hands back: $(cd "$R/gpu-node" && find . -mindepth 1 | sed 's|^./||' | sort | tr '\n' ' ')"
+note "   files in its results.tar.gz" "$(tar -tzf "$R/gpu-node/results.tar.gz" | wc -l)"
+grep -E '^\| (environment|gpu-tests) ' "$R/gpu-node/summary.md" | tee -a "$SUM"
 
 offline "$PY" -m pip uninstall -q -y nbval
 offline "$PY" -m pytest -p no:cacheprovider -q -rs tests/test_gpu.py notebooks/00_introduction.ipynb \

