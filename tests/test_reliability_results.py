@@ -65,6 +65,13 @@ def _edit_final(d, **values):
     return d
 
 
+def _edit_last(d, **values):
+    """The last record changed, and ``final`` and ``best`` with it where they are it."""
+    for rec in [d["history"][-1], d["final"], *([d["best"]] if d["best"] == d["history"][-1] else [])]:
+        rec.update(values)
+    return d
+
+
 EDITS = {
     "auroc_5": (lambda d: _edit_final(d, auroc_mean=5.0, map=-3.0), "final.auroc_mean is 5.0, outside [0, 1]"),
     "map_negative": (lambda d: _edit_final(d, map=-3.0), "final.map is -3.0, outside [0, 1]"),
@@ -80,6 +87,11 @@ EDITS = {
     ),
     "best_not_history": (lambda d: d["best"].__setitem__("auroc_mean", 0.99) or d, "is not a record of the history"),
     "no_run_id": (lambda d: d.pop("run_id") and d, "it names no run_id (this run is "),
+    "round_999": (lambda d: _edit_last(d, round=999), "history[1].round is 999, after the run's last round (2)"),
+    "per_class_9": (
+        lambda d: _edit_last(d, auroc_per_class=[0.5] * 9),
+        "history[1].auroc_per_class holds 9 values for 3 classes",
+    ),
 }
 
 

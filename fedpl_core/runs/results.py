@@ -1,7 +1,9 @@
 """A run's result: :class:`RunResult`, and its JSON file, written atomically
-(:func:`atomic_write_json`) and read back checked (:func:`read_result`,
-:func:`parse_result`): the keys, the types, no NaN or infinity, the run id, the
-provenance.  A file that fails a check raises :class:`ResultFileError`; the cache
+(:func:`atomic_write_json`) and read back checked against one schema (:func:`read_result`,
+:func:`parse_result`): parsed within bounds of size, values and depth; the keys, the types,
+no NaN or infinity, each record key's type and range, one per-class value per class, the
+rounds and the evaluations its config makes, the class names its config says, the run id,
+the provenance.  A file that fails a check raises :class:`ResultFileError`; the cache
 (:mod:`fedpl_core.runs.runner`) then warns and does the run again.
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..base.config_files import CONFIG_MAX_DEPTH
 from ..base.fileio import atomic_write_text
 from ..nn.metrics import per_class_table
 
@@ -69,15 +72,6 @@ def atomic_write_json(obj: Any, path: str | Path) -> None:
     atomic_write_text(path, json.dumps(finite_or_none(obj), indent=1, allow_nan=False))
 
 
-_RECORD_NUMBERS = set(METRIC_KEYS) | {
-    "round",
-    "val_loss",
-    "train_loss",
-    "threshold",
-    "n_classes",
-    "train_time",
-    "eval_time",
-}
 #: Record keys (the part after the last ``/``) whose values are shares: in [0, 1] (the
 #: metrics, the threshold, pseudo-label quality); per-class lists of these metrics too.
 UNIT_KEYS = {
@@ -94,8 +88,26 @@ UNIT_KEYS = {
     "pos_recall",
 }
 UNIT_PER_CLASS = {"auroc", "ap", "bacc", "f1", "precision", "recall", "accuracy"}
-#: Record keys that count or time something: >= 0.
-NONNEGATIVE_KEYS = {"n_defined", "n_classes", "train_time", "eval_time"}
+#: Record keys that time something, in seconds: >= 0.
+SECONDS_KEYS = {"train_time", "eval_time"}
+#: Record keys that count classes: integers, ``n_defined`` in [0, classes], ``n_classes`` the
+#: number of classes of its evaluation set.
+COUNT_KEYS = {"n_defined", "n_classes"}
+#: Losses: numbers of either sign.  A method's training loss need not be >= 0 (SimSiam's
+#: pre-training loss is a negative cosine similarity, FedPU's PU risk is not clamped at 0),
+#: nor its supervised loss, which scores the validation splits.
+LOSS_KEYS = {"train_loss", "val_loss"}
+#: Every key a record may hold besides ``log/<name>`` (a method's own logged numbers, of any
+#: sign) and an evaluation set's ``<set>/<key>``: the engine's
+#: (:meth:`fedpl_core.fl.simulation.Simulation.step`), the metrics'
+#: (:func:`fedpl_core.nn.metrics.evaluate`) and the pseudo-label quality's
+#: (:func:`fedpl_core.fl.evaluation.pseudo_label_quality`).  ``NONNEGATIVE_KEYS``: the
+#: counts and times among them.
+NONNEGATIVE_KEYS = SECONDS_KEYS | COUNT_KEYS
+_RECORD_NUMBERS = set(METRIC_KEYS) | {"round", "threshold"} | LOSS_KEYS | NONNEGATIVE_KEYS
+#: Keys of a record that the training part of a round writes, every round; any other key but
+#: ``log/<name>`` and ``pl/<share>`` is written by an evaluation.
+TRAINING_KEYS = ("round", "train_loss", "train_time")
 #: A record is evaluated (it can be ``final``) when it holds one of these.
 EVALUATED_KEYS = ("auroc_mean", "accuracy", "val_loss")
 
@@ -115,6 +127,10 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _check_finite(obj: Any, where: str) -> None:
     if isinstance(obj, float) and not math.isfinite(obj):
         raise ResultFileError(f"{where} is {obj}")
@@ -126,37 +142,117 @@ def _check_finite(obj: Any, where: str) -> None:
             _check_finite(v, f"{where}[{i}]")
 
 
-def _check_record(rec: Any, where: str, empty_ok: bool = False) -> None:
+def _check_names(v: Any, where: str) -> list[str]:
+    """A list of distinct names."""
+    if not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+        raise ResultFileError(f"{where} is not a list of names")
+    seen: set[str] = set()
+    for x in v:
+        if x in seen:
+            raise ResultFileError(f"{where} names {x!r} twice")
+        seen.add(x)
+    return v
+
+
+def _shown_names(names: list[str]) -> str:
+    return repr(names) if len(names) <= 8 else repr(names[:8])[:-1] + ", ...]"
+
+
+def _set_classes(rec: dict[str, Any], prefix: str, model: list[str], where: str) -> list[str]:
+    """The classes of the evaluation set ``prefix`` (``""``: the test set) of a record: its
+    ``class_names``, the model's classes or some of them (a set is scored on the model's
+    columns of its classes, matched by name); the test set's, when they are the model's,
+    in the model's order (:meth:`RunResult.per_class` pairs them).  Without them: the model's."""
+    key = prefix + "class_names"
+    if key not in rec:
+        return model
+    names = _check_names(rec[key], f"{where}.{key}")
+    if not names:
+        raise ResultFileError(f"{where}.{key} is empty")
+    unknown = [c for c in names if c not in model]
+    if unknown:
+        raise ResultFileError(f"{where}.{key} names {unknown[0]!r}, not a class of the model ({_shown_names(model)})")
+    if not prefix and set(names) == set(model) and names != model:
+        i = next(i for i, (a, b) in enumerate(zip(names, model)) if a != b)
+        raise ResultFileError(f"{where}.{key}[{i}] is {names[i]!r}, where class_names[{i}] is {model[i]!r}")
+    return names
+
+
+def _check_record(rec: Any, where: str, model: list[str], empty_ok: bool = False) -> None:
     """A history record / ``final`` / ``best``: a mapping whose ``round`` is an integer and
-    whose metrics are numbers (or null), per-class lists of numbers (or null)."""
+    every key of which follows its rule (:data:`_RECORD_NUMBERS` and the lists below):
+    shares in [0, 1], times >= 0, losses and a method's ``log/<name>`` numbers of either
+    sign, ``n_defined`` an integer count in [0, classes], ``n_classes`` the number of
+    classes, each ``*_per_class`` list and ``n_positives`` one entry per class of its
+    evaluation set (``<set>/``, or none: the test set), whose ``class_names`` are the
+    model's (``model``) or some of them; any other key a number."""
     if not isinstance(rec, dict):
         raise ResultFileError(f"{where} is a {type(rec).__name__}, not a mapping")
     if not rec and empty_ok:
         return
-    if not (isinstance(rec.get("round"), int) and not isinstance(rec.get("round"), bool)):
+    if not _is_int(rec.get("round")):
         raise ResultFileError(f"{where}.round is {rec.get('round')!r}, not an integer")
     if rec["round"] < 1:
         raise ResultFileError(f"{where}.round is {rec['round']}, not a round (1 or more)")
+    classes: dict[str, list[str]] = {}
     for k, v in rec.items():
-        base = k.rsplit("/", 1)[-1]  # "<eval set>/<metric>" keys follow the metric's rule
+        if k.startswith("log/"):  # a method's own numbers (ctx.log): any sign
+            if not (v is None or _is_number(v)):
+                raise ResultFileError(f"{where}.{k} is {v!r}, not a number")
+            continue
+        prefix, _, base = k.rpartition("/")  # "<eval set>/<metric>" keys follow the metric's rule
+        prefix += "/" if prefix else ""
+        if prefix not in classes:
+            classes[prefix] = _set_classes(rec, prefix, model, where)
+        names = classes[prefix]
         if base in _RECORD_NUMBERS or base in UNIT_KEYS:
             if not (v is None or _is_number(v)):
                 raise ResultFileError(f"{where}.{k} is {v!r}, not a number")
-            _check_range(v, base in UNIT_KEYS, base in NONNEGATIVE_KEYS, f"{where}.{k}")
+            _check_range(v, base in UNIT_KEYS, base in SECONDS_KEYS, f"{where}.{k}")
+            if base in COUNT_KEYS:
+                _check_count(v, base, names, rec.get(prefix + "auroc_per_class"), f"{where}.{k}")
         elif base.endswith("_per_class"):
             if not (isinstance(v, list) and all(x is None or _is_number(x) for x in v)):
                 raise ResultFileError(f"{where}.{k} is not a list of numbers")
+            _check_length(v, names, f"{where}.{k}")
             unit = base[: -len("_per_class")] in UNIT_PER_CLASS
             for i, x in enumerate(v):
                 _check_range(x, unit, False, f"{where}.{k}[{i}]")
         elif base == "n_positives":
-            if not (isinstance(v, list) and all(_is_number(x) for x in v)):
-                raise ResultFileError(f"{where}.{k} is not a list of numbers")
+            if not (isinstance(v, list) and all(_is_int(x) for x in v)):
+                raise ResultFileError(f"{where}.{k} is not a list of counts (integers)")
+            _check_length(v, names, f"{where}.{k}")
             for i, x in enumerate(v):
                 _check_range(x, False, True, f"{where}.{k}[{i}]")
-        elif base in ("class_names", "few_positives"):
-            if not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
-                raise ResultFileError(f"{where}.{k} is not a list of names")
+        elif base == "class_names":
+            pass  # checked by _set_classes
+        elif base == "few_positives":
+            few = _check_names(v, f"{where}.{k}")
+            other = [c for c in few if c not in names]
+            if other:
+                raise ResultFileError(f"{where}.{k} names {other[0]!r}, not a class of its evaluation set")
+        elif not (v is None or _is_number(v)):
+            raise ResultFileError(f"{where}.{k} is {v!r}, not a number")
+
+
+def _check_length(v: list, names: list[str], where: str) -> None:
+    if len(v) != len(names):
+        raise ResultFileError(f"{where} holds {len(v)} values for {len(names)} classes")
+
+
+def _check_count(v: Any, base: str, names: list[str], auroc: Any, where: str) -> None:
+    """``n_classes``: the number of classes; ``n_defined``: an integer in [0, classes], at
+    least the classes with an AUROC (a class whose AUROC came out NaN is null in the file)."""
+    if not _is_int(v):
+        raise ResultFileError(f"{where} is {v!r}, not an integer count")
+    if base == "n_classes" and v != len(names):
+        raise ResultFileError(f"{where} is {v}, for {len(names)} classes")
+    if base == "n_defined":
+        if not 0 <= v <= len(names):
+            raise ResultFileError(f"{where} is {v}, outside [0, {len(names)}] (its classes)")
+        scored = sum(x is not None for x in auroc) if isinstance(auroc, list) else 0
+        if v < scored:
+            raise ResultFileError(f"{where} is {v}, below the {scored} classes with an AUROC")
 
 
 def _check_range(v: Any, unit: bool, nonnegative: bool, where: str) -> None:
@@ -173,20 +269,80 @@ def _reject_constant(name: str) -> Any:
     raise ResultFileError(f"it holds {name}")
 
 
+#: Bounds of a result file read back, so that a huge or deeply nested file is refused before
+#: it is used: its size, its nodes (every mapping, list, key and value) and its depth.  Not
+#: the config files' bounds (:mod:`fedpl_core.base.config_files`, 100,000 nodes): a result
+#: holds its config (up to that many nodes and ``CONFIG_MAX_DEPTH`` levels) one level down,
+#: and its history grows with the rounds.  The largest result of the studies is 142 KB and
+#: 8,024 nodes (100 rounds); a record of an evaluation on three sets of 20 classes is about
+#: 800 nodes, so a run of 2,000 such evaluations stays within the bound.
+RESULT_MAX_BYTES = 64 << 20
+RESULT_MAX_NODES = 2_000_000
+RESULT_MAX_DEPTH = CONFIG_MAX_DEPTH + 8
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in d:
+            raise ResultFileError(f"it gives the key {k!r} twice in one mapping")
+        d[k] = v
+    return d
+
+
+def _check_size(d: Any) -> None:
+    """At most :data:`RESULT_MAX_NODES` nodes, :data:`RESULT_MAX_DEPTH` levels."""
+    nodes, stack = 0, [(d, 1)]
+    while stack:
+        obj, depth = stack.pop()
+        nodes += 1
+        if depth > RESULT_MAX_DEPTH:
+            raise ResultFileError(f"it is nested more than {RESULT_MAX_DEPTH} levels deep")
+        if isinstance(obj, dict):
+            nodes += len(obj)  # the keys
+            stack.extend((v, depth + 1) for v in obj.values())
+        elif isinstance(obj, list):
+            stack.extend((v, depth + 1) for v in obj)
+        if nodes > RESULT_MAX_NODES:
+            raise ResultFileError(f"it holds more than {RESULT_MAX_NODES:,} values")
+
+
+def load_json(text: str) -> Any:
+    """The JSON ``text`` of a result file, bounded (:data:`RESULT_MAX_BYTES`,
+    :data:`RESULT_MAX_NODES`, :data:`RESULT_MAX_DEPTH`): no NaN or infinity, no key given twice
+    in a mapping.  Anything wrong is one :class:`ResultFileError` line."""
+    if len(text) > RESULT_MAX_BYTES:
+        raise ResultFileError(f"it is over {RESULT_MAX_BYTES >> 20} MiB; a result holds at most that")
+    try:
+        d = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise ResultFileError("it is nested too deeply") from None
+    except MemoryError:
+        raise ResultFileError("it is too large to read") from None
+    except json.JSONDecodeError as e:
+        raise ResultFileError(f"it is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    except ResultFileError:
+        raise
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise ResultFileError(f"it is not valid JSON ({str(e).splitlines()[0] if str(e) else 'a bad value'})") from None
+    _check_size(d)
+    return d
+
+
 def parse_result(text: str, run_id: str | None = None, config: dict[str, Any] | None = None) -> RunResult:
-    """A :class:`RunResult` from a results JSON, checked: the keys, the types (config and
-    records are mappings, history a list of records, class names strings, metrics numbers),
-    no NaN or infinity, the ranges (metrics and shares in [0, 1], counts and times >= 0,
-    rounds >= 1), ``final`` the history's last evaluated record (:func:`final_record`),
-    ``best`` one of its records; ``run_id`` (the file's name), when given, must be the
+    """A :class:`RunResult` from a results JSON, checked: its size (:func:`load_json`), the
+    keys, the types (config and records are mappings, history a list of records, class names
+    distinct strings, metrics numbers), no NaN or infinity, each record key's range
+    (:func:`_check_record`: shares in [0, 1], counts and times >= 0, per-class lists one
+    value per class), ``final`` the history's last evaluated record (:func:`final_record`),
+    ``best`` one of its records; the rounds those of its config (:func:`_check_rounds`),
+    the class names those of its data set where the config says them
+    (:func:`expected_classes`); ``run_id`` (the file's name), when given, must be the
     file's own ``run_id``; ``config`` (the run's :meth:`ExperimentConfig.to_dict`), when
     given, must be the file's config in every field that makes the run id
     (:func:`~fedpl_core.runs.experiment_config.run_identity`).  Raises :class:`ResultFileError` (a
     ``ValueError``) naming what is wrong."""
-    try:
-        d = json.loads(text, parse_constant=_reject_constant)
-    except RecursionError:
-        raise ResultFileError("it is nested too deeply") from None
+    d = load_json(text)
     if not isinstance(d, dict):
         raise ResultFileError(f"it holds a {type(d).__name__}, not a mapping")
     names = {f.name for f in dataclasses.fields(RunResult)}
@@ -198,19 +354,22 @@ def parse_result(text: str, run_id: str | None = None, config: dict[str, Any] | 
         raise ResultFileError(f"config is a {type(cfg).__name__}, not a mapping")
     if not isinstance(cfg.get("method"), str):
         raise ResultFileError(f"config.method is {cfg.get('method')!r}, not a name")
-    if not (isinstance(cfg.get("seed"), int) and not isinstance(cfg.get("seed"), bool)):
+    if not _is_int(cfg.get("seed")):
         raise ResultFileError(f"config.seed is {cfg.get('seed')!r}, not an integer")
+    model = _check_names(d["class_names"], "class_names")
+    if not model:
+        raise ResultFileError("class_names is empty")
     if not isinstance(d["history"], list) or not d["history"]:
         raise ResultFileError("history is not a non-empty list of records")
     for i, rec in enumerate(d["history"]):
-        _check_record(rec, f"history[{i}]")
-    _check_record(d["final"], "final")
-    _check_record(d["best"], "best", empty_ok=True)
-    if not (isinstance(d["class_names"], list) and all(isinstance(c, str) for c in d["class_names"])):
-        raise ResultFileError("class_names is not a list of names")
+        _check_record(rec, f"history[{i}]", model)
+    _check_record(d["final"], "final", model)
+    _check_record(d["best"], "best", model, empty_ok=True)
     t = d["timings"]
     if not (isinstance(t, dict) and all(_is_number(v) for v in t.values()) and "total_s" in t):
         raise ResultFileError("timings is not a mapping of numbers with total_s")
+    for k, v in t.items():  # seconds, and the peak GPU memory in MiB
+        _check_range(v, False, True, f"timings.{k}")
     if d["final"] != final_record(d["history"]):
         raise ResultFileError(f"final (round {d['final']['round']}) is not the history's last evaluated record")
     if d["best"] and d["best"] not in d["history"]:
@@ -227,7 +386,124 @@ def parse_result(text: str, run_id: str | None = None, config: dict[str, Any] | 
     if config is not None:
         _check_own_config(cfg, config)
     _check_provenance(d.get("provenance", {}))
+    _check_rounds(d["history"], cfg)
+    _check_classes(model, cfg)
     return RunResult.from_json(d)
+
+
+def _config_int(engine: dict[str, Any], key: str, none_ok: bool = False) -> Any:
+    """``engine[key]``: an integer >= 1 (or None where ``none_ok``)."""
+    v = engine.get(key)
+    if v is None and none_ok:
+        return None
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+        return v
+    raise ResultFileError(f"config.engine.{key} is {v!r}, not an integer >= 1")
+
+
+def _is_evaluation(rec: dict[str, Any]) -> bool:
+    """Whether a record holds an evaluation: any key but a training one
+    (:data:`TRAINING_KEYS`), a method's ``log/<name>`` and the pseudo-label shares ``pl/``."""
+    return any(k not in TRAINING_KEYS and not k.startswith(("log/", "pl/")) for k in rec)
+
+
+def _check_rounds(history: list[dict[str, Any]], cfg: dict[str, Any]) -> None:
+    """The history is the run's, round by round (:meth:`fedpl_core.fl.simulation.Simulation.step`
+    appends one record a round, :meth:`~fedpl_core.fl.simulation.Simulation.run` stops after
+    ``engine.rounds``, or earlier when ``patience`` stops it after a record of its selection
+    key): its records
+    are rounds 1, 2, ... in order, at most ``rounds`` of them, and end at ``rounds`` unless
+    ``patience`` is set; a round is evaluated when ``eval_every`` divides it, and the last
+    round always (``eval_time``: the records of the rounds that were, where one holds it)."""
+    engine = cfg.get("engine")
+    if not isinstance(engine, dict):
+        raise ResultFileError(f"config.engine is a {type(engine).__name__}, not a mapping")
+    rounds = _config_int(engine, "rounds")
+    every = _config_int(engine, "eval_every") if "eval_every" in engine else None
+    # patience (early stopping) set; a config without the field: not known, so allowed
+    stops_early = _config_int(engine, "patience", none_ok=True) is not None if "patience" in engine else True
+    if len(history) > rounds:
+        raise ResultFileError(f"history holds {len(history)} records for a run of {rounds} rounds")
+    for i, rec in enumerate(history):
+        r = rec["round"]
+        if r > rounds:
+            raise ResultFileError(f"history[{i}].round is {r}, after the run's last round ({rounds})")
+        if i and r <= history[i - 1]["round"]:
+            raise ResultFileError(f"history[{i}].round is {r}, after round {history[i - 1]['round']}: not in order")
+        if r != i + 1:
+            raise ResultFileError(f"history[{i}].round is {r}: the history has no record of round {i + 1}")
+    last = history[-1]
+    if last["round"] < rounds:
+        if not stops_early:
+            raise ResultFileError(
+                f"history ends at round {last['round']} of {rounds}, and the run has no patience to stop early"
+            )
+        key = engine.get("selection")
+        if isinstance(key, str) and last.get(key) is None:  # patience counts the records that hold it
+            raise ResultFileError(
+                f"history ends at round {last['round']} of {rounds} on a record without {key} "
+                "(an early stop follows one that holds it)"
+            )
+    if every is None:
+        return
+    timed = any("eval_time" in h for h in history)
+    for i, rec in enumerate(history):
+        r = rec["round"]
+        due = r % every == 0 or r == rounds
+        if not due and _is_evaluation(rec):
+            raise ResultFileError(
+                f"history[{i}] (round {r}) holds an evaluation; the run evaluates every {every} round(s) and the last"
+            )
+        if due and timed and "eval_time" not in rec:
+            raise ResultFileError(
+                f"history[{i}] (round {r}) holds no evaluation; the run evaluates every {every} round(s) and the last"
+            )
+
+
+def expected_classes(cfg: dict[str, Any]) -> list[str] | None:
+    """The classes of a run with the stored config ``cfg``, in order, where the config says
+    them without building the data: the ``classes`` it names, or the built-in generator's
+    own (:data:`fedpl_core.data.synthetic.NIH14`, ``SKIN_CLASSES``, ``ICH_CLASSES``), for the
+    package's own data sources (the generated sets, the real data sets of
+    :mod:`fedpl_core.data.catalog`, MedMNIST), which keep the classes named in that order,
+    and the one class of a one-class data set; None for the others (the papers' federations,
+    whose tables fix their classes; a plugin's source)."""
+    dataset, classes = cfg.get("dataset"), cfg.get("classes")
+    if not isinstance(dataset, str):
+        raise ResultFileError(f"config.dataset is {dataset!r}, not a name")
+    if classes is not None:
+        classes = _check_names(classes, "config.classes")
+    from ..data import synthetic
+    from ..data.catalog import DATASETS
+    from ..data.sources import SOURCES, SYNTHETIC
+
+    if dataset in SYNTHETIC:
+        builder = SOURCES.get(dataset)
+        if builder is None or builder.__module__ != "fedpl_core.data.sources.synthetic":
+            return None  # registered over by a plugin
+        own = {"synthetic-cxr": synthetic.NIH14, "synthetic-skin": synthetic.SKIN_CLASSES}
+        return list(classes if classes is not None else own.get(dataset, synthetic.ICH_CLASSES))
+    if dataset in SOURCES or not (dataset in DATASETS or dataset.startswith("medmnist:")):
+        return None
+    info = DATASETS.get(dataset)
+    if info is not None and not info.takes_classes:
+        return [str(info.one_class)]
+    return None if classes is None else list(classes)
+
+
+def _check_classes(model: list[str], cfg: dict[str, Any]) -> None:
+    """``class_names`` are the classes of the run's data (:func:`expected_classes`) where its
+    config says them."""
+    expected = expected_classes(cfg)
+    if expected is None or model == expected:
+        return
+    source = f"{cfg['dataset']}" + (", the config's classes" if cfg.get("classes") is not None else "")
+    if len(model) != len(expected):
+        raise ResultFileError(
+            f"class_names holds {len(model)} names; its data ({source}) has {len(expected)}: {_shown_names(expected)}"
+        )
+    i = next(i for i, (a, b) in enumerate(zip(model, expected)) if a != b)
+    raise ResultFileError(f"class_names[{i}] is {model[i]!r}, where its data ({source}) has {expected[i]!r}")
 
 
 def _check_own_config(stored: dict[str, Any], config: dict[str, Any]) -> None:
@@ -316,7 +592,9 @@ def read_result(out: str | Path, config: dict[str, Any] | None = None) -> RunRes
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             raise ResultFileError("it is not a regular file")
-        raw = f.read()
+        raw = f.read(RESULT_MAX_BYTES + 1)
+    if len(raw) > RESULT_MAX_BYTES:
+        raise ResultFileError(f"it is over {RESULT_MAX_BYTES >> 20} MiB; a result holds at most that")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -333,6 +611,8 @@ __all__ = [
     "ResultFileError",
     "parse_result",
     "read_result",
+    "load_json",
+    "expected_classes",
     "StaleResultWarning",
     "stale_message",
 ]
