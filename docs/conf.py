@@ -1,6 +1,7 @@
 """Sphinx configuration of the fedpl documentation site (``make docs``).
 
-Built offline: MathJax is served from the site itself (sphinx-mathjax-offline), the theme
+Built offline: MathJax is served from the site itself (sphinx-mathjax-offline, MathJax 3) with
+its ``ui/safe`` extension (no ``javascript:`` link, no style or class from math), the theme
 (furo) loads no remote font or script, and search is Sphinx's own index.  The executed
 notebooks are staged and sanitised by :mod:`fedpl_core.report.docs` before Sphinx reads them.
 """
@@ -28,6 +29,17 @@ autodoc_typehints = "description"
 autodoc_typehints_description_target = "documented"  # no type-only lists for undocumented arguments
 suppress_warnings = ["mystnb.unknown_mime_type"]
 
+# MathJax's own guard: ui/safe (served from the site, _static/mathjax/ui/safe.js) filters the links,
+# classes, styles and ids math may make; only http(s) links and anchors are kept.
+mathjax3_config = {
+    "loader": {"load": ["ui/safe"]},
+    "options": {
+        "safeOptions": {
+            "safeProtocols": {"http": True, "https": True, "file": False, "javascript": False, "data": False}
+        }
+    },
+}
+
 html_theme = "furo"
 html_title = "fedpl"
 html_static_path = []
@@ -38,6 +50,10 @@ html_copy_source = False
 import json as _json
 from pathlib import Path as _Path
 
+from fedpl_core.report.sanitize import banner_html as _banner_html
+
 _gen = _Path(__file__).with_name("_fedpl.json")
 _state = _json.loads(_gen.read_text()) if _gen.is_file() else {}
-html_theme_options = {"announcement": _state.get("banner", "")} if _state.get("banner") else {}
+# The banner is text (the run record's checked fields); the theme writes the announcement as HTML,
+# so it is escaped here: nothing in a record becomes markup.
+html_theme_options = {"announcement": _banner_html(_state["banner"])} if _state.get("banner") else {}

@@ -14,19 +14,33 @@ fingerprint that produced them, and whether today's code differs)::
 
 Steps: the inputs are checked (one line ``fedpl: error: ...`` and exit status 2 for a missing,
 empty or unreadable notebook folder, a notebook that is a link, not a plain file, not JSON or
-not a valid notebook, a notebook name that is not plain, an ``--out`` that is a file or a
-link); the sources are staged in ``<out>/src`` with each notebook sanitised
-(:mod:`fedpl_core.report.sanitize`); Sphinx builds ``<out>/html`` with warnings as errors.
+not a valid notebook, a notebook name that is not plain, a run record that is not a valid one
+(:func:`fedpl_core.report.record.read_record`), an ``--out`` that is a file or a link, or whose
+``src``, ``html`` or ``warnings.txt`` the builder did not make); the sources are staged with
+each notebook sanitised (:mod:`fedpl_core.report.sanitize`) and Sphinx builds the pages with
+warnings as errors, both in a fresh private folder inside ``--out``; only then do ``<out>/src``
+and ``<out>/html`` replace the previous build's.
+
+The builder deletes or replaces nothing it did not make: each folder it makes holds a mark
+(:data:`MARK`), ``warnings.txt`` starts with its own first line, and a ``src``, ``html`` or
+``warnings.txt`` in ``--out`` without it is refused in one line.  Sphinx writes its pages with a
+plain ``open`` (it would follow a link), so it is never let write into a folder that existed before
+the build: a link planted anywhere in a previous site is removed with that site, never written
+through.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import stat
 import sys
+import tempfile
 from pathlib import Path
 
+from ..base.fileio import atomic_write, atomic_write_text, check_inside, safe_dir
 from . import record as R
 from .sanitize import UnsafeInput, check_name, sanitise_notebook
 
@@ -82,12 +96,83 @@ def executed_notebooks(folder: str | Path) -> list[Path]:
     return out
 
 
+#: The file in each folder the builder makes in ``--out`` (``src``, ``html``): only a folder that
+#: holds it is ever replaced or deleted.
+MARK = ".fedpl-site"
+_MARK_TEXT = "Made by the fedpl documentation builder (python -m fedpl_core.report.docs); replaced on every build.\n"
+#: The folders the builder makes in ``--out`` and the file of the last build's Sphinx warnings.
+MADE = ("src", "html")
+WARNINGS = "warnings.txt"
+_WARNINGS_HEAD = "# Sphinx warnings of the last fedpl documentation build\n"
+
+
+def _is_plain_file(p: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(p).st_mode)
+    except OSError:
+        return False
+
+
+def _made_here(folder: Path) -> bool:
+    """Whether ``folder`` (a plain folder, not a link) was made by this builder: it holds
+    :data:`MARK`, or it is a site built before marks existed (a ``src`` with the generated
+    ``_fedpl.json`` and ``conf.py``, an ``html`` with Sphinx's ``.buildinfo`` beside such a ``src``)."""
+    if _is_plain_file(folder / MARK):
+        return True
+    if folder.name == "src":
+        return _is_plain_file(folder / "_fedpl.json") and _is_plain_file(folder / "conf.py")
+    return _is_plain_file(folder / ".buildinfo") and _made_here(folder.parent / "src")
+
+
+def _warnings_made_here(p: Path) -> bool:
+    if not _is_plain_file(p):
+        return False
+    with open(p, "rb") as f:
+        head = f.read(len(_WARNINGS_HEAD))
+    return head in (_WARNINGS_HEAD.encode(), b"") or _made_here(p.parent / "src")
+
+
 def _check_out(out: Path) -> None:
-    for p in (out, out / "src", out / "html"):
+    """Refuse (one line) an ``--out`` the builder may not write into: a link or a file, or one
+    whose ``src``, ``html`` or ``warnings.txt`` is a link, a file where a folder belongs, or
+    was not made by this builder (it would be replaced)."""
+    if out.is_symlink():
+        raise DocsError(f"--out {out} is a link; the site is never written through a link")
+    if out.exists() and not out.is_dir():
+        raise DocsError(f"--out {out} is a file, not a folder")
+    for name in MADE:
+        p = out / name
+        if not os.path.lexists(p):
+            continue
         if p.is_symlink():
             raise DocsError(f"--out {out}: {p} is a link; the site is never written through a link")
-        if p.exists() and not p.is_dir():
+        if not p.is_dir():
             raise DocsError(f"--out {out}: {p} is a file, not a folder")
+        if not _made_here(p):
+            raise DocsError(
+                f"--out {out}: {p} was not made by the site builder (it holds no {MARK}) and would be replaced; "
+                "give an --out of its own (a new or empty folder)"
+            )
+    w = out / WARNINGS
+    if os.path.lexists(w) and not _warnings_made_here(w):
+        raise DocsError(
+            f"--out {out}: {w} was not written by the site builder and would be replaced; give an --out of its own"
+        )
+
+
+def _mark(folder: Path, root: Path) -> None:
+    atomic_write_text(folder / MARK, _MARK_TEXT, fsync=False, root=root)
+
+
+def _put_in_place(out: Path, name: str, new: Path, trash: Path) -> None:
+    """Move the folder ``new`` to ``out/name``; the previous one (made by the builder, checked
+    again now) goes to ``trash`` first, to be deleted with the private folder (links in it are
+    removed, never followed)."""
+    old = out / name
+    if os.path.lexists(old):
+        _check_out(out)
+        os.rename(old, trash / name)
+    os.rename(new, old)
 
 
 def _titled(nb, stem: str) -> None:
@@ -99,40 +184,53 @@ def _titled(nb, stem: str) -> None:
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(f"# {stem}"))
 
 
-def stage(docs: Path, notebooks: list[Path], figures: Path | None, src: Path, banner: str) -> dict[str, int]:
-    """Copy the pages to ``src``, the notebooks sanitised into ``src/notebooks/``, the
-    generated pages beside them; returns what sanitising removed, by kind."""
+def stage(
+    docs: Path, notebooks: list[Path], figures: Path | None, src: Path, banner: str, root: Path | None = None
+) -> dict[str, int]:
+    """Copy the pages to the new folder ``src`` (links left out), the notebooks sanitised into
+    ``src/notebooks/``, the generated pages beside them, each written atomically inside ``root``
+    (default ``src``'s folder: :func:`fedpl_core.base.fileio.atomic_write`, no link on the way);
+    returns what sanitising removed, by kind."""
     import nbformat
 
     from .findings import findings_page
 
-    if src.exists():
-        shutil.rmtree(src)
-    shutil.copytree(
-        docs, src, ignore=shutil.ignore_patterns("_build", "__pycache__", ".ipynb_checkpoints"), symlinks=True
-    )
-    for p in src.rglob("*"):
-        if p.is_symlink():  # a page that is a link is not published
-            p.unlink()
+    root = src.parent if root is None else root
+    check_inside(root, src / "x")
+    if os.path.lexists(src):
+        raise DocsError(f"{src} exists; the sources are staged into a new folder")
+
+    def plain_pages(folder: str, names: list[str]) -> set[str]:
+        skip = set(shutil.ignore_patterns("_build", "__pycache__", ".ipynb_checkpoints")(folder, names))
+        return skip | {n for n in names if os.path.islink(os.path.join(folder, n))}  # a link is not published
+
+    shutil.copytree(docs, src, ignore=plain_pages, symlinks=True)
+    _mark(src, root)
     removed: dict[str, int] = {}
-    (src / "notebooks").mkdir(exist_ok=True)
+    safe_dir(root, (src / "notebooks").relative_to(root))
     for p in notebooks:
         nb = nbformat.read(p, as_version=4)
         for k, v in sanitise_notebook(nb).items():
             removed[k] = removed.get(k, 0) + v
         _titled(nb, p.stem)
         nb.metadata.setdefault("language_info", {"name": "python"})  # the code cells' lexer
-        nbformat.write(nb, src / "notebooks" / p.name)
+        with atomic_write(src / "notebooks" / p.name, fsync=False, root=root) as f:
+            nbformat.write(nb, f)
     toc = "\n".join(p.stem for p in notebooks)
-    (src / "notebooks" / "index.md").write_text(
+    atomic_write_text(
+        src / "notebooks" / "index.md",
         "# The executed notebooks\n\nThe notebooks of the committed run, executed from an empty results folder, "
         "with every output. Each one teaches one paper on the built-in data; the sources, without outputs, are "
         "in the repository's `notebooks/` folder.\n\n```{toctree}\n:maxdepth: 1\n\n" + toc + "\n```\n",
-        encoding="utf-8",
+        fsync=False,
+        root=root,
     )
-    (src / "findings.md").write_text(findings_page(figures), encoding="utf-8")
-    (src / "_fedpl.json").write_text(
-        json.dumps({"banner": banner, "notebooks": [p.stem for p in notebooks]}), encoding="utf-8"
+    atomic_write_text(src / "findings.md", findings_page(figures), fsync=False, root=root)
+    atomic_write_text(
+        src / "_fedpl.json",
+        json.dumps({"banner": banner, "notebooks": [p.stem for p in notebooks]}),
+        fsync=False,
+        root=root,
     )
     return removed
 
@@ -152,25 +250,39 @@ def build_docs(
 
     out, docs, figures = Path(out), _plain_folder(Path(docs), "--docs"), Path(figures)
     nbs = executed_notebooks(notebooks)
+    try:
+        banner = R.describe(R.read_record(notebooks))
+    except ValueError as e:  # R.RecordError: the record is there but not a valid one
+        raise DocsError(str(e)) from None
     _check_out(out)
     out.mkdir(parents=True, exist_ok=True)
-    banner = R.describe(R.read_record(notebooks))
-    removed = stage(docs, nbs, figures if figures.is_dir() else None, out / "src", banner)
-    if removed:
-        print(
-            "removed from the notebooks before publishing: " + ", ".join(f"{v} {k}" for k, v in removed.items()),
-            file=sys.stderr,
-        )
-    warnings = out / "warnings.txt"
-    args = ["-b", "html", "-d", str(out / "doctrees"), "-w", str(warnings), "-j", "1", "-E"]
-    args += (["-W", "--keep-going"] if strict else []) + (["-q"] if quiet else [])
-    code = build_main(args + [str(out / "src"), str(out / "html")])
-    if code != 0:
-        lines = (
-            [ln for ln in warnings.read_text(encoding="utf-8").splitlines() if ln.strip()] if warnings.is_file() else []
-        )
-        first = lines[0] if lines else "see the output above"
-        raise DocsError(f"the site did not build ({len(lines)} warning(s); first: {first}); all in {warnings}")
+    _check_out(out)  # made now, or there already: still not a link
+    work = Path(tempfile.mkdtemp(prefix=".fedpl-build-", dir=out))  # private: nothing planted in it
+    try:
+        removed = stage(docs, nbs, figures if figures.is_dir() else None, work / "src", banner, root=work)
+        if removed:
+            print(
+                "removed from the notebooks before publishing: " + ", ".join(f"{v} {k}" for k, v in removed.items()),
+                file=sys.stderr,
+            )
+        warned = work / WARNINGS
+        args = ["-b", "html", "-d", str(work / "doctrees"), "-w", str(warned), "-j", "1", "-E"]
+        args += (["-W", "--keep-going"] if strict else []) + (["-q"] if quiet else [])
+        code = build_main(args + [str(work / "src"), str(work / "html")])
+        text = warned.read_text(encoding="utf-8") if warned.is_file() else ""
+        lines = [ln for ln in text.replace(str(work), str(out)).splitlines() if ln.strip()]  # as placed below
+        warnings = out / WARNINGS
+        _check_out(out)
+        atomic_write_text(warnings, _WARNINGS_HEAD + "".join(ln + "\n" for ln in lines), fsync=False, root=out)
+        trash = safe_dir(work, "previous")
+        _put_in_place(out, "src", work / "src", trash)  # on a failed build too: the warnings name its pages
+        if code != 0:
+            first = lines[0] if lines else "see the output above"
+            raise DocsError(f"the site did not build ({len(lines)} warning(s); first: {first}); all in {warnings}")
+        _mark(work / "html", work)
+        _put_in_place(out, "html", work / "html", trash)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return out / "html" / "index.html"
 
 
@@ -190,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         index = build_docs(a.notebooks, a.out, a.docs, a.figures, strict=not a.no_strict)
-    except (DocsError, OSError) as e:
+    except (ValueError, OSError) as e:  # DocsError, a ConfigError of a file read back: one line each
         print(f"fedpl: error: {e}", file=sys.stderr)
         return 2
     print(f"site -> {index}")

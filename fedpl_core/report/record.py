@@ -11,6 +11,13 @@ commit and fingerprint that produced its results, and whether today's code diffe
 files.  ``reproduce`` refuses to write into the committed ``reports/`` from cached results it
 was asked to keep although stale (:func:`check_fresh_target`), and a test fails if a
 committed executed notebook holds a stale-result warning (:func:`stale_warnings`).
+
+A record is read back against one schema (:func:`check_record`): every field the site uses has
+its type and its form (a fingerprint is 16 hex digits, a commit hex, a profile one of the
+profiles, a date ISO 8601, a notebook a plain name), so a record that is damaged or written by
+someone else is refused in one line (:class:`RecordError`) before any of it reaches a page.  A run
+that kept stale cached results (``$FEDPL_KEEP_STALE``) records so (``kept_stale``) and claims no
+code fingerprint for its notebooks: older code may have made what they show.
 """
 
 from __future__ import annotations
@@ -18,14 +25,136 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..base.config_files import read_bytes_bounded, read_structured_file
+from ..base.validation import PROFILES, ConfigError
+
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = "RUN.json"
-#: The text every stale-result warning holds (:mod:`fedpl_core.runs`).
-STALE_MARK = "are stale"
+#: The form of every stale-result warning (:func:`fedpl_core.runs.results.stale_message`):
+#: "N of M cached result(s) is stale" (N = 1) or "... are stale", then why and whether they were kept.
+STALE_MARK = r"(\d+) of (\d+) cached result\(s\) (?:is|are) stale"
+_STALE = re.compile(STALE_MARK + r"\b[^\n]*")
+_KEPT = "kept as they are"
+#: The largest executed notebook :func:`stale_warnings` reads (its figures are inline images).
+NOTEBOOK_MAX_BYTES = 256 << 20
+
+
+class RecordError(ConfigError):
+    """A run record that cannot be used: unreadable, or a field of the wrong type or form (one
+    line naming the file and the field)."""
+
+
+_HEX16 = re.compile(r"[0-9a-f]{16}")
+_COMMIT = re.compile(r"[0-9a-f]{7,64}")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,120}")
+_CODE_PATH = re.compile(
+    r"(?:fedpl_core/(?:[A-Za-z0-9_]+/)*[A-Za-z0-9_]+\.py|notebooks/[A-Za-z0-9][A-Za-z0-9_.-]*\.ipynb)"
+)
+_TEXT_MAX = 2000
+
+
+def _is_date(v: Any) -> bool:
+    if not isinstance(v, str) or len(v) > 40:
+        return False
+    try:
+        datetime.fromisoformat(v)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) != float("inf")
+
+
+#: The form of each field of a record, of a notebook's entry and of an invocation: a test that
+#: the value passes, and what it must be (said when it does not).  A field may be missing (older
+#: records lack some) but ``code`` and ``code_fingerprint`` at the top.
+_FIELDS: dict[str, tuple[Any, str]] = {
+    "commit": (lambda v: v is None or (isinstance(v, str) and _COMMIT.fullmatch(v)), "a hex commit id or null"),
+    "dirty": (lambda v: v is None or isinstance(v, bool), "true, false or null"),
+    "code_fingerprint": (lambda v: isinstance(v, str) and _HEX16.fullmatch(v), "16 hex digits"),
+    "profile": (lambda v: v in PROFILES, f"one of {', '.join(PROFILES)}"),
+    "date": (_is_date, "an ISO 8601 date"),
+    "cpus": (lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v > 0), "a count or null"),
+    "numeric_platform": (lambda v: isinstance(v, str) and len(v) <= _TEXT_MAX, "text"),
+    "parameters": (lambda v: isinstance(v, dict), "a mapping"),
+    "status": (lambda v: isinstance(v, str) and len(v) <= _TEXT_MAX, "text"),
+    "seconds": (lambda v: _is_number(v) and v >= 0, "a number of seconds"),
+    "load_average_at_end": (
+        lambda v: v is None or (isinstance(v, list) and len(v) <= 3 and all(_is_number(x) for x in v)),
+        "a list of up to 3 numbers or null",
+    ),
+    "kept_stale": (
+        lambda v: isinstance(v, bool) or (isinstance(v, int) and v >= 0),
+        "true, false or a count of results",
+    ),
+    "notebooks_list": (
+        lambda v: isinstance(v, list) and all(isinstance(n, str) and _NAME.fullmatch(n) for n in v),
+        "a list of plain notebook names",
+    ),
+    "seconds_by_notebook": (
+        lambda v: isinstance(v, dict) and all(_NAME.fullmatch(k) and _is_number(x) for k, x in v.items()),
+        "a mapping of plain notebook names to seconds",
+    ),
+}
+
+
+def _check_fields(d: dict[str, Any], where: str, skip: tuple[str, ...] = ()) -> None:
+    for key, value in d.items():
+        name = "notebooks_list" if (key == "notebooks" and where.startswith("invocations")) else key
+        if key in skip or name not in _FIELDS:
+            continue  # a field the site does not read is never shown
+        test, form = _FIELDS[name]
+        if not test(value):
+            shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+            raise RecordError(f"{where}{key} is {shown}; it must be {form}")
+
+
+def check_record(rec: Any) -> dict[str, Any]:
+    """``rec`` when it has the form of a run record, else :class:`RecordError` naming the first
+    field that does not: ``code`` maps plain source paths to 16-hex-digit hashes,
+    ``code_fingerprint`` is 16 hex digits (and every notebook entry's, or null for a notebook
+    made with stale results kept), ``commit`` hex, ``profile`` one of the profiles, dates ISO
+    8601, notebook names plain (letters, digits, ``_``, ``-``, ``.``), seconds numbers.  Only
+    checked fields ever reach a page."""
+    if not isinstance(rec, dict):
+        raise RecordError(f"it holds {type(rec).__name__}, not a mapping of fields")
+    for key in ("code", "code_fingerprint"):
+        if key not in rec:
+            raise RecordError(f"it has no {key!r} field")
+    code = rec["code"]
+    if not isinstance(code, dict) or not code:
+        raise RecordError("code must be a mapping of source files to their hashes")
+    for path, digest in code.items():
+        if not _CODE_PATH.fullmatch(path):
+            raise RecordError(f"code names {path[:60]!r}, not a source file of the package or a notebook")
+        if not (isinstance(digest, str) and _HEX16.fullmatch(digest)):
+            raise RecordError(f"code[{path!r}] must be 16 hex digits")
+    _check_fields(rec, "", skip=("code", "notebooks", "invocations"))
+    notebooks = rec.get("notebooks", {})
+    if not isinstance(notebooks, dict):
+        raise RecordError("notebooks must be a mapping of notebook names to their runs")
+    for name, entry in notebooks.items():
+        if not _NAME.fullmatch(name):
+            raise RecordError(f"notebooks names {name[:60]!r}, not a plain notebook name")
+        if not isinstance(entry, dict):
+            raise RecordError(f"notebooks[{name!r}] must be a mapping")
+        fp = entry.get("code_fingerprint")
+        if fp is None and "kept_stale" in entry:
+            entry = {k: v for k, v in entry.items() if k != "code_fingerprint"}  # no claim: stale results kept
+        _check_fields(entry, f"notebooks[{name!r}].")
+    invocations = rec.get("invocations", [])
+    if not isinstance(invocations, list) or not all(isinstance(i, dict) for i in invocations):
+        raise RecordError("invocations must be a list of mappings")
+    for k, inv in enumerate(invocations):
+        _check_fields(inv, f"invocations[{k}].")
+    return rec
 
 
 def _hash(path: Path) -> str:
@@ -71,23 +200,40 @@ def write_record(folder: str | Path, profile: str, runs: list[tuple[str, float, 
     state; ``invocations`` lists every ``reproduce`` that wrote to the folder (its notebooks,
     parameters, wall time and each notebook's).  ``dirty``: whether the code differed from the
     commit (:func:`code_dirty`).  Entries of notebooks not run again are kept, so a record can
-    say that two notebooks were made by different code."""
+    say that two notebooks were made by different code; a record that cannot be read
+    (:func:`read_record`) is replaced.
+
+    With stale cached results kept (``$FEDPL_KEEP_STALE``,
+    :func:`fedpl_core.runs.provenance.keep_stale_default`), or a notebook whose outputs say it
+    kept some (:func:`stale_counts`), the notebook's entry holds ``kept_stale`` (how many its
+    outputs name, or true) and a null ``code_fingerprint``: the results it shows may come from
+    older code, and the record does not say they come from today's."""
     from ..base.fileio import atomic_write
-    from ..runs.provenance import git_state, numeric_platform
+    from ..runs.provenance import git_state, keep_stale_default, numeric_platform
 
     commit, _ = git_state()
     dirty = code_dirty() if commit else None
     state = code_state()
     fp = fingerprint(state)
+    keep = keep_stale_default(None)
     try:
         load = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         load = None
-    old = read_record(folder) or {}
-    entries = dict(old.get("notebooks") or {}) if isinstance(old.get("notebooks"), dict) else {}
+    try:
+        old = read_record(folder) or {}
+    except RecordError:
+        old = {}
+    entries = dict(old.get("notebooks") or {})
     date = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    kept_by_notebook: dict[str, int | bool] = {}
     for name, seconds, status, params in runs:
-        entries[name] = {
+        executed = Path(folder) / f"{name}.ipynb"
+        try:
+            kept = stale_counts(executed)[1] if executed.is_file() else 0
+        except (OSError, ValueError):
+            kept = 0
+        entry: dict[str, Any] = {
             "commit": commit,
             "dirty": dirty,
             "code_fingerprint": fp,
@@ -98,20 +244,25 @@ def write_record(folder: str | Path, profile: str, runs: list[tuple[str, float, 
             "date": date,
             "load_average_at_end": load,
         }
-    invocations = list(old.get("invocations") or []) if isinstance(old.get("invocations"), list) else []
-    invocations.append(
-        {
-            "date": date,
-            "commit": commit,
-            "code_fingerprint": fp,
-            "profile": profile,
-            "notebooks": [name for name, *_ in runs],
-            "parameters": runs[0][3] if runs else {},
-            "seconds": round(sum(sec for _, sec, _, _ in runs), 1),
-            "seconds_by_notebook": {name: round(sec, 1) for name, sec, _, _ in runs},
-            "load_average_at_end": load,
-        }
-    )
+        if keep or kept:
+            entry["kept_stale"] = kept_by_notebook[name] = kept or True
+            entry["code_fingerprint"] = None
+        entries[name] = entry
+    invocations = list(old.get("invocations") or [])
+    invocation: dict[str, Any] = {
+        "date": date,
+        "commit": commit,
+        "code_fingerprint": fp,
+        "profile": profile,
+        "notebooks": [name for name, *_ in runs],
+        "parameters": runs[0][3] if runs else {},
+        "seconds": round(sum(sec for _, sec, _, _ in runs), 1),
+        "seconds_by_notebook": {name: round(sec, 1) for name, sec, _, _ in runs},
+        "load_average_at_end": load,
+    }
+    if keep or kept_by_notebook:
+        invocation["kept_stale"] = True
+    invocations.append(invocation)
     rec = {
         "commit": commit,
         "dirty": dirty,
@@ -124,46 +275,65 @@ def write_record(folder: str | Path, profile: str, runs: list[tuple[str, float, 
         "notebooks": dict(sorted(entries.items())),
         "invocations": invocations,
     }
-    target = Path(folder) / RECORD
-    with atomic_write(target) as f:
+    home = Path(folder).resolve()  # the --output a user named may be a link; nothing below it may be
+    target = home / RECORD
+    with atomic_write(target, root=home) as f:
         json.dump(rec, f, indent=1, sort_keys=True)
         f.write("\n")
     return target
 
 
 def read_record(folder: str | Path) -> dict[str, Any] | None:
-    """The run record of ``folder``, or None when it has none or it cannot be read."""
+    """The run record of ``folder``, checked (:func:`check_record`); None when it has none.
+    A record that is there but cannot be used (a link, a device, not JSON, a field of the
+    wrong type or form) is :class:`RecordError`: one line naming the file and what is wrong."""
     p = Path(folder) / RECORD
-    if p.is_symlink() or not p.is_file():
+    if not os.path.lexists(p):
         return None
+    what = "run record"
     try:
-        rec = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return rec if isinstance(rec, dict) and isinstance(rec.get("code"), dict) else None
+        rec = read_structured_file(p, what)
+    except ValueError as e:  # ConfigError: a link, a device, too large, not JSON
+        raise RecordError(str(e)) from None
+    except OSError as e:
+        raise RecordError(f"{what} {p} cannot be read: {e.strerror or e}") from None
+    try:
+        return check_record(rec)
+    except RecordError as e:
+        raise RecordError(f"{what} {p}: {e}") from None
+
+
+def kept_stale(record: dict[str, Any]) -> dict[str, int | bool]:
+    """``{notebook: kept_stale}`` of the record's notebooks made with stale cached results kept."""
+    entries = record.get("notebooks") or {}
+    return {n: e["kept_stale"] for n, e in sorted(entries.items()) if e.get("kept_stale")}
 
 
 def compare(record: dict[str, Any] | None, root: str | Path = ROOT) -> dict[str, Any]:
     """Today's code against the record: ``{"same": bool, "changed": [files], "fingerprint":
-    today's, "older": [notebooks made by other code than the record's last]}`` (``same`` is
-    None without a record)."""
+    today's, "older": [notebooks made by other code than the record's last, or with stale
+    results kept], "kept_stale": {notebook: count or true}}`` (``same`` is None without a
+    record)."""
     state = code_state(root)
     if record is None:
-        return {"same": None, "changed": [], "fingerprint": fingerprint(state), "older": []}
+        return {"same": None, "changed": [], "fingerprint": fingerprint(state), "older": [], "kept_stale": {}}
     old = record["code"]
     changed = sorted(k for k in set(old) | set(state) if old.get(k) != state.get(k))
-    entries = record.get("notebooks") if isinstance(record.get("notebooks"), dict) else {}
-    older = sorted(
-        n
-        for n, e in entries.items()
-        if isinstance(e, dict) and e.get("code_fingerprint") != record.get("code_fingerprint")
-    )
-    return {"same": not changed, "changed": changed, "fingerprint": fingerprint(state), "older": older}
+    entries = record.get("notebooks") or {}
+    older = sorted(n for n, e in entries.items() if e.get("code_fingerprint") != record.get("code_fingerprint"))
+    return {
+        "same": not changed,
+        "changed": changed,
+        "fingerprint": fingerprint(state),
+        "older": older,
+        "kept_stale": kept_stale(record),
+    }
 
 
 def describe(record: dict[str, Any] | None, root: str | Path = ROOT) -> str:
     """One or two sentences for the top of every page: what produced the results, and
-    whether today's code differs."""
+    whether today's code differs.  Plain text made of checked fields only
+    (:func:`check_record`); the page escapes it (:func:`fedpl_core.report.sanitize.banner_html`)."""
     if record is None:
         return "These results carry no run record: which code produced them is not known."
     c = compare(record, root)
@@ -174,24 +344,69 @@ def describe(record: dict[str, Any] | None, root: str | Path = ROOT) -> str:
         f"Results from commit {commit}, code fingerprint {record['code_fingerprint']}, "
         f"{record.get('profile', '?')} profile, run on {str(record.get('date', '?'))[:10]}."
     )
-    if c["older"]:
-        head += f" Made by older code: {', '.join(c['older'])}."
+    kept = c["kept_stale"]
+    older = [n for n in c["older"] if n not in kept]
+    if older:
+        head += f" Made by older code: {', '.join(older)}."
+    if kept:
+        said = ", ".join(n if v is True else f"{n} ({v} result(s))" for n, v in kept.items())
+        return head + (
+            f" Stale cached results were kept in {said}: older code made them, so no code fingerprint "
+            "vouches for what these notebooks show."
+        )
     if c["same"]:
         return head + " Today's code is the same."
     shown = ", ".join(c["changed"][:6]) + (f" and {len(c['changed']) - 6} more" if len(c["changed"]) > 6 else "")
     return head + f" Today's code differs in {len(c['changed'])} file(s): {shown}."
 
 
+def _outputs(nb: Any) -> list[list[str]]:
+    """The texts of each output of a notebook (its stream text, or each of its MIME forms)."""
+    found = []
+    cells = nb.get("cells", []) if isinstance(nb, dict) else []
+    for cell in cells if isinstance(cells, list) else []:
+        outputs = cell.get("outputs", []) if isinstance(cell, dict) else []
+        for out in outputs if isinstance(outputs, list) else []:
+            if not isinstance(out, dict):
+                continue
+            parts = [out.get("text")] + (list(out["data"].values()) if isinstance(out.get("data"), dict) else [])
+            found.append(["".join(map(str, p)) if isinstance(p, list) else str(p) for p in parts if p is not None])
+    return found
+
+
+def count_stale(text: str) -> tuple[int, int]:
+    """``(stale, kept)``: how many cached results the stale-result warnings in ``text`` name
+    (the ``N`` of each "N of M cached result(s) is/are stale",
+    :func:`fedpl_core.runs.results.stale_message`), and how many of them were kept."""
+    stale = kept = 0
+    for m in _STALE.finditer(text):
+        n = int(m.group(1))
+        stale += n
+        if _KEPT in m.group(0):
+            kept += n
+    return stale, kept
+
+
+def stale_counts(notebook: str | Path) -> tuple[int, int]:
+    """:func:`count_stale` over every output of an executed notebook (read bounded, no link):
+    ``(stale results named, of them kept)``.  A notebook shows one warning per text output,
+    so a warning repeated in its text and HTML forms counts once (the largest count wins)."""
+    raw = read_bytes_bounded(notebook, "executed notebook", NOTEBOOK_MAX_BYTES)
+    try:
+        nb = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise ValueError(f"executed notebook {notebook} is not a JSON notebook: {e}") from None
+    stale = kept = 0
+    for forms in _outputs(nb):
+        s, k = max((count_stale(text) for text in forms), default=(0, 0))
+        stale, kept = stale + s, kept + k
+    return stale, kept
+
+
 def stale_warnings(notebook: str | Path) -> int:
-    """How many outputs of an executed notebook hold a stale-result warning."""
-    nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
-    n = 0
-    for cell in nb.get("cells", []):
-        for out in cell.get("outputs", []):
-            text = out.get("text") or "".join(str(v) for v in (out.get("data") or {}).values())
-            text = "".join(text) if isinstance(text, list) else str(text)
-            n += text.count(STALE_MARK)
-    return n
+    """How many cached results the stale-result warnings in an executed notebook's outputs name
+    as stale, whether kept or recomputed (:func:`stale_counts`): the committed reports hold none."""
+    return stale_counts(notebook)[0]
 
 
 def is_committed_reports(folder: str | Path) -> bool:
@@ -214,6 +429,11 @@ def check_fresh_target(output: str | Path, keep_stale: bool) -> None:
 __all__ = [
     "RECORD",
     "STALE_MARK",
+    "RecordError",
+    "check_record",
+    "kept_stale",
+    "count_stale",
+    "stale_counts",
     "code_state",
     "code_dirty",
     "fingerprint",

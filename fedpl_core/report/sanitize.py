@@ -19,11 +19,18 @@ notebook can carry script in many places; each is closed here, and
   its settings, such as executing the notebook, from a notebook's metadata);
 * **file names**: a notebook is published under its own name only when that name is plain
   (:func:`check_name`: letters, digits, ``_``, ``-``, ``.``), so no name becomes a
-  ``javascript:`` link or a path.
+  ``javascript:`` link or a path;
+* **math**: MathJax turns ``\\href{URL}{text}`` and ``\\url{URL}`` into links, so math (a markdown
+  cell's ``$...$``, a LaTeX output, raw HTML) that links anywhere but ``http(s)`` or an anchor
+  is refused (:func:`unsafe_tex_links`); the site's MathJax also loads its ``ui/safe``
+  extension (``docs/conf.py``);
+* **the banner** (the state of the results, on every page, from the run record) is text,
+  escaped before it reaches a page (:func:`banner_html`).
 """
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
@@ -92,6 +99,34 @@ def neutralise_myst(markdown: str) -> str:
     return _ROLE.sub("", _DIRECTIVE.sub(lambda m: m.group(1) + m.group(2) + "text", markdown))
 
 
+#: A TeX link command (``\\href``, ``\\url``) and its first argument when it is given in braces.
+_TEX_LINK = re.compile(r"\\(href|url)(?![A-Za-z])\s*(\{([^{}]*)\})?")
+
+
+def unsafe_tex_links(tex: str) -> list[str]:
+    """The links of TeX (``\\href{URL}{...}``, ``\\url{URL}``) that MathJax would make and a page
+    must not hold: a target that is not ``http(s)`` or a ``#`` anchor (``javascript:``,
+    ``data:``, ``file:``), a target that is not one plain braced argument (a macro could make it),
+    and ``\\href`` / ``\\url`` used any other way (``\\def\\h{\\href}``).  Empty when the math
+    is safe."""
+    bad = []
+    for m in _TEX_LINK.finditer(tex):
+        target = m.group(3)
+        if target is None:
+            bad.append(m.group(0)[:40])
+            continue
+        low = re.sub(r"[\x00-\x20]", "", target).lower()
+        if not (low.startswith(("http:", "https:")) or (low.startswith("#") and safe_url(target))):
+            bad.append(target[:40])
+    return bad
+
+
+def banner_html(text: str) -> str:
+    """The banner of every page (the state of the results, :func:`fedpl_core.report.record.describe`)
+    as HTML: escaped text, so nothing in a run record becomes markup or script."""
+    return html.escape(str(text), quote=True)
+
+
 def check_name(name: str) -> str:
     """``name`` when it is a plain notebook file name; else :class:`UnsafeInput`."""
     if not _NAME.match(name):
@@ -146,4 +181,14 @@ def sanitise_notebook(nb: Any) -> dict[str, int]:
     return removed
 
 
-__all__ = ["KEPT_MIME", "UnsafeInput", "safe_url", "clean_html", "neutralise_myst", "check_name", "sanitise_notebook"]
+__all__ = [
+    "KEPT_MIME",
+    "UnsafeInput",
+    "safe_url",
+    "clean_html",
+    "neutralise_myst",
+    "unsafe_tex_links",
+    "banner_html",
+    "check_name",
+    "sanitise_notebook",
+]

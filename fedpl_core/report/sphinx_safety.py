@@ -10,7 +10,10 @@ downloads):
   format is dropped;
 * a link whose target is not safe (``javascript:``, ``file:``, ``data:text/html``, an
   absolute path, a path that climbs out with ``..``) loses its target and keeps its text;
-* an image or a download whose file is not inside the site's sources is removed.
+* an image or a download whose file is not inside the site's sources is removed;
+* math (``$...$``, a math block, a LaTeX output) whose ``\\href`` or ``\\url`` would link
+  anywhere but ``http(s)`` or an anchor (:func:`fedpl_core.report.sanitize.unsafe_tex_links`)
+  is shown as its text, not rendered; raw HTML holding such math is dropped.
 
 Together with ``raw_enabled`` and ``file_insertion_enabled`` off (``docs/conf.py``: no
 ``raw`` or ``include`` directive reads a file) and the notebooks' sanitising
@@ -26,13 +29,13 @@ from pathlib import Path
 from docutils import nodes
 from docutils.transforms import Transform
 
-from .sanitize import clean_html, safe_url
+from .sanitize import clean_html, safe_url, unsafe_tex_links
 
 
 class SafePage(Transform):
     default_priority = 50  # early: before Sphinx's image and download collectors see the doctree
-    #: where MyST-NB writes the notebooks' output images (``<out>/jupyter_execute``, beside the html
-    #: folder), set when the builder starts
+    #: where MyST-NB writes the notebooks' output images (``jupyter_execute``, beside the folder the
+    #: pages are built in), set when the builder starts
     outputs: Path | None = None
 
     def apply(self) -> None:
@@ -46,9 +49,19 @@ class SafePage(Transform):
         outputs = self.outputs
         removed: list[str] = []
 
+        for node in list(doc.findall(lambda n: isinstance(n, (nodes.math, nodes.math_block)))):
+            bad = unsafe_tex_links(node.astext())
+            if bad:  # MathJax would make a link of it: shown as text, never typeset
+                removed.append(f"math link {bad[0]!r}")
+                plain = nodes.literal_block if isinstance(node, nodes.math_block) else nodes.literal
+                node.replace_self(plain(node.astext(), node.astext()))
         for node in list(doc.findall(nodes.raw)):
             if "html" in node.get("format", "").split():
                 text = node.astext()
+                if unsafe_tex_links(text):
+                    removed.append("raw HTML with a math link")
+                    node.parent.remove(node)
+                    continue
                 clean = clean_html(text)
                 if clean != text:
                     removed.append("unsafe HTML")
