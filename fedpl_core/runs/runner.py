@@ -19,6 +19,13 @@
 * every file is written through :mod:`fedpl_core.base.fileio`: a fresh ``mkstemp`` temporary
   file, then ``os.replace``; a file or link planted at a temporary or final name is
   never written through;
+* the run's data files are checked around the loaders (:mod:`fedpl_core.base.data_checks`,
+  outside the code fingerprint): a MedMNIST ``.npz`` whose arrays would not fit in memory
+  is refused before it is decompressed, a link in the decode cache folder is refused, a
+  data folder nested too deep for the folder scan is named, and image files far from the
+  size they are resized to are named in one warning;
+* a checkpoint that torch cannot write for want of room ("[enforce fail at
+  inline_container.cc]") is said as "no space left in <folder> to write <run_id>.ckpt";
 * every result records its ``"provenance"`` (:mod:`fedpl_core.runs.provenance`: package
   version, git commit, Python / torch / numpy versions, device, date, host, seconds) and
   the fingerprint of the code the run used.  The run id stays the config's hash, but a
@@ -32,8 +39,10 @@ its result file :mod:`~fedpl_core.runs.results`.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import shutil
 import stat
 import threading
 import time
@@ -42,12 +51,13 @@ from pathlib import Path
 
 import torch
 
+from ..base import data_checks
 from ..base.fileio import check_writable as _check_writable
-from ..base.fileio import remove_stale_temps
+from ..base.fileio import no_space_error, remove_stale_temps
 from ..base.locks import holder as lock_holder
 from ..base.locks import try_lock
 from ..fl.checkpoint import CheckpointError
-from .build import build_simulation
+from .build import build_simulation, load_data
 from .experiment_config import ExperimentConfig
 from .provenance import keep_stale_default, stale_reason
 from .provenance import provenance as make_provenance
@@ -173,6 +183,137 @@ def run(
         return _execute(cfg, rid, out, ckpt, resume, stop)
 
 
+# ------------------------------------------------------------------ the run's data files
+def _real_catalogue_set(name: str) -> bool:
+    from ..data.catalog import DATASETS
+
+    return name in DATASETS
+
+
+def check_data_files(cfg: ExperimentConfig) -> None:
+    """What the run's data files make impossible, found before they are loaded (the
+    loaders are in the run's code fingerprint, so these checks are made here,
+    :mod:`fedpl_core.base.data_checks`): a MedMNIST ``.npz`` whose arrays declare more
+    bytes than the memory available (or than it stores) is refused before anything is
+    decompressed; a symbolic link in the decode cache folder named like a cache file is
+    refused, not followed.  A ``DataError`` naming the file."""
+    kw = cfg.dataset_kwargs or {}
+    if cfg.dataset.startswith("medmnist:") and cfg.data_root is not None:
+        _check_medmnist_file(cfg.dataset.split(":", 1)[1].lower(), Path(cfg.data_root), kw)
+    elif _real_catalogue_set(cfg.dataset) and kw.get("use_cache", True):
+        from ..data.cache import default_cache_dir
+
+        folder = Path(kw["cache_dir"]).expanduser() if kw.get("cache_dir") else default_cache_dir()
+        links = data_checks.cache_links(folder)
+        if links:
+            raise data_checks.cache_link_error(folder, links)
+
+
+def _check_medmnist_file(flag: str, root: Path, kw: dict) -> None:
+    from ..data.loaders.medmnist import PUBLISHED_SIZES, SIZES, medmnist_filename
+
+    size = kw.get("size", 28)
+    if size not in SIZES:
+        return  # the loader names the valid sizes
+    path = root / medmnist_filename(flag, size)
+    if not path.is_file():
+        return  # the loader says it is missing (or offers to download it)
+    published = PUBLISHED_SIZES.get(flag, ((0, 0, 0),))[-1]
+    smaller = [s for s in SIZES if s < size]
+    advice = (
+        f"the published {flag} holds {published[0]:,} training and {published[2]:,} test images, so this is "
+        f"not the published file: download {path.name} again"
+        + (f", or read a smaller one (dataset_kwargs size {' or '.join(map(str, smaller))})" if smaller else "")
+        + "; max_images and classes pick images only after the file is read"
+    )
+    keys = [f"{s}_{k}" for s in ("train", "test") for k in ("images", "labels")]
+    data_checks.check_npz_fits(path, keys, "MedMNIST file", advice)
+
+
+def check_loaded_data(cfg: ExperimentConfig) -> None:
+    """After the run's data is loaded: one warning naming the image files far from the
+    size they were resized to (:func:`fedpl_core.base.data_checks.warn_far_sizes`), once
+    per data set and process.  The data is the loaded one (cached per process)."""
+    if cfg.data_root is None or cfg.dataset.startswith("medmnist:"):
+        return
+    bundle = load_data(cfg)
+    parts = [bundle.train, bundle.test, *getattr(bundle, "extra", {}).values()]
+    paths: list[str] = []
+    seen: set[str] = set()
+    size = None
+    for ds in parts:
+        extra = getattr(ds, "extra", None) or {}
+        if "paths" not in extra:
+            continue
+        size = size or int(ds.images.shape[-1])
+        for p in extra["paths"]:
+            if p not in seen:
+                seen.add(p)
+                paths.append(str(p))
+    if paths:
+        data_checks.warn_far_sizes(paths, size, f"data set {cfg.dataset}")
+
+
+def _build(cfg: ExperimentConfig, ckpt: Path | None):
+    """:func:`build_simulation`; a data folder nested too deep for the loaders' folder scan
+    (Python's recursion limit) is one ``DataError`` naming the folder."""
+    try:
+        return build_simulation(cfg, checkpoint_path=ckpt)
+    except RecursionError:
+        deep = data_checks.deep_folder_error(cfg.data_root)
+        if deep is None:
+            raise
+        raise deep from None
+
+
+# ------------------------------------------------------------------ checkpoints on a full disk
+#: What torch's zip writer says when a write of ``torch.save`` fails (its errno is lost).
+TORCH_WRITE_FAILED = ("inline_container", "PytorchStreamWriter", "file write failed")
+
+
+def _free_bytes(folder: Path) -> int | None:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
+
+
+def _state_bytes(obj, depth: int = 0) -> int:
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if depth > 20:
+        return 0
+    if isinstance(obj, dict):
+        return sum(_state_bytes(v, depth + 1) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(_state_bytes(v, depth + 1) for v in obj)
+    return 0
+
+
+def checkpoint_space_error(e: BaseException, ckpt: Path | None, sim) -> OSError | None:
+    """The error to raise for ``e`` when it is torch's failure to write the checkpoint
+    ``ckpt`` on a full disk ("[enforce fail at inline_container.cc:...]": a RuntimeError
+    whose errno is lost): "no space left in <folder> to write <checkpoint>"
+    (:func:`fedpl_core.base.fileio.no_space_error`).  The disk counts as full when the
+    folder has less room than the checkpoint needs (its arrays, or the size of the last
+    one written).  None for any other error (it stands as it is)."""
+    text = str(e)
+    if ckpt is None or not any(t in text for t in TORCH_WRITE_FAILED):
+        return None
+    free = _free_bytes(ckpt.parent)
+    try:
+        need = _state_bytes(sim.run_state())
+    except Exception:  # noqa: BLE001 - an estimate only
+        need = 0
+    try:
+        need = max(need, os.lstat(ckpt).st_size)
+    except OSError:
+        pass
+    if free is None or free >= need + 2**20:
+        return None
+    return no_space_error(OSError(errno.ENOSPC, "No space left on device"), ckpt)
+
+
 def _check_stop(stop: threading.Event | None, rid: str, rounds: int) -> None:
     if stop is not None and stop.is_set():
         raise RunInterrupted(f"run {rid} stopped after round {rounds}")
@@ -188,19 +329,27 @@ def _execute(
 ) -> RunResult:
     _check_stop(stop, rid, 0)
     t0 = time.perf_counter()
-    sim = build_simulation(cfg, checkpoint_path=ckpt)
+    check_data_files(cfg)
+    sim = _build(cfg, ckpt)
+    check_loaded_data(cfg)
     t_setup = time.perf_counter() - t0
     if ckpt is not None and resume and ckpt.is_file():
         try:
             sim.load_checkpoint(ckpt)
         except CheckpointError as e:
             warnings.warn(f"{e}; the run starts again from round 0")
-            sim = build_simulation(cfg, checkpoint_path=ckpt)
+            sim = _build(cfg, ckpt)
     cuda = sim.device.type == "cuda"
     if cuda:
         torch.cuda.reset_peak_memory_stats(sim.device)
     _check_stop(stop, rid, sim.round)
-    sim.run(callback=None if stop is None else lambda rec: _check_stop(stop, rid, rec["round"]))
+    try:
+        sim.run(callback=None if stop is None else lambda rec: _check_stop(stop, rid, rec["round"]))
+    except RuntimeError as e:
+        full = checkpoint_space_error(e, ckpt, sim)
+        if full is None:
+            raise
+        raise full from None
     final = final_record(sim.history)
     total_s = time.perf_counter() - t0
     res = RunResult(

@@ -366,7 +366,7 @@ def load_dicoms_cached(
     mmap_mode = "r" if opt.mmap else None
     arr = None
     remove_stale_temps(target.parent)  # a temporary of a process that died
-    odd = not_regular(target)
+    odd = "a symbolic link" if os.path.islink(target) else not_regular(target)  # a link is never followed
     if odd not in (None, "missing"):  # never opened nor replaced
         warnings.warn(f"cache file {target} is {odd}, not a regular file; decoding without the cache", DataWarning)
         return _decode_all(paths, opt, wins, channels, fix, name)
@@ -380,14 +380,7 @@ def load_dicoms_cached(
         if arr is None:
             warnings.warn(f"ignoring unreadable cache file {target}; decoding again", DataWarning)
     if arr is not None:
-        heads = None
-        if not_regular(meta_path) is None:
-            try:
-                heads = json.loads(meta_path.read_text(encoding="utf-8"))
-                if any(len(heads.get(k, ())) != len(paths) for k in HEADER_FIELDS):
-                    heads = None
-            except (OSError, ValueError):
-                heads = None
+        heads = _read_header_cache(meta_path, len(paths))
         if heads is None and need_headers:
             heads = _read_all_headers(paths, opt, name)
             _write_atomic(meta_path, json.dumps(heads))
@@ -406,6 +399,24 @@ def load_dicoms_cached(
 
     heads = write_cache_array(target, (len(paths), *first.shape), fill, f"{len(paths)} slices of {name}")
     return np.load(target, mmap_mode=mmap_mode), heads
+
+
+def _read_header_cache(path: Path, n: int) -> dict | None:
+    """The header ids cached at ``path`` for ``n`` slices, or None (no file; a link, which is
+    never followed; a device, an over-size or unreadable file, or one of other slices).
+    Read as any file the package reads back (:func:`fedpl_core.base.config_files.read_structured_file`:
+    bounded, no link, no device)."""
+    from ...base.config_files import read_structured_file
+
+    try:
+        heads = read_structured_file(path, "DICOM header cache", max_bytes=2**20 + 2048 * n)
+    except (OSError, ValueError):  # ConfigError is a ValueError; FileNotFoundError
+        return None
+    if not isinstance(heads, dict) or any(
+        not isinstance(heads.get(k), list) or len(heads[k]) != n for k in HEADER_FIELDS
+    ):
+        return None
+    return heads
 
 
 def _write_atomic(path: Path, text: str) -> None:
