@@ -307,3 +307,23 @@ def test_rsna_cache_links_are_not_followed(tmp_path):
     with pytest.warns(DataWarning, match="is a symbolic link, not a regular file; decoding without the cache"):
         again = load_rsna_ich(root, groups="patient", **kw)
     assert not (again.images == 7).all()
+
+
+# ============================================================================ weights files
+@pytest.mark.parametrize("kind", ["device", "folder", "dangling link"])
+def test_a_weights_path_that_is_no_regular_file_is_said_as_such(tmp_path, kind):
+    """The model's own check says "weights file not found" for /dev/zero; this one, for the
+    command line to call before the config is built, says what it is."""
+    from fedpl_core.base.validation import ConfigError
+
+    if kind == "device":
+        wp = "/dev/zero"
+    elif kind == "folder":
+        wp = str(tmp_path)
+    else:
+        wp = str(tmp_path / "w.pt")
+        os.symlink(tmp_path / "gone.pt", wp)
+    with pytest.raises(ConfigError, match=rf"model_kwargs weights_path: {wp} is .*not a regular file"):
+        data_checks.check_weights_path({"weights_path": wp})
+    data_checks.check_weights_path({"weights_path": str(tmp_path / "missing.pt")})  # left to the model's check
+    data_checks.check_weights_path({})

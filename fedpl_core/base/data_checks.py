@@ -286,7 +286,28 @@ def cache_link_error(folder: str | os.PathLike, links: Sequence[Path]) -> Except
     )
 
 
+# ------------------------------------------------------------------ weights files
+def check_weights_path(model_kwargs: dict | None) -> None:
+    """A ``ConfigError`` naming ``model_kwargs weights_path`` when it names something that is
+    there but is not a regular file (a device such as ``/dev/zero``, a FIFO, a folder, a
+    link to nothing): said as such, not as "not found".  Nothing is opened (``stat`` only);
+    a missing file is left to the model's own check."""
+    from ..data.safeopen import not_regular
+    from .validation import ConfigError
+
+    wp = (model_kwargs or {}).get("weights_path") if isinstance(model_kwargs, dict) else None
+    if not isinstance(wp, (str, os.PathLike)):
+        return
+    kind = not_regular(wp)
+    if kind not in (None, "missing"):
+        raise ConfigError(
+            f"model_kwargs weights_path: {os.fspath(wp)} is {kind}, not a regular file; give a weights file "
+            "(a state dict written by torch.save)"
+        )
+
+
 __all__ = [
+    "check_weights_path",
     "FAR_FACTOR",
     "MAX_FOLDER_DEPTH",
     "cache_link_error",
