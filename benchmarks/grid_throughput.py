@@ -1,6 +1,6 @@
 """Throughput of ``run_many``'s grid backends: the same 8 small runs (synthetic CXR data,
 a small CNN, a few seconds each) serially, in worker processes and as Ray tasks; and, for
-several runs sharing one GPU (issue 27), spawned worker processes against the threads
+several runs sharing one GPU, spawned worker processes against the threads
 backend (threads of this process, each run on a CUDA stream of its own).
 
 Each backend writes into its own fresh results folder, so every run is really executed;

@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -275,6 +276,33 @@ def test_a_notebook_and_a_failed_install_hand_back_the_same_three_files(tmp_path
     assert _handed_back(out) == ["log.txt", "results.tar.gz", "summary.md"]
     assert "install: FAILED" in (out / "summary.md").read_text()
     assert "offline_install" in (out / "log.txt").read_text() or "No such file" in (out / "log.txt").read_text()
+
+
+def test_sigterm_mid_checks_still_hands_back_the_three_files(tmp_path):
+    """An allocation that ends the command with SIGTERM: the checks are stopped and what they
+    wrote so far comes back, packed, at once."""
+    ck = _node_checkout(tmp_path, FAKE_CHECKS + "\nimport time\ntime.sleep(120)\n")
+    out = tmp_path / "handed-back"
+    p = subprocess.Popen(
+        ["bash", str(ck / "tools" / "gpu_node.sh")],
+        env={**os.environ, "OUT": str(out)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        for _ in range(100):  # until the stand-in checks have written their summary
+            if (ck / "outputs" / "gpu-checks" / "summary.md").is_file():
+                break
+            time.sleep(0.1)
+        time.sleep(0.3)
+        p.terminate()
+        p.communicate(timeout=30)
+    finally:
+        p.kill()
+    assert p.returncode == 143
+    assert _handed_back(out) == ["log.txt", "results.tar.gz", "summary.md"]
+    with tarfile.open(out / "results.tar.gz") as t:
+        assert "outputs/gpu-checks/summary.md" in t.getnames()
 
 
 # ---------------------------------------------------------------- the grids step's command line

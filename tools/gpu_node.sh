@@ -72,7 +72,7 @@ pack() {  # the three files of $OUT, whatever happened
 }
 child=
 trap pack EXIT
-trap '[[ -n $child ]] && kill -TERM "$child" 2>/dev/null; wait; rc=143; status="stopped (SIGTERM)"; exit 143' TERM INT
+trap '[[ -n $child ]] && kill -TERM "$child" 2>/dev/null && wait "$child"; rc=143; status="stopped (SIGTERM)"; exit 143' TERM INT
 
 echo "== offline install ($(date -u +%T))"
 install="install: done earlier ($ENV)"
