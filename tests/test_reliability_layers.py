@@ -151,3 +151,25 @@ def test_tables_and_figures_go_through_the_writer_with_their_folder_as_root(tmp_
     plt.close(fig)
     assert list((tmp_path / "real").iterdir()) == []
     assert set(save_table(pd.DataFrame({"a": [1]}), "made/t", tmp_path)) == {"csv", "md", "tex"}
+
+
+def test_writer_never_puts_a_file_in_place_of_a_device_pipe_or_folder(tmp_path):
+    """``os.replace`` would swap a device node (``--out /dev/full``) for a regular file; the
+    writer refuses any target that is not a file or a link.  A pipe stands in for the device
+    here, so that a broken writer cannot damage the machine running the test."""
+    from fedpl_core.base.fileio import atomic_path, check_writable
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for write in (
+        lambda: atomic_write_text(fifo, "x"),
+        lambda: atomic_write_text(fifo, "x", root=tmp_path),
+        lambda: check_writable(fifo),
+        lambda: atomic_path(fifo).__enter__(),
+    ):
+        with pytest.raises(UnsafePath, match="is not a regular file"):
+            write()
+        assert not fifo.is_file() and os.path.exists(fifo)
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(UnsafePath, match="is a folder"):
+        atomic_write_text(tmp_path / "dir", "x")

@@ -100,6 +100,22 @@ def check_inside(root: str | Path, target: str | Path) -> Path:
     return t
 
 
+def check_replaceable(target: str | Path) -> Path:
+    """``target`` when a file may be put there: nothing there yet, a regular file, or a
+    link (replaced, never followed); a folder, a device, a pipe or a socket is refused with
+    :class:`UnsafePath` (``os.replace`` would put a file in place of ``/dev/full``)."""
+    p = Path(target)
+    try:
+        mode = os.lstat(p).st_mode
+    except FileNotFoundError:
+        return p
+    if stat.S_ISDIR(mode):
+        raise UnsafePath(f"{p} is a folder; give a file name")
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise UnsafePath(f"{p} is not a regular file (a device, pipe or socket); the package writes only files")
+    return p
+
+
 def safe_dir(root: str | Path, rel: str | Path = ".") -> Path:
     """The folder ``root/rel``, made if missing, each folder on the way checked by
     :func:`check_inside` (no link, inside ``root``) before and after it is made."""
@@ -182,7 +198,7 @@ def atomic_write(
     naming the folder: :func:`no_space_error`).  A link at ``path`` is replaced, never
     written through; with ``root``, ``path`` must lie inside ``root`` with no link on the
     way (:func:`check_inside`)."""
-    target = Path(target)
+    target = check_replaceable(target)
     if root is not None:
         check_inside(root, target)
         safe_dir(root, _lexical(target.parent).relative_to(_lexical(Path(root))))
@@ -220,7 +236,7 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     (``numpy.lib.format.open_memmap``): ``tmp`` is a fresh file made by :func:`make_temp`
     (``O_EXCL``) beside ``path``, moved into place when the block ends without an error,
     removed otherwise."""
-    target = Path(target)
+    target = check_replaceable(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp, f = make_temp(target, "wb")
     f.close()
@@ -254,6 +270,7 @@ def check_writable(target: str | Path) -> Path:
     p = Path(target)
     if p.is_dir():
         raise IsADirectoryError(f"{p} is a folder; give a file name")
+    check_replaceable(p)
     p.parent.mkdir(parents=True, exist_ok=True)
     try:
         tmp, f = make_temp(p, "wb")
@@ -337,6 +354,7 @@ __all__ = [
     "UnsafePath",
     "check_inside",
     "safe_dir",
+    "check_replaceable",
     "atomic_write",
     "atomic_write_text",
     "atomic_write_bytes",
