@@ -84,7 +84,7 @@ def _convert(value: Any, tp: Any, name: str) -> Any:
             raise ConfigError(f"{name} must be a number, got {value!r}")
         try:
             return float(value)
-        except ValueError:
+        except (ValueError, OverflowError):
             raise ConfigError(f"{name} must be a number, got {value!r}") from None
     if tp is str:
         if not isinstance(value, str):
@@ -114,7 +114,8 @@ def _check_range(name: str, value: Any, rule: str) -> None:
 
 
 def validate(obj: Any, prefix: str = "") -> None:
-    """Check and convert every field of dataclass ``obj`` in place (see module docstring)."""
+    """Check and convert every field of dataclass ``obj`` in place (see module docstring),
+    then run the checks :data:`AFTER_FIELDS` holds for its class."""
     hints = typing.get_type_hints(type(obj), include_extras=False)
     ranges = getattr(type(obj), "_RANGES", {})
     for f in dataclasses.fields(obj):
@@ -125,18 +126,48 @@ def validate(obj: Any, prefix: str = "") -> None:
         if f.name in ranges:
             _check_range(name, value, ranges[f.name])
         object.__setattr__(obj, f.name, value)
+    for c in type(obj).__mro__:
+        check = AFTER_FIELDS.get(f"{c.__module__}:{c.__qualname__}")
+        if check is not None:
+            check(obj)
+            break
 
 
 #: The largest finite float32: training runs in float32, so a larger lr overflows in torch.
 FLOAT32_MAX = 3.4028234663852886e38
+#: The smallest normal float32 (``torch.finfo(torch.float32).tiny``, 2**-126).  Training runs
+#: in float32: a step size below it is a denormal number (1e-39, 1e-45, with fewer and fewer
+#: significant bits) or rounds to zero (1e-46, 1e-300), and its product with any gradient of
+#: order one is not representable, so nothing trains and every such value gives the same
+#: numbers.  Such a value is refused as a mistake.  The bound is the one that is certain, not
+#: the one that is practical: a learning rate well above it (1e-20) can still be too small to
+#: move float32 weights, but whether it is depends on the run (the optimizer, the gradients,
+#: the weights), and small rates such as 1e-7 are legitimate.
+FLOAT32_TINY = 1.1754943508222875e-38
+
+
+def check_float32_value(value: Any, name: str) -> None:
+    """A :class:`ConfigError` for a finite float that float32 training cannot hold: above
+    :data:`FLOAT32_MAX` in magnitude (it overflows), or not zero and below
+    :data:`FLOAT32_TINY` in magnitude (a step that small is zero or denormal in float32:
+    nothing would train).  Zero, other types and non-finite values are left to the range
+    checks."""
+    if isinstance(value, bool) or not isinstance(value, float) or not math.isfinite(value):
+        return
+    if abs(value) > FLOAT32_MAX:
+        raise ConfigError(f"{name} must be at most {FLOAT32_MAX:.3g} (training runs in float32), got {value!r}")
+    if value != 0 and abs(value) < FLOAT32_TINY:
+        raise ConfigError(
+            f"{name} {value!r} is below {FLOAT32_TINY:.3g}, float32's smallest normal number: training runs "
+            "in float32, where it is zero or denormal and nothing would train"
+        )
 
 
 def check_float32(obj: Any, names: typing.Iterable[str], prefix: str = "") -> None:
-    """A float field above :data:`FLOAT32_MAX` in magnitude cannot reach torch."""
+    """The float fields ``names`` of ``obj`` checked by :func:`check_float32_value`: too large
+    for float32, or too small to be a step in it (a learning rate of 1e-300 trains nothing)."""
     for n in names:
-        v = getattr(obj, n)
-        if isinstance(v, float) and math.isfinite(v) and abs(v) > FLOAT32_MAX:
-            raise ConfigError(f"{prefix}{n} must be at most {FLOAT32_MAX:.3g} (training runs in float32), got {v!r}")
+        check_float32_value(getattr(obj, n), prefix + n)
 
 
 DEVICE_TYPES = ("cpu", "cuda", "mps")
@@ -155,6 +186,31 @@ def check_device(device: str, name: str = "device") -> str:
         kind = None
     if kind not in DEVICE_TYPES:
         raise ConfigError(f"{name} must be auto, cpu, cuda, cuda:N or mps, got {device!r}")
+    return device
+
+
+def check_device_available(device: str, name: str = "device") -> str:
+    """``device`` itself if this machine has it (:func:`check_device` first): a ``ConfigError``
+    in one line for ``cuda`` without a CUDA GPU, ``cuda:N`` past the GPUs there are, ``mps``
+    without Apple's GPU.  Not part of a config's own checks (a config written on a GPU machine
+    is still read on a CPU one): it is called where runs start or are about to, so that a
+    missing device is refused before any run, not once per run and attempt."""
+    check_device(device, name)
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError(f"{name} {device!r} is not available on this machine (no CUDA GPU); use auto or cpu")
+        index = torch.device(device).index or 0
+        if index >= torch.cuda.device_count():
+            raise ConfigError(
+                f"{name} {device!r} is not available: this machine has {torch.cuda.device_count()} CUDA device(s)"
+            )
+    elif device == "mps":
+        import torch
+
+        if not torch.backends.mps.is_available():
+            raise ConfigError(f"{name} 'mps' is not available on this machine; use auto or cpu")
     return device
 
 
@@ -210,6 +266,11 @@ def _param_hints(cls: Any) -> dict[str, Any]:
     """``{parameter: type}`` of the keyword parameters of ``cls``'s constructors along its
     MRO (``**kw`` passed on to a base class), from annotations, else the default's type."""
     out: dict[str, Any] = {}
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls):  # its fields' types (DecodeOptions)
+        try:
+            out.update({k: v for k, v in typing.get_type_hints(cls).items() if not k.startswith("_")})
+        except Exception:  # an annotation that does not resolve: the defaults' types below
+            pass
     targets = (
         [c.__init__ for c in getattr(cls, "__mro__", ()) if "__init__" in vars(c)] if isinstance(cls, type) else [cls]
     )
@@ -233,23 +294,234 @@ def _param_hints(cls: Any) -> dict[str, Any]:
     return out
 
 
-def check_kwargs_types(target: Any, kwargs: dict[str, Any], what: str) -> None:
+def _path_hint(tp: Any) -> bool:
+    """Whether ``tp`` is a folder or file path (``str | os.PathLike | None`` and the like)."""
+    import os
+    import pathlib
+
+    args = typing.get_args(tp) if typing.get_origin(tp) in (Union, types.UnionType) else (tp,)
+    paths = (os.PathLike, pathlib.Path, pathlib.PurePath)
+    return any(a in paths for a in args) and all(a in paths or a in (str, type(None)) for a in args)
+
+
+#: Options of a method class (``module:class``; its subclasses too) that are parts of one
+#: client's samples: given as shares (numbers in [0, 1)), together they cannot exceed the
+#: whole.  FedLSM's D_l and D_h (``n_l``, ``n_h``): at 0.6 and 0.6 the method would clip D_l to
+#: the 0.4 left, not run the split asked for.  Counts (whole numbers >= 1) depend on a client's
+#: size, which a config does not know: they are not summed.
+SHARES_OF_ONE: dict[str, tuple[str, ...]] = {"fedpl_core.methods.fedlsm:FedLSM": ("n_l", "n_h")}
+
+
+def _check_shares(target: Any, kwargs: dict[str, Any], what: str) -> None:
+    for c in getattr(target, "__mro__", ()):
+        names = SHARES_OF_ONE.get(f"{c.__module__}:{c.__qualname__}")
+        if not names:
+            continue
+        given = {k: kwargs[k] for k in names if kwargs.get(k) is not None}
+        try:
+            shares = {k: float(v) for k, v in given.items()}
+        except (TypeError, ValueError):
+            return  # not numbers: the type checks name them
+        if len(shares) == len(names) and all(0 <= v < 1 for v in shares.values()) and sum(shares.values()) > 1:
+            parts = " + ".join(f"{k} ({v:g})" for k, v in shares.items())
+            raise ConfigError(
+                f"{what}: {parts} add up to more than 1: as shares of a client's samples they cannot "
+                "exceed all of them; lower them"
+            )
+
+
+def check_kwargs_types(target: Any, kwargs: dict[str, Any], what: str, float32: bool = True) -> None:
     """Check the value of each option in ``kwargs`` against the annotation (or default)
     of the parameter of that name of ``target`` (a class along its MRO, or a function):
     numbers must be numbers (a number written as a string, as YAML reads ``1e-3``,
-    passes), booleans must be booleans.  Only scalar parameters are checked; values are
-    not changed.  Unknown names are left to the callee."""
+    passes) and finite, booleans must be booleans, a path must be text.  A target that
+    checks its own options (a method's ``check_options``: its declared ranges) is asked once
+    the types pass.  With ``float32`` (a method's options: they reach float32 training), a
+    float option must also be one float32 holds as a step (:func:`check_float32_value`).
+    Options that are shares of one whole must not exceed it (:data:`SHARES_OF_ONE`).  Only
+    scalar and path parameters are checked; values are not changed.  Unknown names are left
+    to the callee."""
+    import os
+
     if not isinstance(kwargs, dict):
         raise ConfigError(f"{what} must be a mapping of option names to values, got {type(kwargs).__name__}")
     hints = _param_hints(target)
+    values: dict[str, Any] = {}
     for k, v in kwargs.items():
         tp = hints.get(k)
+        name = f"{what} {k}"
+        if tp is not None and _path_hint(tp):
+            if v is not None and not isinstance(v, (str, os.PathLike)):
+                raise ConfigError(f"{name} must be a path (text), got {type(v).__name__} {v!r}")
+            continue
         if tp is None or not _scalar_hint(tp):
             continue
-        name = f"{what} {k}"
-        _convert(v, tp, name)
+        values[k] = _convert(v, tp, name)
         if tp is bool and not isinstance(v, bool) and not (isinstance(v, int) and v in (0, 1)):
             raise ConfigError(f"{name} must be true or false, got {v!r}")
+    own_check = getattr(target, "check_options", None)
+    if callable(own_check):  # a method's declared ranges (option_ranges), in its own words
+        own_check(kwargs)
+    for k, value in values.items():
+        name = f"{what} {k}"
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{name} must be a finite number, got {kwargs[k]!r}")
+        if float32:
+            check_float32_value(value, name)
+    _check_shares(target, kwargs, what)
+
+
+# --------------------------------------------------------------------------- options of the data and partition
+#: Parameters of a data source's builder or loader that a field of the experiment's config
+#: sets: in ``dataset_kwargs`` they would clash with it (``got multiple values``) or be
+#: silently replaced.
+DATA_FIELDS = {
+    "image_size": "image_size",
+    "n": "n_train / n_test",
+    "n_train": "n_train",
+    "n_test": "n_test",
+    "seed": "data_seed",
+    "data_seed": "data_seed",
+    "classes": "classes",
+    "root": "data_root",
+    "data_root": "data_root",
+    "name": "dataset",
+    "dataset": "dataset",
+}
+#: The same for the partition's builder or rules (``seed`` is the partition's own option).
+PARTITION_FIELDS = {"num_clients": "num_clients", "dataset": "dataset", "data": "dataset"}
+
+
+def _keywords(fn: Any, skip: int = 0) -> tuple[set[str], bool]:
+    """The names ``fn`` (a function or a class's constructor along its MRO) takes by keyword,
+    past its first ``skip`` parameters, and whether it also takes any other keyword
+    (``**kw`` not passed on to a base class)."""
+    names: set[str] = set()
+    open_ = False
+    targets = [vars(c)["__init__"] for c in fn.__mro__ if "__init__" in vars(c)] if isinstance(fn, type) else [fn]
+    for i, target in enumerate(targets):
+        try:
+            params = [p for p in inspect.signature(target).parameters.values() if p.name != "self"]
+        except (TypeError, ValueError):
+            return names, True
+        for p in params[skip if i == 0 else 0 :]:
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                names.add(p.name)
+        has_var = any(p.kind is p.VAR_KEYWORD for p in params)
+        if not (has_var and isinstance(fn, type)):
+            open_ = has_var
+            break
+    return names, open_
+
+
+def data_options(dataset: str) -> tuple[set[str] | None, list[Any]]:
+    """The options ``dataset_kwargs`` may hold for data source ``dataset`` (None: any, its
+    builder takes keywords it does not declare) and the functions or classes whose
+    signatures type them; ``(None, [])`` for a name no source or catalogue knows (the config
+    names that error itself).
+
+    * a built-in generated set: its generator's parameters (``make_cxr``...) and the two the
+      source reads itself (``external_domain``, ``train_domains``);
+    * a registered source (the papers' federations, a plugin's): its builder's parameters
+      past the seven every builder takes;
+    * a real data set of the catalogue, or ``medmnist:<flag>``: its loader's parameters but
+      those the catalogue sets, and the decoding options
+      (:class:`~fedpl_core.data.cache.DecodeOptions`)."""
+    from ..data.cache import DECODE_FIELDS, DecodeOptions
+    from ..data.catalog import DATASETS
+    from ..data.sources import SOURCES, SYNTHETIC
+
+    if dataset in SYNTHETIC:
+        from ..data import synthetic
+
+        make = getattr(synthetic, "make_" + dataset.split("-", 1)[1])
+        names, _ = _keywords(make, skip=1)
+        return names | {"external_domain", "train_domains"}, [make]
+    if dataset in SOURCES:
+        builder = SOURCES[dataset]
+        names, open_ = _keywords(builder, skip=7)
+        return (None if open_ else names), [builder]
+    if dataset.startswith("medmnist:"):
+        from ..data.loaders.medmnist import load_medmnist
+
+        names, _ = _keywords(load_medmnist)
+        fixed = {"root", "flag", "split", "classes", "seed", "decode", "name"}
+        return (names - fixed) | set(DECODE_FIELDS), [load_medmnist, DecodeOptions]
+    info = DATASETS.get(dataset)
+    if info is None:
+        return None, []
+    load = info.load_fn()
+    names, _ = _keywords(load)
+    fixed = {"root", "split", "classes", "seed", "decode"} | set(info.loader_kwargs)
+    return (names - fixed) | set(DECODE_FIELDS), [load, DecodeOptions]
+
+
+def _check_options(
+    kwargs: dict[str, Any], what: str, takes: set[str] | None, typed_by: list[Any], fields: dict[str, str], owner: str
+) -> None:
+    """``kwargs`` (the option field ``what``) against what ``owner`` takes: an option a config
+    field sets, an unknown one (``takes`` None: any name), a value of the wrong type."""
+    if not isinstance(kwargs, dict):
+        raise ConfigError(f"{what} must be a mapping of option names to values, got {type(kwargs).__name__}")
+    for k in kwargs:
+        if k in fields:
+            raise ConfigError(f"{what} {k!r}: set it as the config field {fields[k]}, not in {what}")
+        if takes is not None and k not in takes:
+            listed = ", ".join(sorted(t for t in takes if t not in fields)) or "none"
+            raise ConfigError(f"{owner} ({what}): got an unexpected option {k!r}; its options are {listed}")
+    for target in typed_by:
+        check_kwargs_types(target, kwargs, what, float32=False)
+
+
+def check_experiment_options(cfg: Any) -> None:
+    """The options an ``ExperimentConfig`` passes to code it names, checked before any work
+    against that code's signature: ``dataset_kwargs`` (:func:`data_options`),
+    ``partition_kwargs`` (the partition builder, or the label-set rule with a split) and
+    ``split_kwargs`` (the sample split).  An option a config field sets names that field
+    (``image_size``: set it as the config field, not in ``dataset_kwargs``); an unknown
+    option names the ones there are; a value of the wrong type names the option and the
+    type.  Names the config does not know (a data set, a partition) are left to its own
+    checks, which name them."""
+    takes, typed_by = data_options(cfg.dataset)
+    _check_options(cfg.dataset_kwargs, "dataset_kwargs", takes, typed_by, DATA_FIELDS, f"data set {cfg.dataset!r}")
+    from .. import partitions as P
+
+    if cfg.split is None:
+        builder = getattr(P, cfg.partition, None) if cfg.partition in P.__all__ else None
+        what = f"partition {cfg.partition!r}"
+        skip = 2 if cfg.partition not in ("explicit", "by_source") else 1
+    else:
+        builder, what, skip = P.LABEL_SETS.get(cfg.partition), f"label-set rule {cfg.partition!r}", 0
+        split = P.SPLITS.get(cfg.split)
+        if split is not None:
+            names, open_ = _keywords(split)
+            _check_options(
+                cfg.split_kwargs,
+                "split_kwargs",
+                None if open_ else names,
+                [split],
+                PARTITION_FIELDS,
+                f"split {cfg.split!r}",
+            )
+    if builder is not None and callable(builder):
+        names, open_ = _keywords(builder, skip=skip)
+        _check_options(
+            cfg.partition_kwargs,
+            "partition_kwargs",
+            None if open_ else names | {"seed"},
+            [builder],
+            PARTITION_FIELDS,
+            what,
+        )
+
+
+#: Checks :func:`validate` runs after the fields of a class (``module:qualname``; its
+#: subclasses too): what a config passes on to other code.  They live here, not in the
+#: config's class, so that a new check changes no run's code fingerprint
+#: (:mod:`fedpl_core.runs.provenance`: validation never changes a run's numbers).
+AFTER_FIELDS: dict[str, typing.Callable[[Any], None]] = {
+    "fedpl_core.runs.experiment_config:ExperimentConfig": check_experiment_options,
+}
 
 
 # --------------------------------------------------------------------------- list / mapping parameters

@@ -122,6 +122,36 @@ def run_cost(cfg) -> dict[str, float]:
     }
 
 
+def check_assumptions(assumptions: Mapping[str, Any] | None) -> dict[str, Any]:
+    """:data:`GPU_ASSUMPTIONS` with ``assumptions`` replacing some, checked: an unknown name,
+    a ``utilisation`` outside (0, 1], a floor or overhead that is negative, NaN or infinite is
+    a ``ValueError`` naming it (an estimate of NaN or infinite seconds says nothing, and a
+    budget compared with it is never exceeded)."""
+    import math
+
+    a = {**GPU_ASSUMPTIONS, **(assumptions or {})}
+    unknown = sorted(set(a) - set(GPU_ASSUMPTIONS))
+    if unknown:
+        raise ValueError(f"unknown GPU assumption(s) {unknown}; known: {', '.join(GPU_ASSUMPTIONS)}")
+
+    def number(value: Any, name: str, positive: bool = False) -> None:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if not ok or value < 0 or (positive and value == 0):
+            least = "above 0" if positive else "0 or more"
+            raise ValueError(f"GPU assumption {name} must be a finite number {least}, got {value!r}")
+
+    number(a["utilisation"], "utilisation", positive=True)
+    if a["utilisation"] > 1:
+        raise ValueError(f"GPU assumption utilisation is a share of the peak, at most 1, got {a['utilisation']!r}")
+    number(a["run_overhead_s"], "run_overhead_s")
+    for key in ("step_floor_s", "eval_floor_s"):
+        if not isinstance(a[key], Mapping):
+            raise ValueError(f"GPU assumption {key} maps a model to seconds, got {a[key]!r}")
+        for model, v in a[key].items():
+            number(v, f"{key}[{model!r}]")
+    return a
+
+
 def paper_seconds(
     model: str, image_size: int, batch_size: float, assumptions: Mapping[str, Any] | None = None, train: bool = True
 ) -> float:
@@ -129,7 +159,7 @@ def paper_seconds(
     batch of ``batch_size`` images on one H100, on paper: the larger of its FLOPs at
     ``utilisation`` of :data:`H100_BF16_TFLOPS` and the step's floor (:data:`GPU_ASSUMPTIONS`,
     ``assumptions`` replacing some)."""
-    a = {**GPU_ASSUMPTIONS, **(assumptions or {})}
+    a = check_assumptions(assumptions)
     flops = (3 if train else 1) * forward_gflops(model, image_size) * 1e9 * batch_size
     floor = a["step_floor_s" if train else "eval_floor_s"].get(model, 0.005 if train else 0.002)
     return max(flops / (a["utilisation"] * H100_BF16_TFLOPS * 1e12), floor)
@@ -169,7 +199,7 @@ def gpu_estimate(
     Returns ``runs``, ``measured_runs`` (runs timed from measurements), ``steps``,
     ``train_images``, ``eval_images``, ``pflop`` (total PFLOPs), ``flop_s`` (the FLOPs alone at
     ``utilisation``), ``floor_s`` (the floors alone) and ``seconds`` (the estimate)."""
-    a = {**GPU_ASSUMPTIONS, **(assumptions or {})}
+    a = check_assumptions(assumptions)
     if measured is True:
         measured = measured_step_times()
     rate = a["utilisation"] * H100_BF16_TFLOPS * 1e12
@@ -228,6 +258,7 @@ def measured_step_times(path: Any = None) -> dict[str, Any] | None:
     count for the H100 estimate: a file measured on a CPU (a rehearsal) is read only when
     named.  A file that is not such a record is a ``ValueError`` naming it."""
     import json
+    import math
     from pathlib import Path
 
     from ..base.paths import checkout
@@ -248,6 +279,15 @@ def measured_step_times(path: Any = None) -> dict[str, Any] | None:
     keys = ("model", "image_size", "batch_size", "train_step_s", "eval512_s")
     if not isinstance(rows, list) or not all(isinstance(r, dict) and all(k in r for k in keys) for r in rows):
         raise ValueError(f"step times {path}: not a gpu-checks step-time record (rows of {', '.join(keys)})")
+    for r in rows:  # JSON reads NaN and Infinity: a time that is not a finite positive number times nothing
+        if r["train_step_s"] is None:
+            continue  # a backbone that could not be timed (measured_step skips it)
+        for k in ("train_step_s", "eval512_s"):
+            v = r[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise ValueError(
+                    f"step times {path}: {k} of {r['model']} must be a finite number of seconds, got {v!r}"
+                )
     if not named and d.get("device_type") != "cuda":
         return None
     return d

@@ -192,13 +192,16 @@ def data_roots_by_key(
 
 
 def _lr(value, name: str):
-    from ..base.validation import ConfigError, _convert
+    """A learning rate: positive, finite, and one float32 training can step by
+    (:func:`fedpl_core.base.validation.check_float32_value`: 1e-300 is refused, 1e-7 is not)."""
+    from ..base.validation import ConfigError, _convert, check_float32_value
 
     if value is None:
         return None
     v = _convert(value, float, name)
     if not 0 < v < float("inf"):
         raise ConfigError(f"{name} must be a positive number such as 1e-3, got {value!r}")
+    check_float32_value(v, name)
     return v
 
 
@@ -230,9 +233,28 @@ def _text(value, name: str) -> str:
 
 
 def _device(value, name: str) -> str:
-    from ..base.validation import check_device
+    """A device this machine has (:func:`fedpl_core.base.validation.check_device_available`):
+    ``cuda`` on a machine without a GPU is refused here, before the notebook's first run."""
+    from ..base.validation import check_device_available
 
-    return check_device(_text(value, name), name)
+    return check_device_available(_text(value, name), name)
+
+
+def _workers(value, name: str):
+    """Worker processes: a whole number >= 1 (None: the profile's).  More than this
+    machine's cores is capped to them with a warning: the runs would only wait for each
+    other and hold more memory."""
+    import os
+    import warnings
+
+    if value is None:
+        return None
+    v = _int(value, name, 1)
+    cores = os.cpu_count() or 1
+    if v > cores:
+        warnings.warn(f"{name} {v} is more than this machine's {cores} core(s): using {cores}", stacklevel=2)
+        v = cores
+    return v
 
 
 def _plugins(value, name: str) -> list[str]:
@@ -262,6 +284,21 @@ class NotebookParameterError(TypeError):
 
     def _render_traceback_(self) -> list[str]:
         return [f"fedpl: error: {self}"]
+
+
+#: The errors a notebook parameter's bad value raises (a ``ConfigError`` is a ``ValueError``; a
+#: missing data folder an ``OSError``; a plugin that does not import an ``ImportError``).
+PARAMETER_ERRORS = (ValueError, TypeError, OSError, ImportError)
+
+
+def _one_line(error: BaseException) -> BaseException:
+    """``error`` itself, shown in a kernel as one line, ``fedpl: error: <message>``, as a
+    misspelt name is (:class:`NotebookParameterError`), not as a traceback through the
+    package: IPython renders an exception by its ``_render_traceback_`` when it has one.
+    Its type and message are unchanged (outside a kernel nothing changes)."""
+    message = f"fedpl: error: {error}"
+    error._render_traceback_ = lambda: [message]  # type: ignore[attr-defined]
+    return error
 
 
 #: The first line of the cell papermill injects (``papermill.translators``: a comment, then
@@ -337,7 +374,7 @@ PARAMETERS = {
     "lr": _lr,
     "data_seed": lambda v, n: _int(v, n, 0),
     "device": _device,
-    "workers": lambda v, n: None if v is None else _int(v, n, 1),
+    "workers": _workers,
     "data_root": _root,
     "data_roots": _roots,
     "results_dir": lambda v, n: None if v is None else _text(v, n),  # None: paths.results_dir(<notebook>)
@@ -358,7 +395,9 @@ def notebook_parameters(**params) -> dict:
     parameter has one (``seeds``, ``rounds``, ``lr``, ``workers``, ``first_order``); any other
     value is checked, so a value that would be ignored or silently replaced is an error:
     ``rounds=0`` (not the profile's rounds), a ``data_root`` folder that does not exist,
-    a ``data_roots`` that is not a mapping of names to existing folders.
+    a ``data_roots`` that is not a mapping of names to existing folders, a learning rate
+    float32 cannot step by (``1e-300``), a ``device`` this machine does not have (``cuda``
+    without a GPU).  ``workers`` above this machine's cores is capped to them, with a warning.
 
     >>> notebook_parameters(profile="smoke", seeds="[0, 1]", rounds=None)
     {'profile': 'smoke', 'seeds': [0, 1], 'rounds': None}
@@ -420,7 +459,9 @@ def apply_parameters(
     ``rounds``, ``lr``, a study's ``first_order``, ...) replaces the row's value unless it
     is ``None`` (the profile's value); any other parameter (``data_seed``, ``device``, a data
     folder, ...) is added to the row as given.  ``workers=None`` becomes the profile's
-    default (:func:`default_workers`).  The result also holds ``profile``.
+    default (:func:`default_workers`).  The result also holds ``profile``.  A bad value shows
+    in a kernel as one line, ``fedpl: error: <message>``, as a misspelt name does
+    (:func:`_one_line`: the exception keeps its type and message).
 
     >>> row = apply_parameters({"smoke": {"seeds": [0], "rounds": 2, "lr": 1e-3, "n": 60},
     ...                         "cpu": {"seeds": [0, 1, 2], "rounds": 16, "lr": 3e-3, "n": 200},
@@ -434,8 +475,14 @@ def apply_parameters(
     ...
     TypeError: unknown notebook parameter(s) ['round']; known: profile, seeds, rounds, lr, ...
     """
-    check_injected(["profile", *parameters], cells)
-    checked = notebook_parameters(profile=profile, **parameters)
+    from ..base.messages import one_line_warnings
+
+    try:
+        with one_line_warnings():  # workers capped to the cores: one line, as the notebook's other warnings
+            check_injected(["profile", *parameters], cells)
+            checked = notebook_parameters(profile=profile, **parameters)
+    except PARAMETER_ERRORS as e:
+        raise _one_line(e) from None
     profile = checked.pop("profile")
     row = copy.deepcopy(dict(check_table(table)[profile]))
     for k, v in checked.items():
@@ -478,9 +525,12 @@ def settings_with_data_roots(
         data_roots = row.pop("data_roots", None) if data_roots is None else data_roots
     else:
         row = apply_parameters(table, profile, **parameters)
-    roots = check_roots(data_roots)
-    if "dataset_kwargs" in row:
-        row["dataset_kwargs"] = dataset_kwargs_by_key(row["dataset_kwargs"], roots)
+    try:
+        roots = check_roots(data_roots)
+        if "dataset_kwargs" in row:
+            row["dataset_kwargs"] = dataset_kwargs_by_key(row["dataset_kwargs"], roots)
+    except PARAMETER_ERRORS as e:
+        raise _one_line(e) from None
     return cls(**fields_of(cls, row), data_roots=roots)
 
 
