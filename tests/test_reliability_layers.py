@@ -173,3 +173,19 @@ def test_writer_never_puts_a_file_in_place_of_a_device_pipe_or_folder(tmp_path):
     (tmp_path / "dir").mkdir()
     with pytest.raises(UnsafePath, match="is a folder"):
         atomic_write_text(tmp_path / "dir", "x")
+
+
+def test_a_notebook_parameter_written_as_text_is_read_within_the_same_bounds():
+    """papermill run directly (not through ``reproduce``) hands the notebook its text; the
+    parameter check reads it with the same bounds as every other value."""
+    from fedpl_core.base.validation import parse_literal
+
+    assert parse_literal("[0, 1]", "seeds") == [0, 1] and parse_literal("('a', 2)", "x") == ("a", 2)
+    with pytest.raises(ConfigError, match=r"^seeds: the value is nested more than 64"):
+        parse_literal("[" * 3000 + "]" * 3000, "seeds")
+    with pytest.raises(ConfigError, match=r"^seeds: key 'a' is given twice"):
+        parse_literal('{"a": 1, "a": 2}', "seeds")
+    with pytest.raises(ConfigError, match=r"^seeds: the value is 10,00\d characters"):
+        parse_literal("[" + "0," * 5000 + "0]", "seeds")
+    with pytest.raises(ConfigError, match=r"^x: .*nested more than 64"):
+        parse_literal("(" + "[" * 100 + "]" * 100 + ",)", "x")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import json
 import math
 import textwrap
 import types
@@ -527,17 +526,33 @@ AFTER_FIELDS: dict[str, typing.Callable[[Any], None]] = {
 # --------------------------------------------------------------------------- list / mapping parameters
 def parse_literal(value: Any, name: str) -> Any:
     """A list or mapping given as text (papermill's ``-p seeds "[0, 1]"`` passes the
-    string): parsed as JSON, else as a Python literal; anything else is returned as is."""
+    string): parsed as JSON, else as a Python literal, within the bounds of every value a
+    user hands the package (:func:`fedpl_core.base.config_files.parse_value`: its length,
+    values and depth); anything else is returned as is."""
+    from .config_files import VALUE_MAX_CHARS, check_config_size, parse_json
+
     if not isinstance(value, str) or value.strip()[:1] not in ("[", "{", "("):
         return value
     text = value.strip()
+    if len(text) > VALUE_MAX_CHARS:
+        raise ConfigError(
+            f"{name}: the value is {len(text):,} characters long; a parameter holds at most {VALUE_MAX_CHARS:,}"
+        )
     try:
-        return json.loads(text)
+        return parse_json(text)
+    except ConfigError as e:
+        raise ConfigError(f"{name}: {e}") from None
     except ValueError:
         pass
     try:
-        return ast.literal_eval(text)
+        parsed = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         raise ConfigError(
-            f'{name} {value!r} is not a list or mapping written in JSON or Python (quote names: ["a", "b"])'
+            f"{name} {text if len(text) <= 80 else text[:77] + '...'!r} is not a list or mapping written in JSON "
+            'or Python (quote names: ["a", "b"])'
         ) from None
+    try:
+        check_config_size(parsed, name)
+    except RecursionError:
+        raise ConfigError(f"{name} is nested too deeply") from None
+    return parsed
