@@ -187,5 +187,5 @@ def test_a_notebook_parameter_written_as_text_is_read_within_the_same_bounds():
         parse_literal('{"a": 1, "a": 2}', "seeds")
     with pytest.raises(ConfigError, match=r"^seeds: the value is 10,00\d characters"):
         parse_literal("[" + "0," * 5000 + "0]", "seeds")
-    with pytest.raises(ConfigError, match=r"^x: .*nested more than 64"):
+    with pytest.raises(ConfigError, match=r"^x is nested more than 64"):
         parse_literal("(" + "[" * 100 + "]" * 100 + ",)", "x")
