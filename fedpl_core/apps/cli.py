@@ -3,8 +3,15 @@
 Bad input (unknown method, missing data path, unknown class, a value of the wrong type,
 an empty option value, conflicting config keys, an unwritable ``--out``, a device this
 machine lacks, an unreadable weights file, data that would not fit in memory, a diverging
-run) ends with a one-line ``fedpl: error: ...`` on stderr and exit status 2, never a
-traceback, and is found before any training.
+run, a ``--*-kwargs`` or ``reproduce -p`` value too long, too deep or expanding to too many
+values, a plugin that cannot be imported or that takes a name it may not have) ends with a
+one-line ``fedpl: error: ...`` on stderr and exit status 2, never a traceback, and is found
+before any training.  ``--workers`` (and ``reproduce -p workers``) beyond this machine's
+cores is capped to them with a one-line warning.
+
+``reproduce`` has papermill write each executed notebook into a private folder inside
+``--output`` and moves it into place itself (:func:`execute_into`): a link planted at a
+notebook's name there is replaced, never written through.
 
 The help of every config flag is the docstring of its ``ExperimentConfig`` /
 ``EngineConfig`` field (:func:`fedpl_core.base.validation.field_docs`) with its default.
@@ -29,6 +36,7 @@ import os
 import shutil
 import signal
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -75,11 +83,23 @@ GRID_OWN = ("name", "method", "seed")
 _NONE = ("none", "null")
 
 
-def _json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({e.msg}): {text!r}") from None
+def _json(flag: str) -> typing.Callable[[str], Any]:
+    """The argparse ``type`` of the ``--*-kwargs`` flag ``flag``: its JSON read by
+    :func:`~fedpl_core.base.config_files.parse_value` (at most 10,000 characters, 64 levels,
+    100,000 values; a key given twice refused), so that a value nested thousands of levels
+    deep is one line naming the flag, not a ``RecursionError`` traceback."""
+
+    def read(text: str) -> Any:
+        from ..base.config_files import parse_value
+
+        try:
+            return parse_value(text, flag, "json")
+        except ValueError as e:  # ConfigError, one line; argparse says "argument FLAG: " itself
+            msg = str(e)
+            raise argparse.ArgumentTypeError(msg.removeprefix(f"{flag}: ")) from None
+
+    read.__name__ = "JSON"
+    return read
 
 
 def _default_text(value: Any) -> str:
@@ -161,7 +181,7 @@ def _add_config_flags(
         elif hint is bool:
             kw["metavar"] = "BOOL"
         elif name.endswith("_kwargs"):
-            kw.update(type=_json, metavar="JSON")
+            kw.update(type=_json("--" + name.replace("_", "-")), metavar="JSON")
         elif name == "classes":
             kw["metavar"] = "A,B,..."
         doc = docs[cls][name]
@@ -260,27 +280,55 @@ def check_needs_results_dir(cfg, results_dir: str | None, keep_stale: bool | Non
         )
 
 
-def preflight(cfg) -> None:
-    """What the config classes cannot check without this machine or the files: the
-    device is there, the weights file loads."""
+def check_device_here(dev: str, what: str = "device") -> None:
+    """A :class:`~fedpl_core.base.validation.ConfigError` naming ``what`` when device ``dev``
+    (``cuda``, ``cuda:N``, ``mps``) is not on this machine; ``auto`` and ``cpu`` always are."""
     from ..base.validation import ConfigError
 
-    dev = cfg.engine.device
     if dev.startswith("cuda"):
         import torch
 
         if not torch.cuda.is_available():
-            raise ConfigError(f"device {dev!r} is not available on this machine (no CUDA GPU); use auto or cpu")
+            raise ConfigError(f"{what} {dev!r} is not available on this machine (no CUDA GPU); use auto or cpu")
         idx = dev.split(":", 1)[1] if ":" in dev else "0"
         if int(idx) >= torch.cuda.device_count():
             raise ConfigError(
-                f"device {dev!r} is not available: this machine has {torch.cuda.device_count()} CUDA device(s)"
+                f"{what} {dev!r} is not available: this machine has {torch.cuda.device_count()} CUDA device(s)"
             )
     if dev == "mps":
         import torch
 
         if not torch.backends.mps.is_available():
-            raise ConfigError("device 'mps' is not available on this machine; use auto or cpu")
+            raise ConfigError(f"{what} 'mps' is not available on this machine; use auto or cpu")
+
+
+def machine_cores() -> int:
+    """The CPU cores this process may use (its affinity where the system says, else all)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def cap_workers(workers: Any, what: str = "--workers") -> Any:
+    """``workers`` capped to :func:`machine_cores`, with a warning naming both numbers: more
+    worker processes than cores only share the cores (and each holds its own copy of the
+    data).  Anything but an integer is returned as it is (its own check refuses it)."""
+    import warnings
+
+    cores = machine_cores()
+    if isinstance(workers, int) and not isinstance(workers, bool) and workers > cores:
+        warnings.warn(
+            f"{what} {workers} is more than the {cores} CPU core(s) of this machine; using {cores}", stacklevel=2
+        )
+        return cores
+    return workers
+
+
+def preflight(cfg) -> None:
+    """What the config classes cannot check without this machine or the files: the
+    device is there, the weights file loads."""
+    check_device_here(cfg.engine.device)
     if cfg.model_kwargs.get("weights_path"):
         from ..nn.models import read_weights
 
@@ -320,6 +368,8 @@ def cmd_grid(a: argparse.Namespace) -> int:
     from ..runs.study import run_many
 
     backend = check_args(a.backend, a.workers, a.retries, a.ray_address, a.keep_stale, a.results_dir)  # before any work
+    if not (backend == "ray" and (a.ray_address or os.environ.get("RAY_ADDRESS"))):  # a cluster has its own CPUs
+        a.workers = cap_workers(a.workers)  # after the check: its errors name the number given
     cfg = config_from_args(a)  # CONFIG with the flags given on top
     check_results_dir(a.results_dir)
     check_needs_results_dir(cfg, a.results_dir)
@@ -364,7 +414,8 @@ def cmd_report(a: argparse.Namespace) -> int:
         raise ValueError(f"--figure {a.figure!r} names no file; give a file name such as partition_report.png")
     figure = Path(a.figure).expanduser()
     folder, name = (figure.parent, figure.name) if figure.is_absolute() else (None, a.figure)  # absolute: as is
-    output_path(name, folder, what="--figure")  # a relative name stays under the figures folder: no '..'
+    target = output_path(name, folder, what="--figure")  # a relative name stays under the figures folder: no '..'
+    check_figure(target)  # before the data are read and the table printed
     data = load_data(cfg)
     part = build_partition(cfg, data.train)
     for which, ds in {"train": data.train, "test": data.test, **data.extra}.items():
@@ -375,6 +426,13 @@ def cmd_report(a: argparse.Namespace) -> int:
     path = savefig(P.plot_label_report(part, data.train), name, folder)
     print(f"heatmap -> {path}")
     return 0
+
+
+def check_figure(target: Path) -> None:
+    """``OSError`` naming ``--figure`` and ``target`` when the heatmap could not be written
+    there (a read-only folder, a file among its folders, a full disk, a folder at the name),
+    found before the data are read and the report is printed (:func:`check_out`)."""
+    check_out(str(target), "--figure")
 
 
 def discover_notebooks(names: Sequence[str] | None = None) -> list[Path]:
@@ -419,21 +477,122 @@ def check_output_dir(path: str, flag: str = "--output") -> Path:
 
 
 def reproduce_parameters(pairs: Sequence[Sequence[str]]) -> dict[str, Any]:
-    """``-p NAME VALUE`` pairs as notebook parameters (each VALUE read as YAML, as papermill's
-    ``-y``; a config-sized value: at most 10,000 characters)."""
-    import yaml
+    """``-p NAME VALUE`` pairs as notebook parameters, each VALUE read as YAML (as papermill's
+    ``-y``) by :func:`~fedpl_core.base.config_files.parse_value`: a config-sized value (at
+    most 10,000 characters, 64 levels, 100,000 values once every YAML alias is expanded), so
+    that a few hundred bytes of nested aliases are one line naming the parameter before any
+    notebook runs, not a parameters cell that fills the memory."""
+    from ..base.config_files import parse_value
 
     out: dict[str, Any] = {}
     for name, value in pairs:
         if not name.isidentifier():
             raise ValueError(f"-p {name!r}: a parameter name is a Python identifier")
-        if len(value) > 10_000:
-            raise ValueError(f"-p {name}: the value is longer than 10,000 characters")
-        try:
-            out[name] = yaml.safe_load(value)
-        except yaml.YAMLError as e:
-            raise ValueError(f"-p {name}: not valid YAML ({str(e).splitlines()[0]}): {value!r}") from None
+        out[name] = parse_value(value, f"-p {name}", "yaml")
     return out
+
+
+#: The notebook parameters ``reproduce`` checks itself before any notebook runs, with the
+#: notebooks' own checks (:data:`fedpl_core.studies.parameters.PARAMETERS`): those whose
+#: meaning is the same here and in the kernel (a data folder is found from the checkout, where
+#: the kernel runs; a plugin is imported there).
+CHECKED_UP_FRONT = (
+    "seeds",
+    "rounds",
+    "lr",
+    "data_seed",
+    "device",
+    "workers",
+    "first_order",
+    "pretrained",
+    "exclude",
+    "dataset_kwargs",
+)
+
+
+def notebook_parameter_names(nb: Path) -> list[str] | None:
+    """The names the ``parameters`` cell of notebook ``nb`` assigns (None: it has none, or
+    it cannot be read here; the kernel then says what is wrong)."""
+    import ast
+
+    try:
+        cells = json.loads(nb.read_text(encoding="utf-8")).get("cells", [])
+        for cell in cells:
+            if "parameters" in cell.get("metadata", {}).get("tags", []):
+                src = cell.get("source", "")
+                tree = ast.parse("".join(src) if isinstance(src, list) else src)
+                return [
+                    t.id
+                    for node in tree.body
+                    if isinstance(node, (ast.Assign, ast.AnnAssign))
+                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                    if isinstance(t, ast.Name)
+                ]
+    except (OSError, ValueError, SyntaxError, AttributeError, TypeError):
+        return None
+    return None
+
+
+def check_reproduce_parameters(params: dict[str, Any], nbs: Sequence[Path] = ()) -> dict[str, Any]:
+    """The ``-p`` values checked before any notebook runs, each error one line naming the
+    parameter: ``-p profile`` is refused (``--profile`` says it), a name a chosen notebook's
+    parameters cell lacks is refused (the notebook would refuse it only once its kernel runs),
+    the values of :data:`CHECKED_UP_FRONT` get the notebooks' own checks of type and range,
+    ``-p device`` must be on this machine (:func:`check_device_here`, as ``run --device``),
+    and ``-p workers`` is capped to this machine's cores with a warning (:func:`cap_workers`)."""
+    from ..studies.parameters import PARAMETERS
+
+    if "profile" in params:
+        raise ValueError("-p profile: give the profile with --profile")
+    for name in params:
+        for nb in nbs:
+            have = notebook_parameter_names(nb)
+            if have is not None and name not in have:
+                raise ValueError(
+                    f"-p {name}: notebook {nb.name} has no parameter {name!r} (its parameters: {', '.join(have)}); "
+                    "choose the notebooks that have it with --notebooks"
+                )
+    out = dict(params)
+    for name in CHECKED_UP_FRONT:
+        if name not in out or name not in PARAMETERS:
+            continue
+        if name == "workers":
+            out[name] = cap_workers(out[name], "-p workers")
+        PARAMETERS[name](out[name], f"-p {name}")
+    if isinstance(out.get("device"), str):
+        check_device_here(out["device"], "-p device")
+    return out
+
+
+def execute_into(nb: Path, out_dir: Path, execute: typing.Callable[[Path], Any]) -> Path:
+    """Run ``execute(path)`` (papermill, writing the executed notebook at ``path``) in a
+    private folder made inside ``out_dir``, then move what it wrote to ``out_dir / nb.name``
+    with :func:`~fedpl_core.base.fileio.atomic_write_bytes` (``root=out_dir``): papermill
+    writes with a plain ``open``, which would write through a link planted at the name into
+    a file outside the folder; a link there is now replaced, never followed.  The notebook
+    is moved also when ``execute`` fails (it shows the failing cell), and the private folder
+    (only what this made) is removed after."""
+    from ..base.fileio import atomic_write_bytes
+
+    target = out_dir / nb.name
+    work = Path(tempfile.mkdtemp(prefix=f".{nb.stem}.", suffix=".running", dir=out_dir))
+    done = work / nb.name
+
+    def publish() -> None:
+        if done.is_file() and not done.is_symlink():
+            atomic_write_bytes(target, done.read_bytes(), root=out_dir)
+
+    try:
+        try:
+            execute(done)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                publish()
+            raise
+        publish()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
 
 
 def cmd_reproduce(a: argparse.Namespace) -> int:
@@ -444,26 +603,31 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     from ..runs.provenance import keep_stale_default
 
     nbs = discover_notebooks(a.notebooks)
+    params = check_reproduce_parameters(reproduce_parameters(a.parameter), nbs)
     check_kernel(a.kernel)
     out_dir = check_output_dir(a.output)
-    params = reproduce_parameters(a.parameter)
     committed = record.is_committed_reports(out_dir)
     record.check_fresh_target(out_dir, keep_stale_default(None))
     out_dir.mkdir(parents=True, exist_ok=True)
+    folder = out_dir.resolve() if out_dir.is_symlink() else Path(os.path.abspath(out_dir))  # the folder named
     summary = []
     for nb in tqdm(nbs, desc="notebooks", unit="nb"):
         t0 = time.perf_counter()
         status = "ok"
-        try:
+
+        def execute(path: Path, nb: Path = nb) -> None:
             pm.execute_notebook(
                 str(nb),
-                str(out_dir / nb.name),
+                str(path),
                 parameters={"profile": a.profile, **params},
                 cwd=str(ROOT),
                 progress_bar=False,
                 kernel_name=a.kernel,
             )
-            if committed and (n := record.stale_warnings(out_dir / nb.name)):
+
+        try:
+            execute_into(nb, folder, execute)
+            if committed and (n := record.stale_warnings(folder / nb.name)):
                 status = f"FAILED: {n} stale-result warning(s) in the committed reports: re-run from empty results"
         except Exception as e:  # keep going: report every notebook
             status = f"FAILED: {type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
@@ -471,7 +635,7 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     print(f"\n{'notebook':40s} {'status':10s} seconds")
     for name, status, sec in summary:
         print(f"{name:40s} {status[:60]:10s} {sec:7.1f}")
-    record.write_record(out_dir, a.profile, [(Path(name).stem, sec, status, params) for name, status, sec in summary])
+    record.write_record(folder, a.profile, [(Path(name).stem, sec, status, params) for name, status, sec in summary])
     from ..base.paths import figures_dir
 
     print(
@@ -689,7 +853,9 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
         "15 min or less a notebook (default); gpu: the papers' backbones, 10 min or less a "
         "notebook on one H100 (figures/gpu/, results/gpu/); full: the papers' settings (GPU, hours)",
     )
-    rp.add_argument("--notebooks", nargs="*", help="names or prefixes (default: all in notebooks/)")
+    rp.add_argument(
+        "--notebooks", nargs="+", metavar="NB", help="names or prefixes, one or more (default: all in notebooks/)"
+    )
     rp.add_argument(
         "--output",
         default=REPRODUCE_OUTPUT,
@@ -744,19 +910,21 @@ def _before_command(argv: Sequence[str]) -> tuple[str | None, list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command, plugins = _before_command(argv)
-    try:
-        if plugins:  # before the parser: a plugin's data sources appear in the help of --dataset
-            from ..base.plugins import load_plugins
+    from ..base.plugins import PluginError, load_env_plugins, load_plugins
 
-            load_plugins(plugins)
-    except Exception as e:  # one line, exit status 2, before any work
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        print(f"fedpl: error: {msg}", file=sys.stderr)
-        return 2
     try:
+        # before the parser: a plugin's data sources appear in the help of --dataset, and a plugin
+        # that cannot be imported (--plugin or $FEDPL_PLUGINS) is one line naming it, whatever the command
+        if plugins:
+            load_plugins(plugins)
+        if command is not None:
+            load_env_plugins()
         args = build_parser(commands=[command] if command else []).parse_args(argv)
     except SystemExit as e:  # --help, --version (0), or an option argparse refused (2, its line printed)
         return int(e.code or 0)
+    except PluginError as e:  # one line naming the plugin, exit status 2, before any work
+        print(f"fedpl: error: {str(e).strip().splitlines()[0]}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=logging.INFO, format="fedpl: %(message)s", stream=sys.stderr)
     empty = empty_arguments(args)
     if empty:

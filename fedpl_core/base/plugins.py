@@ -20,6 +20,12 @@ source by name like a built-in one.
 **[choice]** Plugins are named explicitly, not discovered through package entry points:
 an installed package never changes what a run does unless the user asks for it, and the
 command line's ``--help`` and ``methods`` stay fast (no scan of the installed packages).
+
+**What a plugin may register.**  A name of its own: the registries refuse a plugin's method or
+data source under the name of one of the package's (it would change what every run of that
+name computes, in silence), and a name that could not stand as a file name
+(:func:`check_registry_name`: a method's name starts the name of its results file).  An
+error while a plugin is imported is one line naming the plugin (:class:`PluginError`).
 """
 
 from __future__ import annotations
@@ -37,7 +43,34 @@ _loaded: list[str] = []
 
 
 class PluginError(ValueError):
-    """A plugin module that cannot be named or imported."""
+    """A plugin module that cannot be named or imported (one line naming it)."""
+
+
+class RegistrationError(ValueError):
+    """A name a method or data source may not be registered under (:func:`check_registry_name`)."""
+
+
+#: A registry name (a method's, a data source's): lower-case letters, digits, ``_``, ``-``
+#: and ``.``, starting with a letter or digit, no ``..``; it starts the name of a results
+#: file (``<method>-s<seed>-<hash>.json``), so it must name no folder and climb out of none.
+REGISTRY_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+
+
+def check_registry_name(name: object, kind: str, where: str) -> str:
+    """``name`` when it may be registered as a ``kind`` (``"method"``, ``"data source"``)
+    by ``where`` (the class or function, for the message); else
+    :class:`RegistrationError` in one line."""
+    if not isinstance(name, str) or not REGISTRY_NAME.match(name) or ".." in name:
+        raise RegistrationError(
+            f"{where}: {kind} name {name!r} cannot be registered: a name is 1 to 64 lower-case letters, "
+            "digits, '_', '-' or '.', starting with a letter or digit, without '..' (it becomes part of file names)"
+        )
+    return name
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else ""
 
 
 def plugin_names(text: str | None) -> list[str]:
@@ -51,9 +84,10 @@ def load_plugins(names: Iterable[str], export: bool = True) -> list[str]:
     the working directory is on it for ``python -m``) and return the names.  ``export``: add
     them to ``$FEDPL_PLUGINS`` so that worker processes started later import them too.
 
-    A name that is not a module name, or a module that cannot be imported, raises
-    :class:`PluginError` with one line naming it; an error raised while the module runs
-    is re-raised as it is (it is the plugin's own)."""
+    A name that is not a module name, a module that cannot be found, a method or data
+    source its registry refuses (:class:`RegistrationError`) and any error raised while the
+    module runs raise :class:`PluginError` with one line naming the plugin (the error's own
+    traceback is kept as its cause, for a debugger)."""
     names = [str(n).strip() for n in names]
     for name in names:
         if not _MODULE.match(name):
@@ -66,18 +100,77 @@ def load_plugins(names: Iterable[str], export: bool = True) -> list[str]:
             continue
         if "" not in sys.path and os.getcwd() not in sys.path:
             sys.path.append(os.getcwd())  # a module in the working directory, as python -m finds it
+        tables = _registries()
+        before: list = [t.copy() for t in tables]
         try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name and (name == e.name or name.startswith(e.name + ".")):
+            try:
+                importlib.import_module(name)
+            except ModuleNotFoundError as e:
+                if e.name and (name == e.name or name.startswith(e.name + ".")):
+                    raise PluginError(
+                        f"plugin {name!r}: no module named {e.name!r} in the working directory or on the Python path"
+                    ) from None
                 raise PluginError(
-                    f"plugin {name!r}: no module named {e.name!r} in the working directory or on the Python path"
-                ) from None
+                    f"plugin {name!r} failed while importing: ModuleNotFoundError: {_first_line(e)}"
+                ) from e
+            except (PluginError, RegistrationError) as e:  # a registry's refusal; a plugin's plugin, named
+                raise PluginError(f"plugin {name!r}: {_first_line(e)}") from e
+            except Exception as e:  # the plugin's own error, at import
+                msg = _first_line(e)
+                if type(e).__name__ == "DuplicateMethodError":  # the method registry's refusal
+                    raise PluginError(f"plugin {name!r}: {msg}") from e
+                raise PluginError(
+                    f"plugin {name!r} failed while importing: {type(e).__name__}" + (f": {msg}" if msg else "")
+                ) from e
+            _check_registered(name, tables[0], before[0], tables[1], before[1])
+        except PluginError:
+            for t, b in zip(tables, before):  # a refused plugin registers nothing
+                t.clear()
+                t.update(b)
+            sys.modules.pop(name, None)  # imported again (and refused again) when it is named again
             raise
         _loaded.append(name)
     if export and names:
         os.environ[ENV] = ",".join(dict.fromkeys(plugin_names(os.environ.get(ENV)) + names))
     return names
+
+
+def _registries() -> tuple:
+    """The package's registries, with its own methods and data sources registered: the
+    methods, the data sources, and the data sources' fixed-class set and task table."""
+    from ..data.sources import base as sources
+    from ..methods import registry
+
+    for mod in registry.method_modules():  # registry.load_all without the plugins: they are loading now
+        importlib.import_module(mod)
+    return registry.METHODS, sources.SOURCES, sources.FIXED_CLASSES, sources.SOURCE_TASKS
+
+
+def _own(obj: object) -> bool:
+    return (getattr(obj, "__module__", "") or "").split(".")[0] == __name__.split(".")[0]
+
+
+def _check_registered(plugin: str, methods: dict, methods_before: dict, sources: dict, sources_before: dict) -> None:
+    """:class:`PluginError` when plugin ``plugin`` registered a method or data source under the
+    name of one of the package's (or of a data set of its catalogue), or under a name that
+    cannot stand in a file name (:func:`check_registry_name`)."""
+    from ..data.catalog import DATASETS
+
+    for kind, table, before in (("method", methods, methods_before), ("data source", sources, sources_before)):
+        for n, obj in table.items():
+            old = before.get(n)
+            if old is obj:
+                continue
+            where = f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}"
+            if (old is not None and _own(old)) or (kind == "data source" and n in DATASETS):
+                raise PluginError(
+                    f"plugin {plugin!r} registers {kind} {n!r} ({where}), which is a {kind} of the package; "
+                    "give it another name"
+                )
+            try:
+                check_registry_name(n, kind, where)
+            except RegistrationError as e:
+                raise PluginError(f"plugin {plugin!r}: {e}") from None
 
 
 def load_env_plugins() -> list[str]:
@@ -95,4 +188,14 @@ def loaded() -> list[str]:
     return list(_loaded)
 
 
-__all__ = ["ENV", "PluginError", "plugin_names", "load_plugins", "load_env_plugins", "loaded"]
+__all__ = [
+    "ENV",
+    "PluginError",
+    "RegistrationError",
+    "REGISTRY_NAME",
+    "check_registry_name",
+    "plugin_names",
+    "load_plugins",
+    "load_env_plugins",
+    "loaded",
+]
