@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from fedpl_core.apps import cli
+from fedpl_core.base.validation import machine_cores
 
 ROOT = Path(cli.__file__).resolve().parents[2]
 
@@ -186,7 +187,7 @@ def test_reproduce_refuses_a_cuda_device_this_machine_lacks(capsys, tmp_path, fa
 
 
 def test_reproduce_caps_workers_to_the_cores_with_a_warning(capsys, tmp_path, fake_papermill):
-    cores = cli.machine_cores()
+    cores = machine_cores()
     says = f"-p workers 100000 is more than the {cores} CPU core[(]s[)] of this machine; using {cores}"
     with pytest.warns(UserWarning, match=says):
         rc, _, err = run_main(
@@ -219,7 +220,7 @@ def test_grid_workers_beyond_the_cores_warn_and_are_capped(capsys, monkeypatch, 
     monkeypatch.setattr(study, "run_many", stop)
     config = tmp_path / "c.yaml"
     config.write_text("dataset: synthetic-cxr\nn_train: 40\nn_test: 20\nimage_size: 28\nnum_clients: 2\n")
-    cores = cli.machine_cores()
+    cores = machine_cores()
     with pytest.warns(UserWarning, match=f"--workers 100000 is more than the {cores} CPU core[(]s[)] of this machine"):
         rc, _, err = run_main(capsys, "grid", str(config), "--methods", "fedavg", "--workers", "100000")
     assert rc == 2 and seen == [cores] and "stopped here by the test" in err

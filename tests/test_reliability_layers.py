@@ -189,3 +189,56 @@ def test_a_notebook_parameter_written_as_text_is_read_within_the_same_bounds():
         parse_literal("[" + "0," * 5000 + "0]", "seeds")
     with pytest.raises(ConfigError, match=r"^x is nested more than 64"):
         parse_literal("(" + "[" * 100 + "]" * 100 + ",)", "x")
+
+
+# ------------------------------------------------------------------ the Python doors: run, run_many
+def _tiny_cfg(**engine):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_reliability import tiny
+
+    from fedpl_core.fl.engine_config import EngineConfig
+
+    return tiny(engine=EngineConfig(rounds=1, batch_size=32, progress=False, **engine))
+
+
+def test_python_grid_caps_workers_to_the_cores_and_refuses_a_missing_gpu_once(tmp_path, monkeypatch):
+    import torch
+
+    from fedpl_core.base.validation import machine_cores
+    from fedpl_core.runs import grid, study
+
+    cfg = _tiny_cfg()
+    seen = {}
+
+    def fake_run_grid(cfgs, results_dir, backend, workers, *a, **k):
+        seen["workers"] = workers
+        raise SystemExit
+
+    monkeypatch.setattr(study, "run_grid", fake_run_grid)
+    with pytest.warns(UserWarning, match=rf"workers {machine_cores() + 3} is more than the {machine_cores()} CPU"):
+        with pytest.raises(SystemExit):
+            study.run_many(cfg, ["fedavg"], [0], tmp_path, progress=False, workers=machine_cores() + 3)
+    assert seen["workers"] == machine_cores()
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    gpu = _tiny_cfg(device="cuda")
+    calls = []
+    monkeypatch.setattr(grid, "check_targets", lambda *a: calls.append(a))
+    with pytest.raises(ValueError, match=r"^engine device 'cuda' is not available on this machine"):
+        grid.check_runs([gpu, gpu], tmp_path)
+    assert calls == []  # refused before any run is looked at
+
+
+def test_a_run_whose_id_would_leave_the_results_folder_is_refused_before_training(tmp_path):
+    from fedpl_core.runs.runner import check_targets
+
+    with pytest.raises(UnsafePath, match="is not a plain file name"):
+        check_targets(tmp_path / "res", "../../escaped-s0-0123456789")
+    (tmp_path / "res").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "res" / "sub").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(UnsafePath, match="sub is a symbolic link"):
+        check_targets(tmp_path / "res" / "sub", "fedavg-s0-0123456789")

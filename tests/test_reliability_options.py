@@ -191,8 +191,10 @@ def test_fedlsm_shares_of_d_l_and_d_h_above_the_whole_are_refused():
 
 # ------------------------------------------------------------------ workers beyond the cores
 def test_workers_beyond_the_cores_are_capped_with_a_warning():
-    cores = os.cpu_count() or 1
-    with pytest.warns(UserWarning, match=rf"workers {cores + 5} is more than this machine's {cores} core"):
+    from fedpl_core.base.validation import machine_cores
+
+    cores = machine_cores()
+    with pytest.warns(UserWarning, match=rf"workers {cores + 5} is more than the {cores} CPU core"):
         assert notebook_parameters(workers=cores + 5)["workers"] == cores
     with warnings.catch_warnings():
         warnings.simplefilter("error")

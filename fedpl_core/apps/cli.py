@@ -47,6 +47,7 @@ from typing import Any
 
 from .. import __version__
 from ..base.messages import one_line_warnings
+from ..base.validation import cap_workers, check_device_available
 from ..studies.parameters import PROFILES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -280,55 +281,10 @@ def check_needs_results_dir(cfg, results_dir: str | None, keep_stale: bool | Non
         )
 
 
-def check_device_here(dev: str, what: str = "device") -> None:
-    """A :class:`~fedpl_core.base.validation.ConfigError` naming ``what`` when device ``dev``
-    (``cuda``, ``cuda:N``, ``mps``) is not on this machine; ``auto`` and ``cpu`` always are."""
-    from ..base.validation import ConfigError
-
-    if dev.startswith("cuda"):
-        import torch
-
-        if not torch.cuda.is_available():
-            raise ConfigError(f"{what} {dev!r} is not available on this machine (no CUDA GPU); use auto or cpu")
-        idx = dev.split(":", 1)[1] if ":" in dev else "0"
-        if int(idx) >= torch.cuda.device_count():
-            raise ConfigError(
-                f"{what} {dev!r} is not available: this machine has {torch.cuda.device_count()} CUDA device(s)"
-            )
-    if dev == "mps":
-        import torch
-
-        if not torch.backends.mps.is_available():
-            raise ConfigError(f"{what} 'mps' is not available on this machine; use auto or cpu")
-
-
-def machine_cores() -> int:
-    """The CPU cores this process may use (its affinity where the system says, else all)."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def cap_workers(workers: Any, what: str = "--workers") -> Any:
-    """``workers`` capped to :func:`machine_cores`, with a warning naming both numbers: more
-    worker processes than cores only share the cores (and each holds its own copy of the
-    data).  Anything but an integer is returned as it is (its own check refuses it)."""
-    import warnings
-
-    cores = machine_cores()
-    if isinstance(workers, int) and not isinstance(workers, bool) and workers > cores:
-        warnings.warn(
-            f"{what} {workers} is more than the {cores} CPU core(s) of this machine; using {cores}", stacklevel=2
-        )
-        return cores
-    return workers
-
-
 def preflight(cfg) -> None:
     """What the config classes cannot check without this machine or the files: the
     device is there, the weights file loads."""
-    check_device_here(cfg.engine.device)
+    check_device_available(cfg.engine.device)
     if cfg.model_kwargs.get("weights_path"):
         from ..nn.models import read_weights
 
@@ -369,7 +325,7 @@ def cmd_grid(a: argparse.Namespace) -> int:
 
     backend = check_args(a.backend, a.workers, a.retries, a.ray_address, a.keep_stale, a.results_dir)  # before any work
     if not (backend == "ray" and (a.ray_address or os.environ.get("RAY_ADDRESS"))):  # a cluster has its own CPUs
-        a.workers = cap_workers(a.workers)  # after the check: its errors name the number given
+        a.workers = cap_workers(a.workers, "--workers")  # after the check: its errors name the number given
     cfg = config_from_args(a)  # CONFIG with the flags given on top
     check_results_dir(a.results_dir)
     check_needs_results_dir(cfg, a.results_dir)
@@ -538,8 +494,9 @@ def check_reproduce_parameters(params: dict[str, Any], nbs: Sequence[Path] = ())
     parameter: ``-p profile`` is refused (``--profile`` says it), a name a chosen notebook's
     parameters cell lacks is refused (the notebook would refuse it only once its kernel runs),
     the values of :data:`CHECKED_UP_FRONT` get the notebooks' own checks of type and range,
-    ``-p device`` must be on this machine (:func:`check_device_here`, as ``run --device``),
-    and ``-p workers`` is capped to this machine's cores with a warning (:func:`cap_workers`)."""
+    ``-p device`` must be on this machine (``check_device_available``, as ``run --device``),
+    and ``-p workers`` is capped to this machine's cores with a warning (``cap_workers``; both
+    in :mod:`fedpl_core.base.validation`)."""
     from ..studies.parameters import PARAMETERS
 
     if "profile" in params:
@@ -560,7 +517,7 @@ def check_reproduce_parameters(params: dict[str, Any], nbs: Sequence[Path] = ())
             out[name] = cap_workers(out[name], "-p workers")
         PARAMETERS[name](out[name], f"-p {name}")
     if isinstance(out.get("device"), str):
-        check_device_here(out["device"], "-p device")
+        check_device_available(out["device"], "-p device")
     return out
 
 

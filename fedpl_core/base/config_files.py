@@ -146,7 +146,7 @@ def _first_line(e: Exception) -> str:
     return " ".join(text.splitlines()[:1]) if text else type(e).__name__
 
 
-def parse_yaml(text: str) -> Any:
+def parse_yaml(text: str, what: str = "the config") -> Any:
     """YAML with a ``SafeLoader`` (no ``!!python`` tags) that refuses a key given twice;
     the document's node graph is measured (:func:`check_expanded_size`) before any
     value is built, so a file of nested aliases is refused before it is expanded."""
@@ -155,23 +155,23 @@ def parse_yaml(text: str) -> Any:
         try:
             node = loader.get_single_node()
         except RecursionError:
-            raise ConfigError(_too_deep("the value")) from None
+            raise ConfigError(_too_deep(what)) from None
         if node is None:
             return None
-        check_expanded_size(node, _yaml_children)
+        check_expanded_size(node, _yaml_children, what)
         return loader.construct_document(node)
     finally:
         loader.dispose()
 
 
-def parse_json(text: str) -> Any:
+def parse_json(text: str, what: str = "the config") -> Any:
     """JSON that refuses a key given twice, within :data:`CONFIG_MAX_DEPTH` and
     :data:`CONFIG_MAX_NODES` (JSON has no aliases: its nodes are bounded by its size)."""
     try:
         d = json.loads(text, object_pairs_hook=_json_pairs)
     except RecursionError:
-        raise ConfigError(_too_deep("the value")) from None
-    check_config_size(d)
+        raise ConfigError(_too_deep(what)) from None
+    check_config_size(d, what)
     return d
 
 
@@ -193,7 +193,7 @@ def parse_value(text: str, what: str, fmt: str = "json") -> Any:
         )
     parse = {"json": parse_json, "yaml": parse_yaml}[fmt]
     try:
-        value = parse(text)
+        value = parse(text, "the value")
     except ConfigError as e:
         raise ConfigError(f"{what}: {e}") from None
     except MemoryError:
@@ -202,7 +202,7 @@ def parse_value(text: str, what: str, fmt: str = "json") -> Any:
         msg = e.msg if isinstance(e, json.JSONDecodeError) else _first_line(e)
         shown = text if len(text) <= 80 else text[:77] + "..."
         raise ConfigError(f"{what}: not valid {fmt.upper()} ({msg}): {shown!r}") from None
-    check_config_size(value, what)
+    check_config_size(value, f"{what}: the value")
     return value
 
 

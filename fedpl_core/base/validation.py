@@ -213,6 +213,32 @@ def check_device_available(device: str, name: str = "device") -> str:
     return device
 
 
+def machine_cores() -> int:
+    """The CPU cores this process may use (its affinity where the system says, else all)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def cap_workers(workers: Any, what: str = "workers") -> Any:
+    """``workers`` capped to :func:`machine_cores`, with a warning naming both numbers: more
+    worker processes than cores only share the cores (and each holds its own copy of the
+    data).  Anything but an integer is returned as it is (its own check refuses it).  The
+    command line, the notebooks and ``run_many`` / ``run_grid`` call it."""
+    import warnings
+
+    cores = machine_cores()
+    if isinstance(workers, int) and not isinstance(workers, bool) and workers > cores:
+        warnings.warn(
+            f"{what} {workers} is more than the {cores} CPU core(s) of this machine; using {cores}", stacklevel=3
+        )
+        return cores
+    return workers
+
+
 def check_seed(seed: int, name: str = "seed") -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise ConfigError(f"{name} {seed!r} is out of range: use an integer in [0, 2**63)")
@@ -480,7 +506,12 @@ def check_experiment_options(cfg: Any) -> None:
     (``image_size``: set it as the config field, not in ``dataset_kwargs``); an unknown
     option names the ones there are; a value of the wrong type names the option and the
     type.  Names the config does not know (a data set, a partition) are left to its own
-    checks, which name them."""
+    checks, which name them.  A ``model_kwargs`` ``weights_path`` that is there but is not
+    a file (``/dev/zero``, a folder) is said as such
+    (:func:`fedpl_core.base.data_checks.check_weights_path`), not as "not found"."""
+    from .data_checks import check_weights_path
+
+    check_weights_path(cfg.model_kwargs)
     takes, typed_by = data_options(cfg.dataset)
     _check_options(cfg.dataset_kwargs, "dataset_kwargs", takes, typed_by, DATA_FIELDS, f"data set {cfg.dataset!r}")
     from .. import partitions as P
@@ -539,7 +570,7 @@ def parse_literal(value: Any, name: str) -> Any:
             f"{name}: the value is {len(text):,} characters long; a parameter holds at most {VALUE_MAX_CHARS:,}"
         )
     try:
-        return parse_json(text)
+        return parse_json(text, "the value")
     except ConfigError as e:
         raise ConfigError(f"{name}: {e}") from None
     except ValueError:

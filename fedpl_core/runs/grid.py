@@ -593,15 +593,19 @@ def run_grid(
 
 def check_runs(cfgs: Sequence, results_dir: str | Path | None) -> None:
     """What would make a run of the grid fail on every attempt, found in this process
-    before any run starts, without loading any data (the workers load it): a folder where
+    before any run starts, without loading any data (the workers load it): a device this
+    machine lacks (once, not for every run and attempt), a folder where
     a run's result or checkpoint goes (:func:`~fedpl_core.runs.runner.check_targets`), a
     method not defined for its data's task where the data source declares its task
     (:func:`fedpl_core.data.sources.source_task`: the built-in and the studies' sources; a
     real data set's task is known once loaded: there the run's own check,
     :func:`~fedpl_core.runs.build.check_data_fit`, fails it, once, without retries)."""
+    from ..base.validation import check_device_available
     from ..data.sources import source_task
     from ..methods import METHODS
 
+    for device in dict.fromkeys(cfg.engine.device for cfg in cfgs):
+        check_device_available(device, "engine device")
     for cfg in cfgs:
         if results_dir is not None:
             check_targets(results_dir, cfg.run_id())

@@ -52,10 +52,11 @@ from pathlib import Path
 import torch
 
 from ..base import data_checks
+from ..base.fileio import UnsafePath, check_inside, no_space_error, remove_stale_temps
 from ..base.fileio import check_writable as _check_writable
-from ..base.fileio import no_space_error, remove_stale_temps
 from ..base.locks import holder as lock_holder
 from ..base.locks import try_lock
+from ..base.validation import check_device_available
 from ..fl.checkpoint import CheckpointError
 from .build import build_simulation, load_data
 from .experiment_config import ExperimentConfig
@@ -103,9 +104,14 @@ def check_targets(results_dir: str | Path, rid: str) -> None:
     """Raise ``IsADirectoryError`` now (before training) when a folder stands where run
     ``rid``'s result (``<rid>.json``) or checkpoint (``<rid>.ckpt``) goes: no file can be
     moved onto it, so the run's work would be lost when it is written (a link or a file
-    there is replaced, see :mod:`fedpl_core.base.fileio`)."""
+    there is replaced, see :mod:`fedpl_core.base.fileio`).  A run id that would put a file
+    outside ``results_dir`` or through a link in it (a method registered under a name such as
+    ``../../x``) raises :class:`~fedpl_core.base.fileio.UnsafePath`."""
     for suffix, what in ((".json", "result"), (".ckpt", "checkpoint")):
         p = Path(results_dir) / f"{rid}{suffix}"
+        if Path(f"{rid}{suffix}").name != f"{rid}{suffix}":
+            raise UnsafePath(f"run id {rid!r} is not a plain file name: its {what} would leave {results_dir}")
+        check_inside(results_dir, p)
         try:
             st = os.lstat(p)
         except FileNotFoundError:
@@ -329,6 +335,7 @@ def _execute(
 ) -> RunResult:
     _check_stop(stop, rid, 0)
     t0 = time.perf_counter()
+    check_device_available(cfg.engine.device, "engine device")  # a cached result needs no device: checked here
     check_data_files(cfg)
     sim = _build(cfg, ckpt)
     check_loaded_data(cfg)

@@ -6,6 +6,7 @@ that are one on a single-label task.  The top layer of :mod:`fedpl_core.runs`.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..base.validation import cap_workers
 from ..methods import get_method
 from ..methods.baselines import Centralized, FedAvgPL, FedBN, FedProx
 from ..methods.fedavg import FedAvg
@@ -164,6 +166,8 @@ def run_many(
     ``$FEDPL_KEEP_STALE``).
     """
     backend = check_args(backend, workers, retries, ray_address, keep_stale, results_dir)
+    if not (backend == "ray" and (ray_address or os.environ.get("RAY_ADDRESS"))):  # a cluster has its own CPUs
+        workers = cap_workers(workers)
     seeds = list(seeds)
     check_unique(methods, seeds)  # a repeated seed or method is no independent run
     jobs = Study(base, methods, seeds, settings).jobs()

@@ -242,19 +242,14 @@ def _device(value, name: str) -> str:
 
 def _workers(value, name: str):
     """Worker processes: a whole number >= 1 (None: the profile's).  More than this
-    machine's cores is capped to them with a warning: the runs would only wait for each
+    machine's cores is capped to them with a warning
+    (:func:`~fedpl_core.base.validation.cap_workers`): the runs would only wait for each
     other and hold more memory."""
-    import os
-    import warnings
+    from ..base.validation import cap_workers
 
     if value is None:
         return None
-    v = _int(value, name, 1)
-    cores = os.cpu_count() or 1
-    if v > cores:
-        warnings.warn(f"{name} {v} is more than this machine's {cores} core(s): using {cores}", stacklevel=2)
-        v = cores
-    return v
+    return cap_workers(_int(value, name, 1), name)
 
 
 def _plugins(value, name: str) -> list[str]:
