@@ -102,7 +102,7 @@ def check_expanded_size(
         if size[key] > CONFIG_MAX_NODES:
             raise ConfigError(
                 f"{what} expands to more than {CONFIG_MAX_NODES:,} values (a YAML alias counts as every "
-                f"value it repeats); a config holds at most {CONFIG_MAX_NODES:,}"
+                f"value it repeats); at most {CONFIG_MAX_NODES:,} are read"
             )
     return size[id(root)]
 
@@ -138,7 +138,7 @@ def _json_pairs(pairs: list) -> dict:
 
 
 def _too_deep(what: str) -> str:
-    return f"{what} is nested more than {CONFIG_MAX_DEPTH} levels deep; a config nests at most {CONFIG_MAX_DEPTH}"
+    return f"{what} is nested more than {CONFIG_MAX_DEPTH} levels deep; at most {CONFIG_MAX_DEPTH} are read"
 
 
 def _first_line(e: Exception) -> str:
