@@ -1,7 +1,7 @@
 """Real-data files around a run: images far from the size they are resized to, an ``.npz``
 larger than the memory, a full disk under a checkpoint, a data folder nested too deep, and
 links in the decode cache folder.  The checks live outside the code that computes a run
-(:mod:`fedpl_core.base.data_checks`, called by :func:`fedpl_core.runs.runner.run`), so no
+(:mod:`fedpl_core.runs.data_checks`, called by :func:`fedpl_core.runs.runner.run`), so no
 cached result's code fingerprint moves.  Each case failed on the code before it."""
 
 from __future__ import annotations
@@ -21,11 +21,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import fixtures_data as fx  # noqa: E402
 
-from fedpl_core.base import data_checks  # noqa: E402
 from fedpl_core.data import base as data_base  # noqa: E402
 from fedpl_core.data.base import DataError, DataWarning  # noqa: E402
 from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
-from fedpl_core.runs import runner  # noqa: E402
+from fedpl_core.runs import (
+    data_checks,  # noqa: E402
+    runner,  # noqa: E402
+)
 from fedpl_core.runs.experiment_config import ExperimentConfig  # noqa: E402
 from fedpl_core.runs.runner import run  # noqa: E402
 

@@ -178,7 +178,7 @@ def test_writer_never_puts_a_file_in_place_of_a_device_pipe_or_folder(tmp_path):
 def test_a_notebook_parameter_written_as_text_is_read_within_the_same_bounds():
     """papermill run directly (not through ``reproduce``) hands the notebook its text; the
     parameter check reads it with the same bounds as every other value."""
-    from fedpl_core.base.validation import parse_literal
+    from fedpl_core.base.config_files import parse_literal
 
     assert parse_literal("[0, 1]", "seeds") == [0, 1] and parse_literal("('a', 2)", "x") == ("a", 2)
     with pytest.raises(ConfigError, match=r"^seeds: the value is nested more than 64"):

@@ -867,9 +867,11 @@ def _before_command(argv: Sequence[str]) -> tuple[str | None, list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command, plugins = _before_command(argv)
-    from ..base.plugins import PluginError, load_env_plugins, load_plugins
+    from ..base.plugins import ENV, PluginError, load_env_plugins, load_plugins
 
     try:
+        if plugins or os.environ.get(ENV, "").strip():
+            from .. import methods  # noqa: F401  (its guard watches what a plugin registers)
         # before the parser: a plugin's data sources appear in the help of --dataset, and a plugin
         # that cannot be imported (--plugin or $FEDPL_PLUGINS) is one line naming it, whatever the command
         if plugins:

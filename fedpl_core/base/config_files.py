@@ -10,6 +10,7 @@ option or file.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import stat
@@ -306,3 +307,35 @@ def check_engine_conflicts(d: dict[str, Any], engine_fields: typing.Collection[s
             raise ConfigError(
                 f"{k} is given twice, at the top level ({v!r}) and under engine ({engine[k]!r}); keep one"
             )
+
+
+def parse_literal(value: Any, name: str) -> Any:
+    """A list or mapping given as text (papermill's ``-p seeds "[0, 1]"`` passes the
+    string): parsed as JSON, else as a Python literal, within the bounds of every value a
+    user hands the package (:func:`fedpl_core.base.config_files.parse_value`: its length,
+    values and depth); anything else is returned as is."""
+    if not isinstance(value, str) or value.strip()[:1] not in ("[", "{", "("):
+        return value
+    text = value.strip()
+    if len(text) > VALUE_MAX_CHARS:
+        raise ConfigError(
+            f"{name}: the value is {len(text):,} characters long; a parameter holds at most {VALUE_MAX_CHARS:,}"
+        )
+    try:
+        return parse_json(text, "the value")
+    except ConfigError as e:
+        raise ConfigError(f"{name}: {e}") from None
+    except ValueError:
+        pass
+    try:
+        parsed = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise ConfigError(
+            f"{name} {text if len(text) <= 80 else text[:77] + '...'!r} is not a list or mapping written in JSON "
+            'or Python (quote names: ["a", "b"])'
+        ) from None
+    try:
+        check_config_size(parsed, name)
+    except RecursionError:
+        raise ConfigError(f"{name} is nested too deeply") from None
+    return parsed

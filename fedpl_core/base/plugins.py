@@ -34,7 +34,9 @@ import importlib
 import os
 import re
 import sys
+import typing
 from collections.abc import Iterable
+from typing import Any
 
 #: The environment variable that carries the plugin modules to worker processes.
 ENV = "FEDPL_PLUGINS"
@@ -100,8 +102,7 @@ def load_plugins(names: Iterable[str], export: bool = True) -> list[str]:
             continue
         if "" not in sys.path and os.getcwd() not in sys.path:
             sys.path.append(os.getcwd())  # a module in the working directory, as python -m finds it
-        tables = _registries()
-        before: list = [t.copy() for t in tables]
+        before = _guard.snapshot() if _guard is not None else None
         try:
             try:
                 importlib.import_module(name)
@@ -122,11 +123,11 @@ def load_plugins(names: Iterable[str], export: bool = True) -> list[str]:
                 raise PluginError(
                     f"plugin {name!r} failed while importing: {type(e).__name__}" + (f": {msg}" if msg else "")
                 ) from e
-            _check_registered(name, tables[0], before[0], tables[1], before[1])
+            if _guard is not None:
+                _guard.check(name, before)
         except PluginError:
-            for t, b in zip(tables, before):  # a refused plugin registers nothing
-                t.clear()
-                t.update(b)
+            if _guard is not None:
+                _guard.restore(before)  # a refused plugin registers nothing
             sys.modules.pop(name, None)  # imported again (and refused again) when it is named again
             raise
         _loaded.append(name)
@@ -135,42 +136,28 @@ def load_plugins(names: Iterable[str], export: bool = True) -> list[str]:
     return names
 
 
-def _registries() -> tuple:
-    """The package's registries, with its own methods and data sources registered: the
-    methods, the data sources, and the data sources' fixed-class set and task table."""
-    from ..data.sources import base as sources
-    from ..methods import registry
+class RegistryGuard(typing.Protocol):
+    """What watches the registries while a plugin imports (:func:`set_guard`)."""
 
-    for mod in registry.method_modules():  # registry.load_all without the plugins: they are loading now
-        importlib.import_module(mod)
-    return registry.METHODS, sources.SOURCES, sources.FIXED_CLASSES, sources.SOURCE_TASKS
+    def snapshot(self) -> Any:
+        """The registries as they are, the package's own entries loaded first."""
 
+    def check(self, plugin: str, before: Any) -> None:
+        """A :class:`PluginError` naming ``plugin`` for what it registered that it may not."""
 
-def _own(obj: object) -> bool:
-    return (getattr(obj, "__module__", "") or "").split(".")[0] == __name__.split(".")[0]
+    def restore(self, before: Any) -> None:
+        """The registries put back as ``before`` (a refused plugin registers nothing)."""
 
 
-def _check_registered(plugin: str, methods: dict, methods_before: dict, sources: dict, sources_before: dict) -> None:
-    """:class:`PluginError` when plugin ``plugin`` registered a method or data source under the
-    name of one of the package's (or of a data set of its catalogue), or under a name that
-    cannot stand in a file name (:func:`check_registry_name`)."""
-    from ..data.catalog import DATASETS
+_guard: RegistryGuard | None = None
 
-    for kind, table, before in (("method", methods, methods_before), ("data source", sources, sources_before)):
-        for n, obj in table.items():
-            old = before.get(n)
-            if old is obj:
-                continue
-            where = f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}"
-            if (old is not None and _own(old)) or (kind == "data source" and n in DATASETS):
-                raise PluginError(
-                    f"plugin {plugin!r} registers {kind} {n!r} ({where}), which is a {kind} of the package; "
-                    "give it another name"
-                )
-            try:
-                check_registry_name(n, kind, where)
-            except RegistrationError as e:
-                raise PluginError(f"plugin {plugin!r}: {e}") from None
+
+def set_guard(guard: RegistryGuard | None) -> None:
+    """Watch every plugin's import with ``guard``.  The registries live in layers above this
+    one, so the guard is theirs (:mod:`fedpl_core.methods.plugin_guard`, set when
+    :mod:`fedpl_core.methods` is imported, which every registry lookup does first)."""
+    global _guard
+    _guard = guard
 
 
 def load_env_plugins() -> list[str]:
@@ -196,6 +183,8 @@ __all__ = [
     "check_registry_name",
     "plugin_names",
     "load_plugins",
+    "set_guard",
+    "RegistryGuard",
     "load_env_plugins",
     "loaded",
 ]

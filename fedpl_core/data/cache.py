@@ -44,7 +44,7 @@ Upscaling (a source smaller than ``image_size``) and squeezing a non-square imag
 a square are logged once per load at INFO level on the ``fedpl.data`` logger, from
 the size of the first file (read from its header, not decoded).  A run also names, in
 one warning, every file far from ``image_size`` (a side under a quarter of it, or one
-side over four times the other: :func:`fedpl_core.base.data_checks.warn_far_sizes`), and
+side over four times the other: :func:`fedpl_core.runs.data_checks.warn_far_sizes`), and
 refuses a symbolic link in the cache folder named like a cache file before loading
 (:func:`fedpl_core.runs.runner.check_data_files`); those checks change no number of a
 run, so they are made outside this module, which is part of a run's code fingerprint.

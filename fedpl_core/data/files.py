@@ -98,7 +98,7 @@ def scan_files(
     Linked folders are followed (``recursive``), each real folder once (a link to a
     folder above cannot loop); folders that cannot be listed are passed over.  The walk
     recurses, so a chain of folders nested deeper than Python's recursion limit fails; a
-    run then names the folder (:func:`fedpl_core.base.data_checks.deep_folder_error`)."""
+    run then names the folder (:func:`fedpl_core.runs.data_checks.deep_folder_error`)."""
     suffixes = tuple(s.lower() for s in suffixes)
     files: list[str] = []
     skipped: list[tuple[str, str]] = []

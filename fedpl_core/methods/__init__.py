@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import plugin_guard as _plugin_guard  # noqa: F401  (watches every plugin's import)
 from .base import ClientUpdate, Method
 from .baselines import PFL, Centralized, FedAvgOracle, FedAvgPL, FedBN, FedProx, Local, Oracle
 from .fedavg import FedAvg

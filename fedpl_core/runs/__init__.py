@@ -9,8 +9,14 @@
 * :mod:`~fedpl_core.runs.runner` - one run: the results cache, stale results
   (:mod:`fedpl_core.runs.provenance`), run locks (:mod:`fedpl_core.base.locks`), resume;
 * :mod:`~fedpl_core.runs.grid` - where a grid's runs execute: serial, local processes, Ray;
-* :mod:`~fedpl_core.runs.study` - :class:`Study`, ``run_many`` and its tidy rows.
+* :mod:`~fedpl_core.runs.study` - :class:`Study`, ``run_many`` and its tidy rows;
+* :mod:`~fedpl_core.runs.options` - the options a config passes on, checked against the code
+  they configure when the config is made;
+* :mod:`~fedpl_core.runs.data_checks` - a run's data files, checked around the loaders.
 
-The package itself imports nothing; :mod:`fedpl_core.runs` re-exports the public
-names of all six.
+The package imports :mod:`~fedpl_core.runs.options` only, which registers its check with the
+config's validation (:func:`fedpl_core.base.validation.after_fields`): importing
+:class:`ExperimentConfig` imports this package first.
 """
+
+from . import options as _options  # noqa: F401  (checks the options a config passes on)

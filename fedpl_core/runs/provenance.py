@@ -26,8 +26,9 @@ closure of the units the run's roots name (:func:`run_units`).  The roots:
 
 Not followed (:data:`NOT_FINGERPRINTED`): code that never changes a run's numbers:
 validation of settings (a config's values are in the run id), files, locks, paths,
-messages and plugins loading (:mod:`fedpl_core.base`), the cache, grid, result-file and
-provenance code (the rest of :mod:`fedpl_core.runs`), tables, figures, the findings and the
+messages and plugins loading (:mod:`fedpl_core.base`), the cache, grid, option and
+data-file checks and provenance code (the rest of :mod:`fedpl_core.runs`), the guard that
+watches what a plugin registers (:mod:`fedpl_core.methods.plugin_guard`), tables, figures, the findings and the
 site (:mod:`fedpl_core.report`), the studies and the applications; a registry's list of
 names; third-party code, recorded by its versions.  So a caption, a docstring, a study's
 table or a new method in a module of its own leaves every cached run valid, and an edit of
@@ -80,6 +81,8 @@ ENGINE_ROOTS: tuple[str, ...] = (
 NOT_FINGERPRINTED: tuple[str, ...] = (
     "fedpl_core.base",
     "fedpl_core.runs.runner",
+    "fedpl_core.runs.options",
+    "fedpl_core.runs.data_checks",
     "fedpl_core.runs.grid",
     "fedpl_core.runs.study",
     "fedpl_core.runs.provenance",
@@ -87,6 +90,7 @@ NOT_FINGERPRINTED: tuple[str, ...] = (
     "fedpl_core.report",
     "fedpl_core.studies",
     "fedpl_core.apps",
+    "fedpl_core.methods.plugin_guard",
 )
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]

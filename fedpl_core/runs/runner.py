@@ -19,7 +19,7 @@
 * every file is written through :mod:`fedpl_core.base.fileio`: a fresh ``mkstemp`` temporary
   file, then ``os.replace``; a file or link planted at a temporary or final name is
   never written through;
-* the run's data files are checked around the loaders (:mod:`fedpl_core.base.data_checks`,
+* the run's data files are checked around the loaders (:mod:`fedpl_core.runs.data_checks`,
   outside the code fingerprint): a MedMNIST ``.npz`` whose arrays would not fit in memory
   is refused before it is decompressed, a link in the decode cache folder is refused, a
   data folder nested too deep for the folder scan is named, and image files far from the
@@ -51,13 +51,13 @@ from pathlib import Path
 
 import torch
 
-from ..base import data_checks
 from ..base.fileio import UnsafePath, check_inside, no_space_error, remove_stale_temps
 from ..base.fileio import check_writable as _check_writable
 from ..base.locks import holder as lock_holder
 from ..base.locks import try_lock
 from ..base.validation import check_device_available
 from ..fl.checkpoint import CheckpointError
+from . import data_checks
 from .build import build_simulation, load_data
 from .experiment_config import ExperimentConfig
 from .provenance import keep_stale_default, stale_reason
@@ -199,7 +199,7 @@ def _real_catalogue_set(name: str) -> bool:
 def check_data_files(cfg: ExperimentConfig) -> None:
     """What the run's data files make impossible, found before they are loaded (the
     loaders are in the run's code fingerprint, so these checks are made here,
-    :mod:`fedpl_core.base.data_checks`): a MedMNIST ``.npz`` whose arrays declare more
+    :mod:`fedpl_core.runs.data_checks`): a MedMNIST ``.npz`` whose arrays declare more
     bytes than the memory available (or than it stores) is refused before anything is
     decompressed; a symbolic link in the decode cache folder named like a cache file is
     refused, not followed.  A ``DataError`` naming the file."""
@@ -238,7 +238,7 @@ def _check_medmnist_file(flag: str, root: Path, kw: dict) -> None:
 
 def check_loaded_data(cfg: ExperimentConfig) -> None:
     """After the run's data is loaded: one warning naming the image files far from the
-    size they were resized to (:func:`fedpl_core.base.data_checks.warn_far_sizes`), once
+    size they were resized to (:func:`fedpl_core.runs.data_checks.warn_far_sizes`), once
     per data set and process.  The data is the loaded one (cached per process)."""
     if cfg.data_root is None or cfg.dataset.startswith("medmnist:"):
         return

@@ -126,7 +126,8 @@ def _folder(value, name: str) -> str:
 
 
 def _seeds(value, name: str):
-    from ..base.validation import ConfigError, check_seed, parse_literal
+    from ..base.config_files import parse_literal
+    from ..base.validation import ConfigError, check_seed
 
     if value is None:
         return None
@@ -148,7 +149,8 @@ def _root(value, name: str):
 
 
 def _roots(value, name: str):
-    from ..base.validation import ConfigError, parse_literal
+    from ..base.config_files import parse_literal
+    from ..base.validation import ConfigError
 
     if value is None:
         return None
@@ -170,7 +172,7 @@ def data_roots_by_key(
     ``name``, never ignored.  Notebooks 02 (tasks) and 04 (tables) share it."""
     from pathlib import Path
 
-    from ..base.validation import parse_literal
+    from ..base.config_files import parse_literal
 
     value = parse_literal(value, name)
     if value is None:
@@ -206,7 +208,8 @@ def _lr(value, name: str):
 
 
 def _names(value, name: str):
-    from ..base.validation import ConfigError, parse_literal
+    from ..base.config_files import parse_literal
+    from ..base.validation import ConfigError
 
     value = parse_literal(value, name)
     if value is None:
@@ -255,6 +258,7 @@ def _workers(value, name: str):
 def _plugins(value, name: str) -> list[str]:
     """A notebook's ``plugins``: module names, imported now (and exported to worker
     processes through ``$FEDPL_PLUGINS``, :func:`fedpl_core.base.plugins.load_plugins`)."""
+    from .. import methods  # noqa: F401  (its guard watches what a plugin registers)
     from ..base.plugins import load_plugins
 
     return load_plugins(_names(value, name))
@@ -263,7 +267,8 @@ def _plugins(value, name: str) -> list[str]:
 def _dataset_kwargs(value, name: str):
     """A mapping (or its papermill text); which keys it may have is the study's to check
     (:func:`dataset_kwargs_by_key`)."""
-    from ..base.validation import ConfigError, parse_literal
+    from ..base.config_files import parse_literal
+    from ..base.validation import ConfigError
 
     value = parse_literal(value, name)
     if value is None:
@@ -535,7 +540,8 @@ def dataset_kwargs_by_key(value: Any, roots: Mapping[str, str], name: str = "dat
     e.g. ``{"CXR": {"skip_missing": True}}`` (None: ``{}``).  A key that names no given data
     folder is an error (the built-in data take no loader options); each option is checked
     against its loader when the study builds the config (:func:`check_loader_kwargs`)."""
-    from ..base.validation import ConfigError, parse_literal
+    from ..base.config_files import parse_literal
+    from ..base.validation import ConfigError
 
     value = parse_literal(value, name)
     if value is None:

@@ -21,7 +21,7 @@ other numbers of images gets one warning naming both (:func:`check_split_sizes`)
 A run reads the shapes the file's arrays declare from their ``.npy`` headers before it
 loads them, and refuses a file whose arrays would not fit in the memory available (or
 that declares more bytes than it stores) without decompressing it
-(:func:`fedpl_core.base.data_checks.check_npz_fits`, called by
+(:func:`fedpl_core.runs.data_checks.check_npz_fits`, called by
 :func:`fedpl_core.runs.runner.check_data_files`); ``max_images`` and ``classes`` select
 images only after the arrays are read.
 """

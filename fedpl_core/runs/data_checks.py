@@ -292,8 +292,8 @@ def check_weights_path(model_kwargs: dict | None) -> None:
     there but is not a regular file (a device such as ``/dev/zero``, a FIFO, a folder, a
     link to nothing): said as such, not as "not found".  Nothing is opened (``stat`` only);
     a missing file is left to the model's own check."""
+    from ..base.validation import ConfigError
     from ..data.safeopen import not_regular
-    from .validation import ConfigError
 
     wp = (model_kwargs or {}).get("weights_path") if isinstance(model_kwargs, dict) else None
     if not isinstance(wp, (str, os.PathLike)):
