@@ -1,3 +1,4 @@
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -37,3 +38,18 @@ def main(capsys, tmp_path, monkeypatch):
         return SimpleNamespace(returncode=rc, stdout=out.out, stderr=out.err)
 
     return call
+
+
+@pytest.fixture
+def tiny_docs(tmp_path):
+    """The site's configuration with a one-line front page: a fast build (the site builder's
+    tests)."""
+    import shutil
+
+    root = Path(__file__).resolve().parent.parent
+    d = tmp_path / "docs"
+    d.mkdir()
+    shutil.copy(root / "docs" / "conf.py", d)
+    shutil.copy(root / "docs" / "docutils.conf", d)
+    (d / "index.md").write_text("# Front\n\n```{toctree}\nfindings\nnotebooks/index\n```\n")
+    return d

@@ -5,7 +5,6 @@ the committed site builds without a warning; every page says which code made its
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,17 +37,6 @@ def write(folder: Path, name: str, nb) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, folder / name)
     return folder / name
-
-
-@pytest.fixture
-def tiny_docs(tmp_path):
-    """The site's configuration with a one-line front page: a fast build."""
-    d = tmp_path / "docs"
-    d.mkdir()
-    shutil.copy(ROOT / "docs" / "conf.py", d)
-    shutil.copy(ROOT / "docs" / "docutils.conf", d)
-    (d / "index.md").write_text("# Front\n\n```{toctree}\nfindings\nnotebooks/index\n```\n")
-    return d
 
 
 def cli(*args):

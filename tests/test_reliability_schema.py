@@ -238,14 +238,14 @@ def test_losses_and_logged_numbers_may_be_negative(made, d):
 def test_a_key_given_twice_is_refused(made, d):
     text = json.dumps(d)
     text = text.replace('"run_id":', '"run_id": "x", "run_id":', 1)
-    with pytest.raises(ResultFileError, match="it gives the key 'run_id' twice in one mapping"):
+    with pytest.raises(ResultFileError, match="key 'run_id' is given twice"):
         parse_result(text)
 
 
 @pytest.mark.parametrize(
     "text, needle",
     [
-        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("[" * 100_000 + "]" * 100_000, "nested more than"),
         ('{"config": ' + "[" * 80 + "]" * 80 + "}", f"nested more than {R.RESULT_MAX_DEPTH} levels deep"),
         ('{"a": ' + "1" * 5000 + "}", "it is not valid JSON"),
         ('{"a": 1', "it is not valid JSON (Expecting"),
@@ -262,7 +262,7 @@ def test_the_parse_is_bounded_in_nodes_and_size(made, d, tmp_path, monkeypatch):
     f = tmp_path / f"{cfg.run_id()}.json"
     f.write_text(json.dumps(d))
     monkeypatch.setattr(R, "RESULT_MAX_NODES", 100)
-    with pytest.raises(ResultFileError, match="it holds more than 100 values"):
+    with pytest.raises(ResultFileError, match="it expands to more than 100 values"):
         read_result(f)
     monkeypatch.setattr(R, "RESULT_MAX_BYTES", 1000)
     with pytest.raises(ResultFileError, match="it is over 0 MiB"):

@@ -36,21 +36,8 @@ def notebook(markdown="# A", outputs=None):
     return nb
 
 
-def write(folder: Path, name: str, nb) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, folder / name)
-    return folder / name
-
-
-@pytest.fixture
-def tiny_docs(tmp_path):
-    """The site's configuration with a one-line front page: a fast build."""
-    d = tmp_path / "docs"
-    d.mkdir()
-    shutil.copy(ROOT / "docs" / "conf.py", d)
-    shutil.copy(ROOT / "docs" / "docutils.conf", d)
-    (d / "index.md").write_text("# Front\n\n```{toctree}\nfindings\nnotebooks/index\n```\n")
-    return d
+sys.path.insert(0, str(Path(__file__).parent))
+from test_docs import write  # noqa: E402  (the site builder's tests share their notebooks' writer)
 
 
 def site_text(html: Path) -> str:

@@ -469,22 +469,14 @@ CHECKED_UP_FRONT = (
 def notebook_parameter_names(nb: Path) -> list[str] | None:
     """The names the ``parameters`` cell of notebook ``nb`` assigns (None: it has none, or
     it cannot be read here; the kernel then says what is wrong)."""
-    import ast
+    from ..studies.parameters import assigned_names
 
     try:
         cells = json.loads(nb.read_text(encoding="utf-8")).get("cells", [])
         for cell in cells:
             if "parameters" in cell.get("metadata", {}).get("tags", []):
-                src = cell.get("source", "")
-                tree = ast.parse("".join(src) if isinstance(src, list) else src)
-                return [
-                    t.id
-                    for node in tree.body
-                    if isinstance(node, (ast.Assign, ast.AnnAssign))
-                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-                    if isinstance(t, ast.Name)
-                ]
-    except (OSError, ValueError, SyntaxError, AttributeError, TypeError):
+                return assigned_names(cell.get("source", "")) or None
+    except (OSError, ValueError, AttributeError, TypeError):
         return None
     return None
 

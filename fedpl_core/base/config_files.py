@@ -64,7 +64,11 @@ CONFIG_MAX_DEPTH = 64
 
 
 def check_expanded_size(
-    root: Any, children: typing.Callable[[Any], typing.Iterable[Any]], what: str = "the config"
+    root: Any,
+    children: typing.Callable[[Any], typing.Iterable[Any]],
+    what: str = "the config",
+    max_nodes: int | None = None,
+    max_depth: int | None = None,
 ) -> int:
     """The number of nodes of the tree below ``root`` once every shared node is expanded
     (counted once per place it appears), computed without expanding anything: each
@@ -73,7 +77,10 @@ def check_expanded_size(
     same object for a repeated alias).  Raises :class:`ConfigError` when the expansion
     would exceed :data:`CONFIG_MAX_NODES` nodes or :data:`CONFIG_MAX_DEPTH` levels, or when
     a node contains itself (a YAML anchor used inside its own value), which no config
-    can be written out as.  No paper equation; the limits are this package's choice."""
+    can be written out as.  No paper equation; the limits are this package's choice
+    (``max_nodes`` / ``max_depth`` None: :data:`CONFIG_MAX_NODES` / :data:`CONFIG_MAX_DEPTH`)."""
+    max_nodes = CONFIG_MAX_NODES if max_nodes is None else max_nodes
+    max_depth = CONFIG_MAX_DEPTH if max_depth is None else max_depth
     size: dict[int, int] = {}
     on_path: set[int] = set()
     stack: list[tuple[Any, list | None]] = [(root, None)]
@@ -87,8 +94,8 @@ def check_expanded_size(
             kids = list(children(node))
             stack[-1] = (node, kids)
             on_path.add(key)
-            if len(on_path) > CONFIG_MAX_DEPTH:
-                raise ConfigError(_too_deep(what))
+            if len(on_path) > max_depth:
+                raise ConfigError(_too_deep(what, max_depth))
             for k in kids:
                 if id(k) in on_path:
                     raise ConfigError(
@@ -100,10 +107,10 @@ def check_expanded_size(
         stack.pop()
         on_path.discard(key)
         size[key] = 1 + sum(size[id(k)] for k in kids)
-        if size[key] > CONFIG_MAX_NODES:
+        if size[key] > max_nodes:
             raise ConfigError(
-                f"{what} expands to more than {CONFIG_MAX_NODES:,} values (a YAML alias counts as every "
-                f"value it repeats); at most {CONFIG_MAX_NODES:,} are read"
+                f"{what} expands to more than {max_nodes:,} values (a YAML alias counts as every "
+                f"value it repeats); at most {max_nodes:,} are read"
             )
     return size[id(root)]
 
@@ -123,10 +130,12 @@ def _object_children(obj: Any) -> list:
     return []
 
 
-def check_config_size(obj: Any, what: str = "the config") -> int:
+def check_config_size(
+    obj: Any, what: str = "the config", max_nodes: int | None = None, max_depth: int | None = None
+) -> int:
     """:func:`check_expanded_size` of a parsed config (mappings, lists, values): the
     same limits for a config built in Python, whose lists and mappings may be shared."""
-    return check_expanded_size(obj, _object_children, what)
+    return check_expanded_size(obj, _object_children, what, max_nodes, max_depth)
 
 
 def _json_pairs(pairs: list) -> dict:
@@ -138,8 +147,9 @@ def _json_pairs(pairs: list) -> dict:
     return d
 
 
-def _too_deep(what: str) -> str:
-    return f"{what} is nested more than {CONFIG_MAX_DEPTH} levels deep; at most {CONFIG_MAX_DEPTH} are read"
+def _too_deep(what: str, depth: int | None = None) -> str:
+    depth = CONFIG_MAX_DEPTH if depth is None else depth
+    return f"{what} is nested more than {depth} levels deep; at most {depth} are read"
 
 
 def _first_line(e: Exception) -> str:
@@ -165,14 +175,22 @@ def parse_yaml(text: str, what: str = "the config") -> Any:
         loader.dispose()
 
 
-def parse_json(text: str, what: str = "the config") -> Any:
-    """JSON that refuses a key given twice, within :data:`CONFIG_MAX_DEPTH` and
-    :data:`CONFIG_MAX_NODES` (JSON has no aliases: its nodes are bounded by its size)."""
+def parse_json(
+    text: str,
+    what: str = "the config",
+    max_nodes: int | None = None,
+    max_depth: int | None = None,
+    parse_constant: typing.Callable[[str], Any] | None = None,
+) -> Any:
+    """JSON that refuses a key given twice, within ``max_depth`` levels and ``max_nodes``
+    values (default :data:`CONFIG_MAX_DEPTH`, :data:`CONFIG_MAX_NODES`: JSON has no aliases,
+    so its nodes are bounded by its size); ``parse_constant`` as :func:`json.loads` takes it
+    (a reader that refuses ``NaN``)."""
     try:
-        d = json.loads(text, object_pairs_hook=_json_pairs)
+        d = json.loads(text, object_pairs_hook=_json_pairs, parse_constant=parse_constant)
     except RecursionError:
-        raise ConfigError(_too_deep(what)) from None
-    check_config_size(d, what)
+        raise ConfigError(_too_deep(what, max_depth)) from None
+    check_config_size(d, what, max_nodes, max_depth)
     return d
 
 

@@ -18,7 +18,7 @@ from . import registry
 
 #: The registries a plugin may add to: the methods, the data sources, the data sources'
 #: fixed-class set and task table.
-TABLES = (registry.METHODS, sources.SOURCES, sources.FIXED_CLASSES, sources.SOURCE_TASKS)
+TABLES: tuple[Any, ...] = (registry.METHODS, sources.SOURCES, sources.FIXED_CLASSES, sources.SOURCE_TASKS)
 
 
 def _own(obj: object) -> bool:

@@ -20,8 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..base.config_files import CONFIG_MAX_DEPTH
+from ..base.config_files import CONFIG_MAX_DEPTH, parse_json
 from ..base.fileio import atomic_write_text
+from ..base.validation import ConfigError
 from ..nn.metrics import per_class_table
 
 
@@ -281,52 +282,26 @@ RESULT_MAX_NODES = 2_000_000
 RESULT_MAX_DEPTH = CONFIG_MAX_DEPTH + 8
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in d:
-            raise ResultFileError(f"it gives the key {k!r} twice in one mapping")
-        d[k] = v
-    return d
-
-
-def _check_size(d: Any) -> None:
-    """At most :data:`RESULT_MAX_NODES` nodes, :data:`RESULT_MAX_DEPTH` levels."""
-    nodes, stack = 0, [(d, 1)]
-    while stack:
-        obj, depth = stack.pop()
-        nodes += 1
-        if depth > RESULT_MAX_DEPTH:
-            raise ResultFileError(f"it is nested more than {RESULT_MAX_DEPTH} levels deep")
-        if isinstance(obj, dict):
-            nodes += len(obj)  # the keys
-            stack.extend((v, depth + 1) for v in obj.values())
-        elif isinstance(obj, list):
-            stack.extend((v, depth + 1) for v in obj)
-        if nodes > RESULT_MAX_NODES:
-            raise ResultFileError(f"it holds more than {RESULT_MAX_NODES:,} values")
-
-
 def load_json(text: str) -> Any:
-    """The JSON ``text`` of a result file, bounded (:data:`RESULT_MAX_BYTES`,
-    :data:`RESULT_MAX_NODES`, :data:`RESULT_MAX_DEPTH`): no NaN or infinity, no key given twice
-    in a mapping.  Anything wrong is one :class:`ResultFileError` line."""
+    """The JSON ``text`` of a result file, read by the package's one bounded reader
+    (:func:`fedpl_core.base.config_files.parse_json`) with a result's own bounds
+    (:data:`RESULT_MAX_BYTES`, :data:`RESULT_MAX_NODES`, :data:`RESULT_MAX_DEPTH`): no NaN or
+    infinity, no key given twice in a mapping.  Anything wrong is one :class:`ResultFileError`
+    line."""
     if len(text) > RESULT_MAX_BYTES:
         raise ResultFileError(f"it is over {RESULT_MAX_BYTES >> 20} MiB; a result holds at most that")
     try:
-        d = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
-    except RecursionError:
-        raise ResultFileError("it is nested too deeply") from None
+        return parse_json(text, "it", RESULT_MAX_NODES, RESULT_MAX_DEPTH, parse_constant=_reject_constant)
+    except ResultFileError:
+        raise
+    except ConfigError as e:
+        raise ResultFileError(str(e)) from None
     except MemoryError:
         raise ResultFileError("it is too large to read") from None
     except json.JSONDecodeError as e:
         raise ResultFileError(f"it is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
-    except ResultFileError:
-        raise
     except ValueError as e:  # an integer of more digits than Python converts
         raise ResultFileError(f"it is not valid JSON ({str(e).splitlines()[0] if str(e) else 'a bad value'})") from None
-    _check_size(d)
-    return d
 
 
 def parse_result(text: str, run_id: str | None = None, config: dict[str, Any] | None = None) -> RunResult:

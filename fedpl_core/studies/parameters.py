@@ -315,14 +315,13 @@ def injected_cell(cells) -> str | None:
     return None
 
 
-def injected_names(cells) -> list[str]:
-    """The names the last papermill-injected cell among ``cells`` assigns (:func:`injected_cell`;
-    ``[]`` without one)."""
+def assigned_names(src: str | list[str] | None) -> list[str]:
+    """The names a cell's source (text, or papermill's list of lines) assigns at its top
+    level, in order (``[]`` for source that does not parse)."""
     import ast
 
-    src = injected_cell(cells)
     try:
-        tree = ast.parse(src or "")
+        tree = ast.parse("".join(src) if isinstance(src, list) else (src or ""))
     except SyntaxError:
         return []
     return [
@@ -332,6 +331,12 @@ def injected_names(cells) -> list[str]:
         for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
         if isinstance(t, ast.Name)
     ]
+
+
+def injected_names(cells) -> list[str]:
+    """The names the last papermill-injected cell among ``cells`` assigns (:func:`injected_cell`;
+    ``[]`` without one)."""
+    return assigned_names(injected_cell(cells))
 
 
 _CHECKED: set[str] = set()  # injected cells already checked in this kernel (by the setup cell)
