@@ -62,7 +62,7 @@ def check_registry_name(name: object, kind: str, where: str) -> str:
     """``name`` when it may be registered as a ``kind`` (``"method"``, ``"data source"``)
     by ``where`` (the class or function, for the message); else
     :class:`RegistrationError` in one line."""
-    if not isinstance(name, str) or not REGISTRY_NAME.match(name) or ".." in name:
+    if not isinstance(name, str) or not REGISTRY_NAME.fullmatch(name) or ".." in name:
         raise RegistrationError(
             f"{where}: {kind} name {name!r} cannot be registered: a name is 1 to 64 lower-case letters, "
             "digits, '_', '-' or '.', starting with a letter or digit, without '..' (it becomes part of file names)"
@@ -92,7 +92,7 @@ def load_plugins(names: Iterable[str], export: bool = True) -> list[str]:
     traceback is kept as its cause, for a debugger)."""
     names = [str(n).strip() for n in names]
     for name in names:
-        if not _MODULE.match(name):
+        if not _MODULE.fullmatch(name):
             raise PluginError(
                 f"plugin {name!r} is not a module name; give a dotted name such as mypkg.methods "
                 "(a module importable from the working directory or the Python path)"
@@ -116,6 +116,11 @@ def load_plugins(names: Iterable[str], export: bool = True) -> list[str]:
                 ) from e
             except (PluginError, RegistrationError) as e:  # a registry's refusal; a plugin's plugin, named
                 raise PluginError(f"plugin {name!r}: {_first_line(e)}") from e
+            except SystemExit as e:  # sys.exit() in a plugin would end the command without a word
+                raise PluginError(
+                    f"plugin {name!r} called sys.exit({e.code!r}) while importing; a plugin only registers methods "
+                    "and data sources"
+                ) from None
             except Exception as e:  # the plugin's own error, at import
                 msg = _first_line(e)
                 if type(e).__name__ == "DuplicateMethodError":  # the method registry's refusal
@@ -125,7 +130,7 @@ def load_plugins(names: Iterable[str], export: bool = True) -> list[str]:
                 ) from e
             if _guard is not None:
                 _guard.check(name, before)
-        except PluginError:
+        except BaseException:  # refused, or interrupted (Ctrl-C) while importing
             if _guard is not None:
                 _guard.restore(before)  # a refused plugin registers nothing
             sys.modules.pop(name, None)  # imported again (and refused again) when it is named again

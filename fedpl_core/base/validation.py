@@ -48,6 +48,11 @@ def parse_bool(value: Any, name: str = "value") -> bool:
     raise ConfigError(f"{name} must be a boolean (true/false), got {value!r}")
 
 
+#: The largest integer from which every smaller one is a float too (2**53): an integer written
+#: as a float (``1e3``, as YAML and the command line may give it) is exact up to it only.
+EXACT_INTEGERS = 2**53
+
+
 def _convert(value: Any, tp: Any, name: str) -> Any:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (Union, types.UnionType):
@@ -71,13 +76,25 @@ def _convert(value: Any, tp: Any, name: str) -> Any:
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, (int, str, float)):
             raise ConfigError(f"{name} must be an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value.strip(), 10)  # every digit kept: "9007199254740993" is not 2**53
+            except ValueError:
+                pass
         try:
             f = float(value)
-        except ValueError:
+        except (ValueError, OverflowError):
             raise ConfigError(f"{name} must be an integer, got {value!r}") from None
         if not math.isfinite(f) or f != int(f):
             raise ConfigError(f"{name} must be an integer, got {value!r}")
-        return int(f) if not isinstance(value, int) else value
+        if abs(f) > EXACT_INTEGERS:
+            raise ConfigError(
+                f"{name} {value!r} is written as a float beyond 2**53, where a float no longer holds every "
+                "integer; write it with its digits"
+            )
+        return int(f)
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise ConfigError(f"{name} must be a number, got {value!r}")
@@ -211,6 +228,24 @@ def check_device_available(device: str, name: str = "device") -> str:
         if not torch.backends.mps.is_available():
             raise ConfigError(f"{name} 'mps' is not available on this machine; use auto or cpu")
     return device
+
+
+#: The longest schedule a run may ask for: **[choice]** the papers train 50 to 500 rounds of
+#: at most a few local epochs; a value far beyond (``--rounds 1e308``, ``--local-epochs 1e9``)
+#: is a mistake that would train until killed, so it is refused.  ``field -> largest value``.
+SCHEDULE_MAX = {"rounds": 100_000, "local_epochs": 10_000, "local_iters": 10_000_000}
+
+
+def check_schedule(obj: Any, prefix: str = "") -> None:
+    """A :class:`ConfigError` naming the first field of :data:`SCHEDULE_MAX` that ``obj`` (an
+    engine config, or any object with those attributes) sets beyond its bound."""
+    for name, most in SCHEDULE_MAX.items():
+        v = getattr(obj, name, None)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > most:
+            raise ConfigError(
+                f"{prefix}{name} {v!r} is beyond {most:,}: the papers train 50 to 500 rounds of a few local "
+                "epochs; give a schedule that ends"
+            )
 
 
 def machine_cores() -> int:

@@ -17,8 +17,15 @@ from ..data.sources import base as sources
 from . import registry
 
 #: The registries a plugin may add to: the methods, the data sources, the data sources'
-#: fixed-class set and task table.
-TABLES: tuple[Any, ...] = (registry.METHODS, sources.SOURCES, sources.FIXED_CLASSES, sources.SOURCE_TASKS)
+#: fixed-class set and task table, and the builder of every name no source registers (the
+#: real data sets of the catalogue), which a plugin may not replace.
+TABLES: tuple[Any, ...] = (
+    registry.METHODS,
+    sources.SOURCES,
+    sources.FIXED_CLASSES,
+    sources.SOURCE_TASKS,
+    sources.FALLBACK,
+)
 
 
 def _own(obj: object) -> bool:
@@ -42,6 +49,13 @@ class Guard:
         """:class:`PluginError` when ``plugin`` registered a method or data source under the
         name of one of the package's (or of a data set of its catalogue), or under a name
         that cannot stand in a file name (:func:`~fedpl_core.base.plugins.check_registry_name`)."""
+        if TABLES[4] != before[4]:
+            fn = TABLES[4].get("source")
+            where = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
+            raise PluginError(
+                f"plugin {plugin!r} replaces the builder of the catalogue's data sets ({where}); register a data "
+                "source of its own name instead"
+            )
         for kind, table, old_table in (
             ("method", TABLES[0], before[0]),
             ("data source", TABLES[1], before[1]),

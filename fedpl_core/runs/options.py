@@ -1,7 +1,8 @@
 """The options an experiment's config passes on to other code, checked against that code
 when the config is made: ``dataset_kwargs`` against the data source's loader,
 ``partition_kwargs`` and ``split_kwargs`` against the partition and the split, a
-``weights_path`` that is not a file.  :func:`check_experiment_options` runs after the
+``weights_path`` that is not a file; and an engine's schedule that would not end
+(:func:`fedpl_core.base.validation.check_schedule`).  :func:`check_experiment_options` runs after the
 config's own fields (:func:`fedpl_core.base.validation.after_fields`, registered when
 :mod:`fedpl_core.runs` is imported, as :class:`ExperimentConfig` is).
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from ..base.validation import ConfigError, after_fields, check_kwargs_types
+from ..base.validation import ConfigError, after_fields, check_kwargs_types, check_schedule
 
 #: Parameters of a data source's builder or loader that a field of the experiment's config
 #: sets: in ``dataset_kwargs`` they would clash with it (``got multiple values``) or be
@@ -165,5 +166,6 @@ def check_experiment_options(cfg: Any) -> None:
 
 
 after_fields("fedpl_core.runs.experiment_config:ExperimentConfig", check_experiment_options)
+after_fields("fedpl_core.fl.engine_config:EngineConfig", check_schedule)
 
 __all__ = ["DATA_FIELDS", "PARTITION_FIELDS", "data_options", "check_experiment_options"]

@@ -97,10 +97,16 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
 def keep_stale_default(keep_stale: bool | None) -> bool:
-    """``keep_stale`` when given, else ``$FEDPL_KEEP_STALE`` (``1``, ``true``, ``yes``)."""
+    """``keep_stale`` when given, else ``$FEDPL_KEEP_STALE`` (``1``, ``true``, ``yes``, ``on``; ``0``,
+    ``false``, ``no``, ``off`` or empty: no; anything else is a ``ConfigError``)."""
     if keep_stale is not None:
         return bool(keep_stale)
-    return os.environ.get(KEEP_STALE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    raw = os.environ.get(KEEP_STALE_ENV, "").strip()
+    if not raw:
+        return False
+    from ..base.validation import parse_bool
+
+    return parse_bool(raw, f"${KEEP_STALE_ENV}")  # a misspelt value is refused, not read as "no"
 
 
 @functools.lru_cache(maxsize=1)

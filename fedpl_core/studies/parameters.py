@@ -104,6 +104,17 @@ def prepare(profile: str, device: str = "auto") -> str:
     return profile
 
 
+def _rounds(value, name: str) -> int:
+    """Rounds: a whole number from 1 to the schedule's bound
+    (:data:`fedpl_core.base.validation.SCHEDULE_MAX`)."""
+    from ..base.validation import SCHEDULE_MAX, ConfigError
+
+    v = _int(value, name, 1)
+    if v > SCHEDULE_MAX["rounds"]:
+        raise ConfigError(f"{name} must be at most {SCHEDULE_MAX['rounds']:,}, got {value!r}")
+    return v
+
+
 def _int(value, name: str, lo: int) -> int:
     from ..base.validation import ConfigError, _convert
 
@@ -375,7 +386,7 @@ def check_injected(parameters, cells=None) -> None:
 PARAMETERS = {
     "profile": lambda v, n: check_profile(v),
     "seeds": _seeds,
-    "rounds": lambda v, n: None if v is None else _int(v, n, 1),
+    "rounds": lambda v, n: None if v is None else _rounds(v, n),
     "lr": _lr,
     "data_seed": lambda v, n: _int(v, n, 0),
     "device": _device,
