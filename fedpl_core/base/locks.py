@@ -103,7 +103,7 @@ def _named(e: OSError, what: str) -> OSError:
     why = {
         errno.ENOSPC: "no space left on the device; free some space",
         errno.EDQUOT: "the disk quota is used up; free some space",
-    }.get(e.errno, e.strerror or str(e))
+    }.get(e.errno if e.errno is not None else -1, e.strerror or str(e))
     out = OSError(f"{what}: {why}")
     out.errno = e.errno
     return out
@@ -112,12 +112,15 @@ def _named(e: OSError, what: str) -> OSError:
 def _clear_non_file(path: Path) -> None:
     """A link or other non-file planted at a lock's name is no lock: removed (a link is
     removed, never followed), with a warning; filelock opens lock files with
-    ``O_NOFOLLOW`` and would refuse it."""
+    ``O_NOFOLLOW`` and would refuse it.  A folder there is not removed (it may hold
+    someone's files): ``IsADirectoryError``, one line saying to move it away."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return
-    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(f"{path} is a folder, where a run's lock file goes; move it away and run again")
+    if stat.S_ISREG(st.st_mode):
         return
     log.warning("removing %s: a lock is a regular file, this is not one", path)
     with contextlib.suppress(FileNotFoundError):

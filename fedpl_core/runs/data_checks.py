@@ -22,6 +22,19 @@ of a run, and live here, called by :func:`fedpl_core.runs.runner.run`:
   (iteratively, each real folder once) and named in one line.
 * **links in the decode cache folder** (:func:`cache_links`): the cache holds files this
   package wrote; a symbolic link named like one of them is refused, never followed.
+* **image files of one name** (:func:`check_same_names`): the loaders that find images by
+  name below the data folder (NIH, HAM10000 / ISIC 2018, RSNA ICH: :data:`INDEXED_IMAGES`)
+  keep the first file of a name in their sorted walk, so a stray ``old/ISIC_0000000.jpg``
+  next to ``part_1/ISIC_0000000.jpg`` would silently stand for it or be passed over.  Files
+  that share a name and differ in content are refused, naming them; copies of one file
+  (the same bytes: some publishers ship an image folder twice) are named in one warning.
+  Only the sizes of files that share a name are read, and only same-size ones are hashed.
+* **compressed tables that unpack to more than the memory allows**
+  (:func:`check_compressed_tables`): a ``.csv.gz`` (``.bz2``, ``.xz``, ``.zip``) label
+  table is unpacked whole by the loader, and its text then takes several times its size
+  in memory as strings; a small file that unpacks to gigabytes (a damaged or forged file)
+  would exhaust the memory.  It is unpacked here first as a stream, counting bytes, and
+  refused once it passes :func:`table_bound`.
 """
 
 from __future__ import annotations
@@ -286,6 +299,280 @@ def cache_link_error(folder: str | os.PathLike, links: Sequence[Path]) -> Except
     )
 
 
+# ------------------------------------------------------------------ image files of one name
+#: The real data sets whose loader finds images by name below the data folder
+#: (:func:`fedpl_core.data.files.index_files`): ``(suffixes, "name" or "stem")``, the
+#: loader's own.  The others read the paths their tables give, or one folder per class.
+INDEXED_IMAGES: dict[str, tuple[tuple[str, ...], str]] = {
+    "nih": ((".png",), "name"),
+    "nih-official": ((".png",), "name"),
+    "ham10000": ((".jpg", ".jpeg"), "stem"),
+    "isic2018": ((".jpg", ".jpeg"), "stem"),
+    "rsna_ich": ((".dcm",), "stem"),
+}
+
+#: Data folders (their path, suffixes and file listing) already checked in this process.
+_SAME_CHECKED: set[str] = set()
+
+
+def _file_hash(path: str) -> str | None:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def same_names(
+    root: str | os.PathLike, suffixes: Sequence[str], key: str = "stem"
+) -> tuple[list[list[str]], list[list[str]]]:
+    """``(different, copies)``: the groups of image files below ``root`` (the files the
+    loaders' walk lists, :func:`fedpl_core.data.files.scan_files`) that share a name
+    (``key="name"``) or a name without its suffix (``"stem"``), split into groups whose
+    files differ in content and groups of copies of one file (the same bytes, or one file
+    reached twice through links).  Each group in the loader's order (its first file is the
+    one the loader uses).  Only the sizes of files that share a name are read; files of
+    the same size are hashed.  A folder the walk cannot finish (nested too deep) gives
+    nothing: the loader names it."""
+    from ..data.files import scan_files
+
+    try:
+        files, _ = scan_files(root, suffixes)
+    except RecursionError:
+        return [], []
+    groups: dict[str, list[str]] = {}
+    for path in files:
+        f = os.path.basename(path)
+        groups.setdefault(f if key == "name" else os.path.splitext(f)[0], []).append(path)
+    different: list[list[str]] = []
+    copies: list[list[str]] = []
+    for paths in groups.values():
+        if len(paths) < 2:
+            continue
+        ids: dict[tuple[int, int], int] = {}
+        for p in paths:
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            ids[(st.st_dev, st.st_ino)] = st.st_size
+        sizes = set(ids.values())
+        if len(ids) < 2:
+            copies.append(paths)  # one file, reached twice
+        elif len(sizes) > 1 or len({_file_hash(p) for p in paths}) > 1:
+            different.append(paths)
+        else:
+            copies.append(paths)
+    return different, copies
+
+
+def _shown_groups(groups: Sequence[Sequence[str]]) -> str:
+    shown = "; ".join(" and ".join(g[:3]) + (f" (and {len(g) - 3} more)" if len(g) > 3 else "") for g in groups[:3])
+    return shown + (f"; and {len(groups) - 3} more name(s)" if len(groups) > 3 else "")
+
+
+def check_same_names(root: str | os.PathLike, indexed: tuple[Sequence[str], str], what: str) -> None:
+    """Before a loader that finds images by name (:data:`INDEXED_IMAGES`) reads the data
+    folder ``root``: a ``DataError`` naming the image files that share a name and differ in
+    content (:func:`same_names`: the first three names and how many in all), since the
+    loader would use the first and pass over the others; one ``DataWarning`` naming the
+    copies of one file found under two paths (harmless: any of them is the same image).
+    The warning is given once per folder and process."""
+    from ..data.base import DataError, DataWarning
+
+    suffixes, key = indexed
+    different, copies = same_names(root, suffixes, key)
+    word = "name" if key == "name" else "name (without its suffix)"
+    if different:
+        n = len(different)
+        raise DataError(
+            f"{what}: {n} image file name{'' if n == 1 else 's'} below {root} stand{'s' if n == 1 else ''} for "
+            f"different files ({_shown_groups(different)}): the loader finds images by {word} and would use the "
+            "first of each only; remove or rename the stray file(s)"
+        )
+    if copies:
+        digest = hashlib.sha256("\n".join(["\0".join(g) for g in copies]).encode("utf-8", "replace")).hexdigest()
+        if digest in _SAME_CHECKED:
+            return
+        _SAME_CHECKED.add(digest)
+        n = len(copies)
+        warnings.warn(
+            f"{what}: {n} image file{'' if n == 1 else 's'} below {root} {'is' if n == 1 else 'are'} there more "
+            f"than once with the same bytes ({_shown_groups(copies)}); each is read once (its first path)",
+            DataWarning,
+            stacklevel=2,
+        )
+
+
+# ------------------------------------------------------------------ compressed tables
+#: Suffixes of the compressed files pandas unpacks by their name (``compression="infer"``)
+#: that are checked here, with how to open each as a stream.
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zip")
+
+#: Names of table files that may be compressed (without the compression suffix).
+TABLE_SUFFIXES = (".csv", ".tsv", ".tab", ".txt")
+
+#: How deep below the data folder the loaders look for their tables
+#: (:func:`fedpl_core.data.files.require_file`'s ``max_depth``).
+TABLE_DEPTH = 3
+
+#: The bound on a compressed table's unpacked size when the memory available is unknown.
+TABLE_BOUND_FALLBACK = 2 << 30
+
+#: The share of the available memory a table's unpacked text may take: its cells are read
+#: as Python strings, several times the text's size (about 5x for MIMIC's metadata), and
+#: the rest of the run needs room too.
+TABLE_MEMORY_SHARE = 8
+
+
+def table_bound() -> int:
+    """The most bytes a compressed table may unpack to: the memory available now
+    (:func:`fedpl_core.data.base.available_memory`) divided by :data:`TABLE_MEMORY_SHARE`
+    (a table's text takes several times its size once read), or
+    :data:`TABLE_BOUND_FALLBACK` (2 GiB) when the memory available is unknown.  The
+    published tables are far below it (MIMIC-CXR's largest unpacks to about 60 MB)."""
+    from ..data.base import available_memory
+
+    avail = available_memory()
+    return TABLE_BOUND_FALLBACK if avail is None else max(avail // TABLE_MEMORY_SHARE, 1 << 20)
+
+
+def _bound_reason() -> str:
+    from ..data.base import available_memory
+
+    if available_memory() is None:
+        return "the memory available is unknown, so at most 2 GiB"
+    return f"1/{TABLE_MEMORY_SHARE} of the memory available"
+
+
+def _is_compressed_table(name: str) -> bool:
+    low = name.lower()
+    for suffix in COMPRESSED_SUFFIXES:
+        if low.endswith(suffix):
+            return low[: -len(suffix)].endswith(TABLE_SUFFIXES)
+    return False
+
+
+def compressed_tables(root: str | os.PathLike, max_depth: int = TABLE_DEPTH) -> list[Path]:
+    """The compressed table files (:data:`TABLE_SUFFIXES` + :data:`COMPRESSED_SUFFIXES`,
+    regular files or links to them) at ``root`` or up to ``max_depth`` folders below it,
+    where the loaders look for their tables; hidden folders are passed over as the loaders
+    pass them over.  Iterative, each real folder once."""
+    out: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+    stack: list[tuple[str, int]] = [(os.fspath(root), 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            st = os.stat(folder)
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                if e.is_dir():
+                    if depth < max_depth and not e.name.startswith("."):
+                        stack.append((e.path, depth + 1))
+                elif _is_compressed_table(e.name) and e.is_file():
+                    out.append(Path(e.path))
+            except OSError:
+                continue
+    return sorted(out)
+
+
+def _open_stream(path: Path, raw):
+    """The unpacked stream of the compressed file ``path`` (opened as ``raw``), or None
+    for a zip archive that does not hold exactly one file (pandas refuses it itself)."""
+    import bz2
+    import gzip
+    import lzma
+
+    low = path.name.lower()
+    if low.endswith(".gz"):
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if low.endswith(".bz2"):
+        return bz2.BZ2File(raw, "rb")
+    if low.endswith(".xz"):
+        return lzma.LZMAFile(raw, "rb")
+    z = zipfile.ZipFile(raw)
+    names = [n for n in z.namelist() if not n.endswith("/")]
+    return z.open(names[0]) if len(names) == 1 else None
+
+
+def unpacked_size(path: str | os.PathLike, bound: int) -> int | None:
+    """The unpacked size of the compressed file ``path`` counted while streaming it (1 MiB
+    at a time, nothing kept), stopping once it passes ``bound`` (then a number over
+    ``bound``); None when it cannot be unpacked (the loader reports a damaged file)."""
+    import lzma
+
+    from ..data.safeopen import open_regular
+
+    path = Path(path)
+    total = 0
+    try:
+        with open_regular(path, "table file") as raw:
+            stream = _open_stream(path, raw)
+            if stream is None:
+                return None
+            with stream:
+                while chunk := stream.read(1 << 20):
+                    total += len(chunk)
+                    if total > bound:
+                        return total
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile, lzma.LZMAError, NotImplementedError, RuntimeError):
+        return None
+    return total
+
+
+#: Compressed tables (path, size, mtime) already found within the bound in this process.
+_TABLES_CHECKED: set[tuple[str, int, int]] = set()
+
+
+def check_compressed_tables(
+    root: str | os.PathLike, extra: Iterable[str | os.PathLike] = (), bound: int | None = None
+) -> None:
+    """A ``DataError`` naming the first compressed table (:func:`compressed_tables` below
+    ``root``, and the table files ``extra`` a run names) whose unpacked text passes
+    ``bound`` bytes (default :func:`table_bound`), found by streaming it
+    (:func:`unpacked_size`) before the loader unpacks it whole.  A file found within the
+    bound is not unpacked again in this process while its size and time stay."""
+    from ..data.base import DataError, fmt_bytes
+
+    limit = table_bound() if bound is None else bound
+    why = "the bound given" if bound is not None else _bound_reason()
+    paths = compressed_tables(root)
+    for t in extra:
+        p = Path(t).expanduser()
+        if not p.is_absolute():
+            p = Path(root) / p
+        if _is_compressed_table(p.name) or p.name.lower().endswith(COMPRESSED_SUFFIXES):
+            if p.is_file() and p not in paths:
+                paths.append(p)
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        key = (os.fspath(p), st.st_size, st.st_mtime_ns)
+        if key in _TABLES_CHECKED:
+            continue
+        n = unpacked_size(p, limit)
+        if n is not None and n > limit:
+            raise DataError(
+                f"table file {p} ({fmt_bytes(st.st_size)}) unpacks to more than {fmt_bytes(limit)}, more than the "
+                f"memory allows for a table ({why}); refused before reading it: the file is damaged or not the "
+                "published one; download it again"
+            )
+        _TABLES_CHECKED.add(key)
+
+
 # ------------------------------------------------------------------ weights files
 def check_weights_path(model_kwargs: dict | None) -> None:
     """A ``ConfigError`` naming ``model_kwargs weights_path`` when it names something that is
@@ -308,6 +595,13 @@ def check_weights_path(model_kwargs: dict | None) -> None:
 
 __all__ = [
     "check_weights_path",
+    "INDEXED_IMAGES",
+    "check_compressed_tables",
+    "check_same_names",
+    "compressed_tables",
+    "same_names",
+    "table_bound",
+    "unpacked_size",
     "FAR_FACTOR",
     "MAX_FOLDER_DEPTH",
     "cache_link_error",

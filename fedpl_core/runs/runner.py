@@ -21,9 +21,16 @@
   never written through;
 * the run's data files are checked around the loaders (:mod:`fedpl_core.runs.data_checks`,
   outside the code fingerprint): a MedMNIST ``.npz`` whose arrays would not fit in memory
-  is refused before it is decompressed, a link in the decode cache folder is refused, a
-  data folder nested too deep for the folder scan is named, and image files far from the
-  size they are resized to are named in one warning;
+  is refused before it is decompressed, a compressed label table that unpacks to more than
+  the memory allows is refused before it is unpacked, two different image files of one name
+  (of which the loader would use one) are refused, a link in the decode cache folder is
+  refused, a data folder nested too deep for the folder scan is named, and image files far
+  from the size they are resized to are named in one warning;
+* a finished run's result is checked with the result schema
+  (:func:`~fedpl_core.runs.results.parse_result`) before it is written or returned, and the
+  history a run resumes from is checked before training resumes: a result the cache would
+  refuse on its next read (a checkpoint edited to hold an AUROC of 7.5) is one error line
+  naming the run and the checkpoint to remove, and nothing is written;
 * a checkpoint that torch cannot write for want of room ("[enforce fail at
   inline_container.cc]") is said as "no space left in <folder> to write <run_id>.ckpt";
 * every result records its ``"provenance"`` (:mod:`fedpl_core.runs.provenance`: package
@@ -40,6 +47,7 @@ its result file :mod:`~fedpl_core.runs.results`.
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import shutil
@@ -69,6 +77,7 @@ from .results import (
     atomic_write_json,
     final_record,
     finite_or_none,
+    parse_result,
     read_result,
     stale_message,
 )
@@ -102,12 +111,13 @@ def _read_result(out: Path, warned: set | None = None, cfg: ExperimentConfig | N
 
 def check_targets(results_dir: str | Path, rid: str) -> None:
     """Raise ``IsADirectoryError`` now (before training) when a folder stands where run
-    ``rid``'s result (``<rid>.json``) or checkpoint (``<rid>.ckpt``) goes: no file can be
-    moved onto it, so the run's work would be lost when it is written (a link or a file
-    there is replaced, see :mod:`fedpl_core.base.fileio`).  A run id that would put a file
+    ``rid``'s result (``<rid>.json``), checkpoint (``<rid>.ckpt``) or lock (``<rid>.lock``)
+    goes: no file can be moved onto it (nor a lock taken on it), so the run's work would be
+    lost when it is written (a link or a file there is replaced, see
+    :mod:`fedpl_core.base.fileio`).  A run id that would put a file
     outside ``results_dir`` or through a link in it (a method registered under a name such as
     ``../../x``) raises :class:`~fedpl_core.base.fileio.UnsafePath`."""
-    for suffix, what in ((".json", "result"), (".ckpt", "checkpoint")):
+    for suffix, what in ((".json", "result"), (".ckpt", "checkpoint"), (".lock", "lock")):
         p = Path(results_dir) / f"{rid}{suffix}"
         if Path(f"{rid}{suffix}").name != f"{rid}{suffix}":
             raise UnsafePath(f"run id {rid!r} is not a plain file name: its {what} would leave {results_dir}")
@@ -202,8 +212,20 @@ def check_data_files(cfg: ExperimentConfig) -> None:
     :mod:`fedpl_core.runs.data_checks`): a MedMNIST ``.npz`` whose arrays declare more
     bytes than the memory available (or than it stores) is refused before anything is
     decompressed; a symbolic link in the decode cache folder named like a cache file is
-    refused, not followed.  A ``DataError`` naming the file."""
+    refused, not followed.  For a real data set read from a folder: a compressed table that
+    unpacks to more than the memory allows is refused before the loader unpacks it
+    (:func:`fedpl_core.runs.data_checks.check_compressed_tables`), and two different image
+    files of one name, of which the loader would silently use one, are refused
+    (:func:`fedpl_core.runs.data_checks.check_same_names`; copies of one file are named in
+    a warning).  A ``DataError`` naming the file."""
     kw = cfg.dataset_kwargs or {}
+    if _real_catalogue_set(cfg.dataset) and cfg.data_root is not None and Path(cfg.data_root).is_dir():
+        root = Path(cfg.data_root)
+        tables = [kw[k] for k in ("csv", "csv_path") if isinstance(kw.get(k), (str, os.PathLike))]
+        data_checks.check_compressed_tables(root, tables)
+        indexed = data_checks.INDEXED_IMAGES.get(cfg.dataset)
+        if indexed is not None:
+            data_checks.check_same_names(root, indexed, f"data set {cfg.dataset}")
     if cfg.dataset.startswith("medmnist:") and cfg.data_root is not None:
         _check_medmnist_file(cfg.dataset.split(":", 1)[1].lower(), Path(cfg.data_root), kw)
     elif _real_catalogue_set(cfg.dataset) and kw.get("use_cache", True):
@@ -320,6 +342,58 @@ def checkpoint_space_error(e: BaseException, ckpt: Path | None, sim) -> OSError 
     return no_space_error(OSError(errno.ENOSPC, "No space left on device"), ckpt)
 
 
+# ------------------------------------------------------------------ a result checked before it is kept
+class ImpossibleResultError(ValueError):
+    """A run's result (or the history of the checkpoint it resumed from) fails the result
+    schema (:func:`fedpl_core.runs.results.parse_result`): it is neither written nor
+    returned."""
+
+
+def _checkpoint_advice(ckpt: Path) -> str:
+    return f"remove the checkpoint {ckpt} (it holds impossible values) and run again: the run then starts from round 0"
+
+
+def check_resumed_history(sim, rid: str, ckpt: Path) -> None:
+    """Raise :class:`ImpossibleResultError` (one line naming the run, the checkpoint and the
+    first impossible value) when the history restored from the checkpoint ``ckpt`` breaks
+    the rules of a result's records (:mod:`fedpl_core.runs.results`: shares in [0, 1],
+    counts and times >= 0, one per-class value per class, ...), its model selection's best
+    record included: checked before training resumes, so no round is spent on a history the
+    result check would refuse at the end.  The checkpoint is left in place
+    (it is the user's to look at or remove)."""
+    from . import results
+
+    model = list(sim.info.class_names)
+    try:
+        history = finite_or_none(list(sim.history))
+        for i, rec in enumerate(history):
+            results._check_record(rec, f"history[{i}]", model)
+        results._check_record(finite_or_none(sim.best or {}), "best", model, empty_ok=True)
+    except ResultFileError as e:
+        raise ImpossibleResultError(
+            f"run {rid} cannot resume: its checkpoint {ckpt} holds impossible values ({e}); nothing was run: "
+            "remove the checkpoint and run again (the run then starts from round 0)"
+        ) from None
+
+
+def checked_result(res: RunResult, rid: str, cfg: ExperimentConfig, resumed: Path | None) -> RunResult:
+    """``res`` as a cached load reads it back (NaN and infinity as null), checked with the
+    one result schema (:func:`fedpl_core.runs.results.parse_result`, against the run id and
+    the config) before it is written or returned, so that a result the cache would refuse
+    on its next read is never kept nor reported.  A result that fails raises
+    :class:`ImpossibleResultError`: one line naming the run and what is wrong, and, when the
+    run resumed from the checkpoint ``resumed``, that the checkpoint holds impossible
+    values and should be removed (it is not removed here)."""
+    text = json.dumps(finite_or_none(res.to_json()), allow_nan=False)
+    try:
+        return parse_result(text, rid, cfg.to_dict())
+    except ResultFileError as e:
+        where = f"; it resumed from a checkpoint: {_checkpoint_advice(resumed)}" if resumed is not None else ""
+        raise ImpossibleResultError(
+            f"run {rid} made a result that fails the result checks ({e}); it is not written{where}"
+        ) from None
+
+
 def _check_stop(stop: threading.Event | None, rid: str, rounds: int) -> None:
     if stop is not None and stop.is_set():
         raise RunInterrupted(f"run {rid} stopped after round {rounds}")
@@ -340,12 +414,16 @@ def _execute(
     sim = _build(cfg, ckpt)
     check_loaded_data(cfg)
     t_setup = time.perf_counter() - t0
+    resumed = None
     if ckpt is not None and resume and ckpt.is_file():
         try:
             sim.load_checkpoint(ckpt)
         except CheckpointError as e:
             warnings.warn(f"{e}; the run starts again from round 0")
             sim = _build(cfg, ckpt)
+        else:
+            resumed = ckpt
+            check_resumed_history(sim, rid, ckpt)
     cuda = sim.device.type == "cuda"
     if cuda:
         torch.cuda.reset_peak_memory_stats(sim.device)
@@ -376,7 +454,7 @@ def _execute(
         run_id=rid,
         provenance=make_provenance(cfg, device=str(sim.device), seconds=total_s),
     )
-    res = RunResult.from_json(finite_or_none(res.to_json()))  # as a cached load reads it: no NaN
+    res = checked_result(res, rid, cfg, resumed)  # as a cached load reads it: no NaN, one schema
     if out is not None:
         atomic_write_json(res.to_json(), out)
         if ckpt is not None:
@@ -384,4 +462,13 @@ def _execute(
     return res
 
 
-__all__ = ["run", "RunInterrupted", "check_targets", "check_writable", "clean_stale_files"]
+__all__ = [
+    "run",
+    "RunInterrupted",
+    "ImpossibleResultError",
+    "check_resumed_history",
+    "checked_result",
+    "check_targets",
+    "check_writable",
+    "clean_stale_files",
+]
