@@ -11,7 +11,12 @@ cores is capped to them with a one-line warning.
 
 ``reproduce`` has papermill write each executed notebook into a private folder inside
 ``--output`` and moves it into place itself (:func:`execute_into`): a link planted at a
-notebook's name there is replaced, never written through.
+notebook's name there is replaced, never written through, and a notebook interrupted (Ctrl-C,
+SIGTERM) is never moved: the previous copy and its entry in the run's record stay.  An
+``--output`` that is the source notebooks' folder, and a ``-p results_dir``,
+``$FEDPL_RESULTS`` or ``$FEDPL_FIGURES`` that is a file, are refused before any notebook runs.
+A ``sys.exit("text")`` in a plugin's code is one ``fedpl: error:`` line; an error that code
+raised bare (``KeyError``, ``TypeError``, ``RuntimeError``) is said with its type.
 
 The help of every config flag is the docstring of its ``ExperimentConfig`` /
 ``EngineConfig`` field (:func:`fedpl_core.base.validation.field_docs`) with its default.
@@ -344,7 +349,7 @@ def cmd_grid(a: argparse.Namespace) -> int:
             keep_stale=a.keep_stale,
         )
     except ImportError as e:  # backend="ray" without Ray: the message says what to install
-        raise RuntimeError(str(e)) from None
+        raise MissingExtra(str(e)) from None
     s = summarize(df, by=("label",), scale=1.0, decimals=4)
     width = max(6, *(len(str(m)) for m in s.index))
     print(f"{'method':{width}s}  {'final auroc_mean (mean ± std)':30s} runs")
@@ -353,6 +358,10 @@ def cmd_grid(a: argparse.Namespace) -> int:
     where = f"; results in {a.results_dir}" if a.results_dir else ""
     print(f"{len(df[df.which == 'final'])} runs ({backend} backend{where})")
     return 0
+
+
+class MissingExtra(RuntimeError):
+    """An optional package a command needs is not installed (the message says what to install)."""
 
 
 #: What ``report`` shows for a class a client does not annotate (0 is "annotated, no positives").
@@ -368,6 +377,7 @@ def cmd_report(a: argparse.Namespace) -> int:
     cfg = config_from_args(a)
     if Path(a.figure).name in ("", ".", ".."):
         raise ValueError(f"--figure {a.figure!r} names no file; give a file name such as partition_report.png")
+    check_figure_name(a.figure)  # before anything is made, read or printed
     figure = Path(a.figure).expanduser()
     folder, name = (figure.parent, figure.name) if figure.is_absolute() else (None, a.figure)  # absolute: as is
     target = output_path(name, folder, what="--figure")  # a relative name stays under the figures folder: no '..'
@@ -384,11 +394,55 @@ def cmd_report(a: argparse.Namespace) -> int:
     return 0
 
 
+#: The longest file name most file systems take, in bytes.
+NAME_MAX = 255
+
+
+def longest_name() -> int:
+    """The longest file name (bytes) the package can write atomically: :data:`NAME_MAX` less
+    what the temporary name beside it adds (:func:`fedpl_core.base.fileio.temp_prefix`, a random
+    part and ``.tmp``)."""
+    from ..base.fileio import temp_prefix
+
+    return NAME_MAX - (len(os.fsencode(temp_prefix("x"))) - 1) - len("12345678.tmp")
+
+
+def figure_formats() -> dict[str, str]:
+    """The file formats matplotlib can write here, by suffix (``{"png": "Portable Network Graphics", ...}``)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return dict(FigureCanvasBase.get_supported_filetypes())
+
+
+def check_figure_name(text: str) -> None:
+    """A ``ValueError`` naming ``--figure`` when ``text`` is no name the heatmap can have: a
+    character that does not print (a newline, a control character, bytes that are not text),
+    a suffix that is no format matplotlib writes (none means PNG), or a part longer than the
+    file system takes (:func:`longest_name`); found before the data are read and anything is
+    printed."""
+    if not all(ch.isprintable() or ch == " " for ch in text):
+        raise ValueError(f"--figure {text!r} holds a character that does not print; give a plain file name")
+    name = Path(text).name
+    suffix = Path(name).suffix.lstrip(".").lower()
+    formats = figure_formats()
+    if suffix and suffix not in formats:
+        raise ValueError(f"--figure {name!r}: matplotlib writes no {suffix!r} files; give one of: {', '.join(formats)}")
+    parts = Path(text if suffix else text + ".png").parts
+    for i, part in enumerate(parts):
+        limit = longest_name() if i == len(parts) - 1 else NAME_MAX  # the file has a temporary twin
+        if len(os.fsencode(part)) > limit:
+            raise ValueError(
+                f"--figure: the name {part[:40]}... is {len(os.fsencode(part))} bytes long; at most {limit} are written"
+            )
+
+
 def check_figure(target: Path) -> None:
     """``OSError`` naming ``--figure`` and ``target`` when the heatmap could not be written
     there (a read-only folder, a file among its folders, a full disk, a folder at the name),
-    found before the data are read and the report is printed (:func:`check_out`)."""
-    check_out(str(target), "--figure")
+    found before the data are read and the report is printed (:func:`check_out`).  A name
+    without a suffix is checked as the PNG file it becomes; the name itself is checked by
+    :func:`check_figure_name` first."""
+    check_out(str(target if target.suffix else target.with_name(target.name + ".png")), "--figure")
 
 
 def discover_notebooks(names: Sequence[str] | None = None) -> list[Path]:
@@ -416,10 +470,19 @@ def check_kernel(name: str) -> None:
         raise ValueError(f"--kernel {name!r} is not an installed Jupyter kernel; installed: {have}") from None
 
 
-def check_output_dir(path: str, flag: str = "--output") -> Path:
+def check_output_dir(path: str, flag: str = "--output", sources: Sequence[Path] = ()) -> Path:
     """``path`` as a folder to write into, checked before any work: not a file, not a
-    link to nowhere, no file among its parents."""
+    link to nowhere, no file among its parents, and not the folder of a source notebook
+    (``sources``) nor the checkout's ``notebooks/``: an executed copy would replace its
+    source (the paths compared resolved, links followed)."""
     p = Path(path)
+    where = p.resolve()
+    for folder in dict.fromkeys([*(Path(nb).resolve().parent for nb in sources), (ROOT / "notebooks").resolve()]):
+        if where == folder:
+            raise ValueError(
+                f"{flag} {path} is the folder of the source notebooks; the executed copies would replace them: "
+                "give another folder"
+            )
     if p.is_symlink() and not p.exists():
         raise FileNotFoundError(f"{flag} {path} is a link to {os.readlink(p)}, which does not exist; give a folder")
     if p.exists() and not p.is_dir():
@@ -430,6 +493,38 @@ def check_output_dir(path: str, flag: str = "--output") -> Path:
                 raise NotADirectoryError(f"{flag} {path}: {parent} is not a folder")
             break
     return p
+
+
+def _folder_problem(text: str) -> str | None:
+    """Why the folder ``text`` (relative: to the checkout, where the notebooks' kernel runs)
+    could not be written into: a file there, a link to nowhere, a file among its parents;
+    None when it can."""
+    p = Path(text).expanduser()
+    p = p if p.is_absolute() else ROOT / p
+    if p.is_symlink() and not p.exists():
+        return "is a link to nothing; give a folder"
+    if p.exists() and not p.is_dir():
+        return "is a file, not a folder; give a folder"
+    for parent in p.parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                return f"lies under {parent.name}, which is a file, not a folder"
+            break
+    return None
+
+
+def check_kernel_folders(params: dict[str, Any]) -> None:
+    """The folders the notebooks write into, checked before any notebook runs, each error
+    one line naming where the folder was given: ``-p results_dir``, ``$FEDPL_RESULTS`` and
+    ``$FEDPL_FIGURES`` (a file there would fail every notebook, each after its kernel
+    started)."""
+    given = [("-p results_dir", params.get("results_dir"))]
+    given += [(f"${name}", os.environ.get(name)) for name in ("FEDPL_RESULTS", "FEDPL_FIGURES")]
+    for what, value in given:
+        if isinstance(value, str) and value.strip():
+            why = _folder_problem(value)
+            if why:
+                raise NotADirectoryError(f"{what} {value} {why}")
 
 
 def reproduce_parameters(pairs: Sequence[Sequence[str]]) -> dict[str, Any]:
@@ -519,8 +614,10 @@ def execute_into(nb: Path, out_dir: Path, execute: typing.Callable[[Path], Any])
     with :func:`~fedpl_core.base.fileio.atomic_write_bytes` (``root=out_dir``): papermill
     writes with a plain ``open``, which would write through a link planted at the name into
     a file outside the folder; a link there is now replaced, never followed.  The notebook
-    is moved also when ``execute`` fails (it shows the failing cell), and the private folder
-    (only what this made) is removed after."""
+    is moved also when ``execute`` fails with an ``Exception`` (it shows the failing cell), but
+    not when it is interrupted (``KeyboardInterrupt``, SIGTERM, ``SystemExit``): a partial
+    notebook never replaces a finished one.  The private folder (only what this made) is
+    removed after."""
     from ..base.fileio import atomic_write_bytes
 
     target = out_dir / nb.name
@@ -534,10 +631,12 @@ def execute_into(nb: Path, out_dir: Path, execute: typing.Callable[[Path], Any])
     try:
         try:
             execute(done)
-        except BaseException:
+        except Exception:  # a failing cell: the notebook shows it
             with contextlib.suppress(OSError):
                 publish()
             raise
+        # an interruption (Ctrl-C, SIGTERM, SystemExit) is not caught: the partial notebook
+        # is removed with the private folder and the previous one stays
         publish()
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -554,12 +653,47 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     nbs = discover_notebooks(a.notebooks)
     params = check_reproduce_parameters(reproduce_parameters(a.parameter), nbs)
     check_kernel(a.kernel)
-    out_dir = check_output_dir(a.output)
+    out_dir = check_output_dir(a.output, sources=nbs)
+    check_kernel_folders(params)
     committed = record.is_committed_reports(out_dir)
     record.check_fresh_target(out_dir, keep_stale_default(None))
     out_dir.mkdir(parents=True, exist_ok=True)
     folder = out_dir.resolve() if out_dir.is_symlink() else Path(os.path.abspath(out_dir))  # the folder named
-    summary = []
+    summary: list[tuple[str, str, float]] = []
+    try:
+        _execute_all(nbs, folder, committed, a, params, summary, pm, tqdm)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: main says so in one line
+        if summary:  # the notebooks finished before it; the interrupted one keeps its previous copy and entry
+            record.write_record(folder, a.profile, [(Path(n).stem, sec, st, params) for n, st, sec in summary])
+        raise
+    print(f"\n{'notebook':40s} {'status':10s} seconds")
+    for name, status, sec in summary:
+        print(f"{name:40s} {status[:60]:10s} {sec:7.1f}")
+    record.write_record(folder, a.profile, [(Path(name).stem, sec, status, params) for name, status, sec in summary])
+    from ..base.paths import figures_dir
+
+    print(
+        f"executed notebooks -> {out_dir}/ (the run's record: {record.RECORD}), "
+        f"figures and tables -> {figures_dir(a.profile)}/"
+    )
+    return 0 if all(s == "ok" for _, s, _ in summary) else 1
+
+
+def _execute_all(
+    nbs: Sequence[Path],
+    folder: Path,
+    committed: bool,
+    a: argparse.Namespace,
+    params: dict[str, Any],
+    summary: list[tuple[str, str, float]],
+    pm: Any,
+    tqdm: Any,
+) -> None:
+    """Execute ``nbs`` into ``folder`` one after the other (:func:`execute_into`), appending
+    ``(name, status, seconds)`` to ``summary`` as each ends: a failing notebook does not stop
+    the others; an interruption stops them all, and ``summary`` then holds the finished ones."""
+    from ..report import record
+
     for nb in tqdm(nbs, desc="notebooks", unit="nb"):
         t0 = time.perf_counter()
         status = "ok"
@@ -581,17 +715,6 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
         except Exception as e:  # keep going: report every notebook
             status = f"FAILED: {type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
         summary.append((nb.name, status, time.perf_counter() - t0))
-    print(f"\n{'notebook':40s} {'status':10s} seconds")
-    for name, status, sec in summary:
-        print(f"{name:40s} {status[:60]:10s} {sec:7.1f}")
-    record.write_record(folder, a.profile, [(Path(name).stem, sec, status, params) for name, status, sec in summary])
-    from ..base.paths import figures_dir
-
-    print(
-        f"executed notebooks -> {out_dir}/ (the run's record: {record.RECORD}), "
-        f"figures and tables -> {figures_dir(a.profile)}/"
-    )
-    return 0 if all(s == "ok" for _, s, _ in summary) else 1
 
 
 #: The index of the built-in methods that ``methods`` reads (:mod:`fedpl_core.methods.catalog`
@@ -871,8 +994,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command is not None:
             load_env_plugins()
         args = build_parser(commands=[command] if command else []).parse_args(argv)
-    except SystemExit as e:  # --help, --version (0), or an option argparse refused (2, its line printed)
-        return int(e.code or 0)
+    except SystemExit as e:  # --help, --version (0), an option argparse refused (2, its line printed), a plugin's exit
+        return exit_status(e)
     except PluginError as e:  # one line naming the plugin, exit status 2, before any work
         print(f"fedpl: error: {str(e).strip().splitlines()[0]}", file=sys.stderr)
         return 2
@@ -884,9 +1007,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with one_line_warnings(), _terminate_as_interrupt():
             return int(args.func(args) or 0)
+    except SystemExit as e:  # sys.exit(...) in a plugin's code: its status, or its text as one line
+        return exit_status(e)
     except (ValueError, FileNotFoundError, KeyError, TypeError, RuntimeError, OSError) as e:  # DataError: ValueError
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        print(f"fedpl: error: {msg}", file=sys.stderr)
+        print(f"fedpl: error: {error_line(e)}", file=sys.stderr)
         return 2
     except MemoryError:
         print("fedpl: error: out of memory; lower n_train / n_test / image_size / batch_size", file=sys.stderr)
@@ -899,6 +1023,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return code
+
+
+#: Errors whose text alone does not say what went wrong (``'mine'`` of a missing key): the
+#: command line names their type too.  The package's own subclasses of them (a diverging
+#: run, a checkpoint, a grid, a notebook parameter) are messages written for the user.
+BARE_TYPES = (KeyError, TypeError, RuntimeError)
+
+
+def error_line(e: BaseException) -> str:
+    """The one line ``fedpl: error:`` says for ``e``: its first line; for a plain
+    :data:`BARE_TYPES` error (raised by code, not written as a message) its type first
+    (``KeyError: 'mine'``); its type alone when it has no text."""
+    text = str(e).strip()
+    if not text:
+        return type(e).__name__
+    line = text.splitlines()[0]
+    return f"{type(e).__name__}: {line}" if type(e) in BARE_TYPES else line
+
+
+def exit_status(e: SystemExit) -> int:
+    """The exit status of ``SystemExit`` ``e`` as Python gives it: none is 0, a number is
+    itself, and any other value (``sys.exit("bye")`` in a plugin) is printed as one
+    ``fedpl: error:`` line with status 2."""
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code
+    if isinstance(code, bool):
+        return int(code)
+    text = str(code).strip()
+    print(f"fedpl: error: {text.splitlines()[0] if text else 'the command exited'}", file=sys.stderr)
+    return 2
 
 
 class Terminated(KeyboardInterrupt):

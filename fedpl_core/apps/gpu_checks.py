@@ -27,7 +27,11 @@ A step that would not fit the remaining ``--budget`` is skipped and says so.  Af
 step ``<out>/summary.md`` and ``summary.json`` are rewritten (atomically), and the table is
 printed at the end.  Running the command again with the same ``--out`` continues: a step
 that finished (status ok) is not run again unless ``--redo`` names it; a failed, timed-out
-or skipped one is.
+or skipped one is.  ``--out`` must be a folder, not a link to one; every file the driver writes
+there goes through :func:`~fedpl_core.base.fileio.atomic_write` with ``root=out`` (a link planted
+at a name is replaced, a link on the way refused), a step's folder that is a link is refused, and
+so is a kept step folder holding a link (``--redo`` the step to empty it).  ``--redo`` names steps
+among ``--steps``.
 
 On CUDA the measured step times also go to the checkout's
 :data:`fedpl_core.studies.budget.STEP_TIMES_FILE` (which :func:`fedpl_core.studies.budget.gpu_estimate`
@@ -52,9 +56,9 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from ..base.fileio import atomic_write_text
+from ..base.fileio import UnsafePath, atomic_write_text, check_replaceable, safe_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Seconds kept back from ``--budget`` for writing the summary after the last step.
@@ -91,9 +95,23 @@ class Context:
         return self.deadline - time.time() - margin
 
     def write(self, name: str, text: str) -> Path:
+        """Write ``name`` in the step's folder (atomically; a link on the way is refused, one at
+        the name replaced)."""
         p = self.folder / name
-        atomic_write_text(p, text)
+        atomic_write_text(p, text, root=self.folder)
         return p
+
+
+def open_log(path: Path, append: bool = False) -> IO[bytes]:
+    """``path`` open for writing bytes (``append``: at its end), for a log that a process
+    writes as it runs: a link at the name is removed first (the log replaces it, never
+    written through) and the file is opened with ``O_NOFOLLOW``; a folder, a device or a
+    pipe there is refused (:func:`~fedpl_core.base.fileio.check_replaceable`)."""
+    check_replaceable(path)
+    if path.is_symlink():
+        path.unlink()
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | (os.O_APPEND if append else os.O_TRUNC)
+    return os.fdopen(os.open(path, flags, 0o666), "ab" if append else "wb")
 
 
 def _python() -> str:
@@ -106,7 +124,7 @@ def _run(cmd: list[str], ctx: Context, env: dict[str, str] | None = None, log: P
     (it and everything it started: :func:`_reap`)."""
     print("$", " ".join(cmd), flush=True)
     full = {**os.environ, **(env or {})}
-    out = open(log, "ab") if log is not None else None
+    out = open_log(log, append=True) if log is not None else None
     try:
         p = subprocess.Popen(cmd, cwd=ROOT, env=full, stdout=out or None, stderr=subprocess.STDOUT if out else None)
         try:
@@ -450,7 +468,7 @@ def smoke(ctx: Context) -> tuple[bool, str]:
     while pending or running:
         while pending and len(running) < max(1, ctx.parallel):
             nb = pending.pop(0)
-            log = open(ctx.folder / f"{nb.stem}.log", "wb")
+            log = open_log(ctx.folder / f"{nb.stem}.log")
             cmd = [
                 _python(),
                 "-m",
@@ -623,6 +641,20 @@ def _folder(out: Path, step: Step) -> Path:
     return out / f"{[s.name for s in STEPS].index(step.name) + 1:02d}-{step.name}"
 
 
+def step_folder(out: Path, step: Step) -> Path:
+    """The folder of ``step`` in ``out``, made if missing; a link on the way is refused
+    (:func:`~fedpl_core.base.fileio.safe_dir`)."""
+    return safe_dir(out, _folder(out, step).name)
+
+
+def links_below(folder: Path) -> list[Path]:
+    """The symbolic links anywhere in ``folder`` (none is followed)."""
+    found = []
+    for here, dirs, files in os.walk(folder):  # a link to a folder is listed in dirs, not entered
+        found += [Path(here) / n for n in dirs + files if os.path.islink(os.path.join(here, n))]
+    return sorted(found)
+
+
 def read_result(out: Path, step: Step) -> dict[str, Any] | None:
     """The recorded result of ``step`` in ``out`` (None: not run there yet, or unreadable)."""
     try:
@@ -649,8 +681,8 @@ def write_summary(out: Path, header: str) -> str:
     table = ["| step | status | seconds | limit | what it found |", "|---|---|---|---|---|"]
     table += [f"| {r['step']} | {r['status']} | {r['seconds']:.1f} | {r['limit']} | {r['note']} |" for r in rows]
     text = header + "\n\n" + "\n".join(table) + "\n"
-    atomic_write_text(out / "summary.md", text)
-    atomic_write_text(out / "summary.json", json.dumps({"header": header, "steps": rows}, indent=1) + "\n")
+    atomic_write_text(out / "summary.md", text, root=out)
+    atomic_write_text(out / "summary.json", json.dumps({"header": header, "steps": rows}, indent=1) + "\n", root=out)
     return "\n".join(table)
 
 
@@ -666,15 +698,26 @@ def run_step(
 ) -> dict[str, Any]:
     """Run ``step`` in a process of its own, killed after ``limit`` seconds; its log and
     result into its folder (emptied first when ``fresh``; else a step may reuse what an
-    unfinished earlier run of it left there).  Returns the result."""
-    folder = _folder(out, step)
-    if fresh and folder.is_dir():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    unfinished earlier run of it left there).  Returns the result.
+
+    The folder is made by :func:`~fedpl_core.base.fileio.safe_dir` (a link at its name is
+    refused); a folder kept from an earlier run that holds a symbolic link is refused
+    (:func:`links_below`): the step's programs write with a plain ``open``."""
+    folder = step_folder(out, step)
+    if fresh:
+        shutil.rmtree(folder)  # links inside are removed, never followed
+        folder = step_folder(out, step)
+    elif links := links_below(folder):
+        raise UnsafePath(
+            f"{links[0]} is a symbolic link in the folder of step {step.name}; the checks never write through "
+            f"a link: remove it, or give --redo {step.name} (the step's folder is then emptied)"
+        )
     log = folder / "log.txt"
-    log.write_text(
+    atomic_write_text(
+        log,
         f"===== {step.name}: {step.title} (limit {limit:.0f} s, device {device}) "
-        f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}\n"
+        f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}\n",
+        root=out,
     )
     (folder / "step.json").unlink(missing_ok=True)
     args = json.dumps(
@@ -692,7 +735,7 @@ def run_step(
     mark = f"{folder}#{time.time_ns()}"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "MPLBACKEND": "Agg", "PYTHONPATH": _pythonpath(), MARK: mark}
     t0 = time.perf_counter()
-    with open(log, "ab") as f:
+    with open_log(log, append=True) as f:
         p = subprocess.Popen(
             [_python(), "-m", "fedpl_core.apps.gpu_checks", args], cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT
         )
@@ -726,7 +769,7 @@ def run_step(
         "exit_status": rc,
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    atomic_write_text(folder / "result.json", json.dumps(res, indent=1) + "\n")
+    atomic_write_text(folder / "result.json", json.dumps(res, indent=1) + "\n", root=out)
     return res
 
 
@@ -757,6 +800,12 @@ def check_args(a: argparse.Namespace) -> tuple[Path, list[Step], set[str]]:
         raise ValueError(f"--tiny must be true or false, got {a.tiny!r}")
     if not isinstance(a.device, str) or not re.fullmatch(r"cpu|cuda(:[0-9]+)?", a.device):
         raise ValueError(f"--device must be cuda, cuda:N or cpu, got {a.device!r}")
+    stray = [s for s in a.redo or [] if a.steps and s not in a.steps]
+    if stray:
+        raise ValueError(
+            f"--redo {stray[0]}: the step is not among --steps {' '.join(a.steps)}, so it would not run; "
+            "add it to --steps or leave --steps out"
+        )
     if a.notebooks:
         notebook_stems(a.notebooks)
     if a.device.startswith("cuda"):
@@ -768,9 +817,15 @@ def check_args(a: argparse.Namespace) -> tuple[Path, list[Step], set[str]]:
         if ":" in a.device and int(a.device.split(":")[1]) >= n:
             raise ValueError(f"--device {a.device}: torch sees {n} GPU(s), cuda:0 to cuda:{n - 1}")
     out = Path(a.out)
+    if out.is_symlink():
+        raise UnsafePath(
+            f"--out {a.out} is a link; the checks are never written through a link: give the folder itself"
+        )
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out {a.out} is a file, not a folder")
     out.mkdir(parents=True, exist_ok=True)
+    if out.is_symlink() or not out.is_dir():  # made by someone else meanwhile
+        raise UnsafePath(f"--out {a.out} is not a plain folder; the checks are never written through a link")
     from ..base.fileio import check_writable
 
     check_writable(out / "summary.md")
@@ -824,8 +879,7 @@ def main(a: argparse.Namespace) -> int:
                 "device": a.device,
                 "note": f"{max(left, 0):.0f} s of the budget left, the step needs {s.min_s} s: run again",
             }
-            _folder(out, s).mkdir(parents=True, exist_ok=True)
-            atomic_write_text(_folder(out, s) / "result.json", json.dumps(res, indent=1) + "\n")
+            atomic_write_text(step_folder(out, s) / "result.json", json.dumps(res, indent=1) + "\n", root=out)
         else:
             print(f"{s.name:12s} running (limit {min(s.limit_s, left):.0f} s) ...", flush=True)
             res = run_step(

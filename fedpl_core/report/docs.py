@@ -16,7 +16,10 @@ Steps: the inputs are checked (one line ``fedpl: error: ...`` and exit status 2 
 empty or unreadable notebook folder, a notebook that is a link, not a plain file, not JSON or
 not a valid notebook, a notebook name that is not plain, a run record that is not a valid one
 (:func:`fedpl_core.report.record.read_record`), an ``--out`` that is a file or a link, or whose
-``src``, ``html`` or ``warnings.txt`` the builder did not make); the sources are staged with
+``src``, ``html`` or ``warnings.txt`` the builder did not make, an ``--out`` inside ``--docs`` (the
+pages would be copied into themselves) or a ``--docs`` inside the ``src`` or ``html`` the build
+replaces, a page in ``--docs`` that is neither a file nor a folder (a pipe, a device), a notebook
+named like a page the builder makes, ``index``); the sources are staged with
 each notebook sanitised (:mod:`fedpl_core.report.sanitize`) and Sphinx builds the pages with
 warnings as errors, both in a fresh private folder inside ``--out``; only then do ``<out>/src``
 and ``<out>/html`` replace the previous build's.
@@ -59,6 +62,46 @@ def _plain_folder(path: Path, what: str) -> Path:
     if not path.is_dir():
         raise DocsError(f"{what} {path} is a file, not a folder")
     return path
+
+
+#: Folders of ``--docs`` never copied to the site.
+SKIPPED = ("_build", "__pycache__", ".ipynb_checkpoints")
+
+
+def check_pages(docs: Path) -> None:
+    """Refuse (one line naming it) anything in ``docs`` that is neither a plain file nor a
+    folder (a named pipe, a device, a socket): copying it would block or fail with a list of
+    errors.  Links are left out of the site, not followed; :data:`SKIPPED` folders are not read."""
+    for here, dirs, files in os.walk(docs):
+        dirs[:] = [d for d in dirs if d not in SKIPPED and not os.path.islink(os.path.join(here, d))]
+        for name in files:
+            p = Path(here) / name
+            try:
+                mode = os.lstat(p).st_mode
+            except OSError:
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                raise DocsError(
+                    f"--docs {docs}: {p.relative_to(docs)} is not a file (a pipe, device or socket); remove it"
+                )
+
+
+def check_apart(out: Path, docs: Path) -> None:
+    """Refuse (one line) an ``--out`` that is ``--docs`` or lies inside it, but for a
+    :data:`SKIPPED` folder (each build would copy the previous one into itself, deeper each
+    time), and a ``--docs`` inside the ``src`` or ``html`` of ``--out`` (the build replaces
+    them); the paths are compared resolved."""
+    o, d = out.resolve(), docs.resolve()
+    if o == d or (o.is_relative_to(d) and o.relative_to(d).parts[0] not in SKIPPED):  # _build is not copied
+        raise DocsError(
+            f"--out {out} lies inside --docs {docs}: the pages would be copied into themselves; "
+            "give an --out outside it"
+        )
+    for name in MADE:
+        if d.is_relative_to(o / name):
+            raise DocsError(
+                f"--docs {docs} lies inside {out / name}, which the build replaces; give pages of their own"
+            )
 
 
 def executed_notebooks(folder: str | Path) -> list[Path]:
@@ -201,9 +244,10 @@ def stage(
         raise DocsError(f"{src} exists; the sources are staged into a new folder")
 
     def plain_pages(folder: str, names: list[str]) -> set[str]:
-        skip = set(shutil.ignore_patterns("_build", "__pycache__", ".ipynb_checkpoints")(folder, names))
+        skip = set(shutil.ignore_patterns(*SKIPPED)(folder, names))
         return skip | {n for n in names if os.path.islink(os.path.join(folder, n))}  # a link is not published
 
+    check_pages(docs)
     shutil.copytree(docs, src, ignore=plain_pages, symlinks=True)
     _mark(src, root)
     removed: dict[str, int] = {}
@@ -249,6 +293,8 @@ def build_docs(
     from sphinx.cmd.build import build_main
 
     out, docs, figures = Path(out), _plain_folder(Path(docs), "--docs"), Path(figures)
+    check_apart(out, docs)
+    check_pages(docs)
     nbs = executed_notebooks(notebooks)
     try:
         banner = R.describe(R.read_record(notebooks))

@@ -19,7 +19,8 @@ notebook can carry script in many places; each is closed here, and
   its settings, such as executing the notebook, from a notebook's metadata);
 * **file names**: a notebook is published under its own name only when that name is plain
   (:func:`check_name`: letters, digits, ``_``, ``-``, ``.``), so no name becomes a
-  ``javascript:`` link or a path;
+  ``javascript:`` link or a path, and is not a page the builder writes beside the notebooks
+  (:data:`RESERVED`: ``index``, the notebooks' table of contents);
 * **math**: MathJax turns ``\\href{URL}{text}`` and ``\\url{URL}`` into links, so math (a markdown
   cell's ``$...$``, a LaTeX output, raw HTML) that links anywhere but ``http(s)`` or an anchor
   is refused (:func:`unsafe_tex_links`); the site's MathJax also loads its ``ui/safe``
@@ -46,6 +47,9 @@ _ATTRIBUTES = {
     "ol": {"start"},
 }
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,120}\.ipynb$")
+#: Page names the site builder writes beside the notebooks itself (``notebooks/index.md``): a
+#: notebook of that name (in any case: a case-blind file system) would clash with it.
+RESERVED = ("index",)
 #: A MyST directive fence (```{name} or :::{name}) or role ({name}`...`).
 _DIRECTIVE = re.compile(r"^(\s*)(`{3,}|~{3,}|:{3,})\s*\{[^}\n]*\}", re.MULTILINE)
 _ROLE = re.compile(r"\{[A-Za-z][\w:.+-]*\}(?=`)")
@@ -128,9 +132,14 @@ def banner_html(text: str) -> str:
 
 
 def check_name(name: str) -> str:
-    """``name`` when it is a plain notebook file name; else :class:`UnsafeInput`."""
+    """``name`` when it is a plain notebook file name and not a :data:`RESERVED` one; else
+    :class:`UnsafeInput`."""
     if not _NAME.match(name):
         raise UnsafeInput(f"notebook name {name!r} is not plain (letters, digits, '_', '-', '.'; ending .ipynb)")
+    if name[: -len(".ipynb")].lower() in RESERVED:
+        raise UnsafeInput(
+            f"notebook name {name!r} is taken by a page the site makes itself (notebooks/index.md); rename the notebook"
+        )
     return name
 
 
@@ -190,5 +199,6 @@ __all__ = [
     "unsafe_tex_links",
     "banner_html",
     "check_name",
+    "RESERVED",
     "sanitise_notebook",
 ]
