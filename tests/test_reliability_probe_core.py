@@ -114,3 +114,12 @@ def test_a_misspelt_keep_stale_is_refused_not_read_as_no(capsys, monkeypatch, tm
 
     monkeypatch.setenv("FEDPL_KEEP_STALE", "off")
     assert keep_stale_default(None) is False
+
+
+def test_a_notebook_name_is_matched_whole():
+    """``$`` matches before a trailing newline: ``'a.ipynb\\n'`` had passed as a plain name."""
+    from fedpl_core.report.sanitize import UnsafeInput, check_name
+
+    assert check_name("00_a.ipynb") == "00_a.ipynb"
+    with pytest.raises(UnsafeInput, match="is not plain"):
+        check_name("00_a.ipynb\n")

@@ -134,7 +134,7 @@ def banner_html(text: str) -> str:
 def check_name(name: str) -> str:
     """``name`` when it is a plain notebook file name and not a :data:`RESERVED` one; else
     :class:`UnsafeInput`."""
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise UnsafeInput(f"notebook name {name!r} is not plain (letters, digits, '_', '-', '.'; ending .ipynb)")
     if name[: -len(".ipynb")].lower() in RESERVED:
         raise UnsafeInput(
