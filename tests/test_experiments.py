@@ -204,8 +204,8 @@ def test_one_seed_shows_the_mean_without_a_spread():
 
 
 def test_the_runner_layers_import_only_downward():
-    """fedpl_core/runs: experiment_config < build < code_index < provenance < results < runner < grid <
-    study.  Each module imports only the ones before it, at module level or inside a
+    """fedpl_core/runs: data_checks < options < experiment_config < build < code_index < provenance <
+    results < schema < runner < grid < study.  Each module imports only the ones before it, at module level or inside a
     function, and nothing that imports the runner (studies, apps, the package root)."""
     import ast
     from pathlib import Path
@@ -213,11 +213,23 @@ def test_the_runner_layers_import_only_downward():
     import fedpl_core
 
     root = Path(fedpl_core.__file__).parent
-    order = ["experiment_config", "build", "code_index", "provenance", "results", "runner", "grid", "study"]
+    order = [
+        "data_checks",
+        "options",
+        "experiment_config",
+        "build",
+        "code_index",
+        "provenance",
+        "results",
+        "schema",
+        "runner",
+        "grid",
+        "study",
+    ]
     assert sorted(p.stem for p in (root / "runs").glob("*.py")) == sorted(order + ["__init__"])
     for i, name in enumerate(order):
         nodes = list(ast.walk(ast.parse((root / "runs" / f"{name}.py").read_text())))
-        here = {n.module for n in nodes if isinstance(n, ast.ImportFrom) and n.level == 1}
+        here = {n.module or a.name for n in nodes if isinstance(n, ast.ImportFrom) and n.level == 1 for a in n.names}
         assert here <= set(order[:i]), f"runs/{name}.py imports runs/{sorted(here - set(order[:i]))}"
         above = {n.module or a.name for n in nodes if isinstance(n, ast.ImportFrom) and n.level == 2 for a in n.names}
         above |= {

@@ -10,8 +10,9 @@ from fedpl_core.apps.cli import build_parser
 from fedpl_core.fl.engine_config import EngineConfig
 from fedpl_core.runs import provenance as P
 from fedpl_core.runs.experiment_config import ExperimentConfig
-from fedpl_core.runs.results import ResultFileError, StaleResultWarning, parse_result, read_result
+from fedpl_core.runs.results import StaleResultWarning
 from fedpl_core.runs.runner import run
+from fedpl_core.runs.schema import ResultFileError, parse_result, read_result
 from fedpl_core.runs.study import run_many
 
 TINY = dict(

@@ -20,8 +20,9 @@ from test_reliability import FLAGS, cli, one_error_line, tiny  # noqa: E402
 
 from fedpl_core.base import fileio  # noqa: E402
 from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
-from fedpl_core.runs.results import atomic_write_json, read_result
+from fedpl_core.runs.results import atomic_write_json
 from fedpl_core.runs.runner import clean_stale_files, run
+from fedpl_core.runs.schema import read_result
 from fedpl_core.runs.study import run_many  # noqa: E402
 
 

@@ -26,8 +26,8 @@ from test_reliability import one_error_line, tiny  # noqa: E402
 
 from fedpl_core.base import fileio  # noqa: E402
 from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
-from fedpl_core.runs.results import read_result
 from fedpl_core.runs.runner import run
+from fedpl_core.runs.schema import read_result
 from fedpl_core.runs.study import run_many  # noqa: E402
 
 ENGINE = dict(rounds=2, batch_size=32, progress=False, selection="auroc_mean")  # a best round too

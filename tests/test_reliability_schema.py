@@ -29,9 +29,10 @@ from test_reliability import tiny  # noqa: E402
 
 from fedpl_core.data import synthetic  # noqa: E402
 from fedpl_core.fl.engine_config import EngineConfig  # noqa: E402
-from fedpl_core.runs import results as R  # noqa: E402
-from fedpl_core.runs.results import ResultFileError, expected_classes, final_record, parse_result, read_result  # noqa: E402
+from fedpl_core.runs import schema as R  # noqa: E402
+from fedpl_core.runs.results import final_record
 from fedpl_core.runs.runner import run  # noqa: E402
+from fedpl_core.runs.schema import ResultFileError, expected_classes, parse_result, read_result  # noqa: E402
 
 
 @pytest.fixture(scope="module")

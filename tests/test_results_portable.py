@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fedpl_core.runs.results import ResultFileError, parse_result
+from fedpl_core.runs.schema import ResultFileError, parse_result
 
 ROOT = Path(__file__).resolve().parent.parent
 

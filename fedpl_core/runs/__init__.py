@@ -5,7 +5,8 @@
 * :mod:`~fedpl_core.runs.build` - a config's data, partition, model, method and
   :class:`~fedpl_core.fl.simulation.Simulation` (part of every result's code fingerprint);
 * :mod:`~fedpl_core.runs.results` - :class:`RunResult` and its JSON file, written
-  atomically and read back checked;
+  atomically;
+* :mod:`~fedpl_core.runs.schema` - a result as it is read back, checked against one schema;
 * :mod:`~fedpl_core.runs.runner` - one run: the results cache, stale results
   (:mod:`fedpl_core.runs.provenance`), run locks (:mod:`fedpl_core.base.locks`), resume;
 * :mod:`~fedpl_core.runs.grid` - where a grid's runs execute: serial, local processes, Ray;
@@ -14,9 +15,5 @@
   they configure when the config is made;
 * :mod:`~fedpl_core.runs.data_checks` - a run's data files, checked around the loaders.
 
-The package imports :mod:`~fedpl_core.runs.options` only, which registers its check with the
-config's validation (:func:`fedpl_core.base.validation.after_fields`): importing
-:class:`ExperimentConfig` imports this package first.
+The package itself imports nothing; each name is imported from its module.
 """
-
-from . import options as _options  # noqa: F401  (checks the options a config passes on)

@@ -238,3 +238,8 @@ def check_settings(cfg: Any) -> None:
 
 
 __all__ = ["ExperimentConfig", "ENGINE_FIELDS", "PARTITIONS", "check_settings", "run_identity", "ConfigError"]
+
+# The options this config passes on are checked against the code they configure after its own
+# fields (registered with its validation; a module of its own, so that no check is part of a
+# run's code fingerprint).
+from .options import check_experiment_options as _check_options  # noqa: E402, F401

@@ -45,8 +45,9 @@ from typing import Any
 from ..base.messages import one_line_warnings_on, use_one_line_warnings
 from ..data.sources.base import SOURCES
 from .provenance import keep_stale_default, stale_reason
-from .results import StaleResultWarning, read_result, stale_message
+from .results import StaleResultWarning, stale_message
 from .runner import check_targets, run
+from .schema import read_result
 
 log = logging.getLogger("fedpl")
 

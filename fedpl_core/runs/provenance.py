@@ -27,7 +27,7 @@ closure of the units the run's roots name (:func:`run_units`).  The roots:
 Not followed (:data:`NOT_FINGERPRINTED`): code that never changes a run's numbers:
 validation of settings (a config's values are in the run id), files, locks, paths,
 messages and plugins loading (:mod:`fedpl_core.base`), the cache, grid, option and
-data-file checks and provenance code (the rest of :mod:`fedpl_core.runs`), the guard that
+data-file checks, the result schema and provenance code (the rest of :mod:`fedpl_core.runs`), the guard that
 watches what a plugin registers (:mod:`fedpl_core.methods.plugin_guard`), tables, figures, the findings and the
 site (:mod:`fedpl_core.report`), the studies and the applications; a registry's list of
 names; third-party code, recorded by its versions.  So a caption, a docstring, a study's
@@ -83,6 +83,7 @@ NOT_FINGERPRINTED: tuple[str, ...] = (
     "fedpl_core.runs.runner",
     "fedpl_core.runs.options",
     "fedpl_core.runs.data_checks",
+    "fedpl_core.runs.schema",
     "fedpl_core.runs.grid",
     "fedpl_core.runs.study",
     "fedpl_core.runs.provenance",

@@ -27,7 +27,7 @@
   refused, a data folder nested too deep for the folder scan is named, and image files far
   from the size they are resized to are named in one warning;
 * a finished run's result is checked with the result schema
-  (:func:`~fedpl_core.runs.results.parse_result`) before it is written or returned, and the
+  (:func:`~fedpl_core.runs.schema.parse_result`) before it is written or returned, and the
   history a run resumes from is checked before training resumes: a result the cache would
   refuse on its next read (a checkpoint edited to hold an AUROC of 7.5) is one error line
   naming the run and the checkpoint to remove, and nothing is written;
@@ -71,16 +71,14 @@ from .experiment_config import ExperimentConfig
 from .provenance import keep_stale_default, stale_reason
 from .provenance import provenance as make_provenance
 from .results import (
-    ResultFileError,
     RunResult,
     StaleResultWarning,
     atomic_write_json,
     final_record,
     finite_or_none,
-    parse_result,
-    read_result,
     stale_message,
 )
+from .schema import ResultFileError, check_record, parse_result, read_result
 
 log = logging.getLogger("fedpl")
 
@@ -345,7 +343,7 @@ def checkpoint_space_error(e: BaseException, ckpt: Path | None, sim) -> OSError 
 # ------------------------------------------------------------------ a result checked before it is kept
 class ImpossibleResultError(ValueError):
     """A run's result (or the history of the checkpoint it resumed from) fails the result
-    schema (:func:`fedpl_core.runs.results.parse_result`): it is neither written nor
+    schema (:func:`fedpl_core.runs.schema.parse_result`): it is neither written nor
     returned."""
 
 
@@ -356,19 +354,17 @@ def _checkpoint_advice(ckpt: Path) -> str:
 def check_resumed_history(sim, rid: str, ckpt: Path) -> None:
     """Raise :class:`ImpossibleResultError` (one line naming the run, the checkpoint and the
     first impossible value) when the history restored from the checkpoint ``ckpt`` breaks
-    the rules of a result's records (:mod:`fedpl_core.runs.results`: shares in [0, 1],
+    the rules of a result's records (:mod:`fedpl_core.runs.schema`: shares in [0, 1],
     counts and times >= 0, one per-class value per class, ...), its model selection's best
     record included: checked before training resumes, so no round is spent on a history the
     result check would refuse at the end.  The checkpoint is left in place
     (it is the user's to look at or remove)."""
-    from . import results
-
     model = list(sim.info.class_names)
     try:
         history = finite_or_none(list(sim.history))
         for i, rec in enumerate(history):
-            results._check_record(rec, f"history[{i}]", model)
-        results._check_record(finite_or_none(sim.best or {}), "best", model, empty_ok=True)
+            check_record(rec, f"history[{i}]", model)
+        check_record(finite_or_none(sim.best or {}), "best", model, empty_ok=True)
     except ResultFileError as e:
         raise ImpossibleResultError(
             f"run {rid} cannot resume: its checkpoint {ckpt} holds impossible values ({e}); nothing was run: "
@@ -378,7 +374,7 @@ def check_resumed_history(sim, rid: str, ckpt: Path) -> None:
 
 def checked_result(res: RunResult, rid: str, cfg: ExperimentConfig, resumed: Path | None) -> RunResult:
     """``res`` as a cached load reads it back (NaN and infinity as null), checked with the
-    one result schema (:func:`fedpl_core.runs.results.parse_result`, against the run id and
+    one result schema (:func:`fedpl_core.runs.schema.parse_result`, against the run id and
     the config) before it is written or returned, so that a result the cache would refuse
     on its next read is never kept nor reported.  A result that fails raises
     :class:`ImpossibleResultError`: one line naming the run and what is wrong, and, when the
