@@ -242,3 +242,12 @@ def test_a_run_whose_id_would_leave_the_results_folder_is_refused_before_trainin
     (tmp_path / "res" / "sub").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(UnsafePath, match="sub is a symbolic link"):
         check_targets(tmp_path / "res" / "sub", "fedavg-s0-0123456789")
+
+
+def test_an_output_folder_whose_parents_do_not_exist_yet_is_made(tmp_path):
+    """A fresh checkout has no ``outputs/smoke/``: the folder a user (or a profile) names is
+    made with its parents, as ``mkdir -p`` would; only below it are links refused."""
+    root = tmp_path / "outputs" / "smoke" / "figures"
+    atomic_write_text(root / "t.csv", "a\n", root=root)
+    assert (root / "t.csv").read_text() == "a\n"
+    assert safe_dir(tmp_path / "x" / "y", "z").is_dir()

@@ -118,10 +118,13 @@ def check_replaceable(target: str | Path) -> Path:
 
 def safe_dir(root: str | Path, rel: str | Path = ".") -> Path:
     """The folder ``root/rel``, made if missing, each folder on the way checked by
-    :func:`check_inside` (no link, inside ``root``) before and after it is made."""
+    :func:`check_inside` (no link, inside ``root``) before and after it is made.  The
+    folders above ``root`` are the user's path: they are made if missing, as ``mkdir -p``."""
     target = _lexical(Path(root) / rel)
     check_inside(root, target / "x")
     r = _lexical(Path(root))
+    if not os.path.lexists(r):
+        r.parent.mkdir(parents=True, exist_ok=True)
     here = r
     for part in [None, *target.relative_to(r).parts]:
         if part is not None:
