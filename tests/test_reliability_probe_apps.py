@@ -16,6 +16,11 @@ from pathlib import Path
 import pytest
 
 from fedpl_core.apps import cli
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_reliability_cli import one_error_line  # noqa: E402
+from test_reliability_cli import run_main as _run_main  # noqa: E402
+
 from fedpl_core.apps import gpu_checks as G
 
 ROOT = Path(cli.__file__).resolve().parents[2]
@@ -23,18 +28,9 @@ TESTS = Path(__file__).resolve().parent
 SOURCE = ROOT / "notebooks" / "00_introduction.ipynb"
 
 
-def run_main(capsys, *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = cli.main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def one_error_line(err: str) -> str:
-    lines = [x for x in err.splitlines() if x.strip()]
-    errors = [x for x in lines if x.startswith("fedpl: error: ")]
-    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
-    return errors[0]
+def run_main(capsys, *argv) -> tuple[int, str, str]:
+    capsys.readouterr()  # what an earlier step printed is not this command's
+    return _run_main(capsys, *(str(a) for a in argv))
 
 
 class FakePapermill:

@@ -44,7 +44,7 @@ import os
 import stat
 import warnings
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -206,25 +206,36 @@ MAX_FOLDER_DEPTH = 256
 
 def too_deep_folder(root: str | os.PathLike, max_depth: int = MAX_FOLDER_DEPTH) -> tuple[str, int] | None:
     """The first folder more than ``max_depth`` levels below ``root`` and its depth, or
-    None.  Iterative (no recursion), linked folders followed as the loaders' scan follows
-    them, each real folder visited once (a link back up cannot loop)."""
+    None (:func:`_walk`: iterative, linked folders followed as the loaders' scan follows
+    them, each real folder once, so a link back up cannot loop)."""
+    for folder, depth, _ in _walk(root, lambda entry, depth: depth <= max_depth):
+        if depth > max_depth:
+            return folder, depth
+    return None
+
+
+def _walk(
+    root: str | os.PathLike, enter: Callable[[os.DirEntry, int], bool]
+) -> Iterator[tuple[str, int, list[os.DirEntry]]]:
+    """``(folder, depth, its entries)`` for ``root`` and every folder below it that
+    ``enter(entry, depth of its parent)`` lets in, in name order: iterative (no recursion),
+    links to folders followed, each real folder once; a folder that cannot be read is passed
+    over."""
     seen: set[tuple[int, int]] = set()
     stack: list[tuple[str, int]] = [(os.fspath(root), 0)]
     while stack:
         folder, depth = stack.pop()
-        if depth > max_depth:
-            return folder, depth
         try:
             st = os.stat(folder)
             if (st.st_dev, st.st_ino) in seen:
                 continue
             seen.add((st.st_dev, st.st_ino))
             with os.scandir(folder) as it:
-                subs = [e.path for e in it if _is_dir(e)]
+                entries = sorted(it, key=lambda e: e.name)
         except OSError:
             continue
-        stack.extend((s, depth + 1) for s in sorted(subs, reverse=True))
-    return None
+        yield folder, depth, entries
+        stack.extend((e.path, depth + 1) for e in reversed(entries) if _is_dir(e) and enter(e, depth))
 
 
 def _is_dir(entry: os.DirEntry) -> bool:
@@ -462,25 +473,10 @@ def compressed_tables(root: str | os.PathLike, max_depth: int = TABLE_DEPTH) -> 
     where the loaders look for their tables; hidden folders are passed over as the loaders
     pass them over.  Iterative, each real folder once."""
     out: list[Path] = []
-    seen: set[tuple[int, int]] = set()
-    stack: list[tuple[str, int]] = [(os.fspath(root), 0)]
-    while stack:
-        folder, depth = stack.pop()
-        try:
-            st = os.stat(folder)
-            if (st.st_dev, st.st_ino) in seen:
-                continue
-            seen.add((st.st_dev, st.st_ino))
-            with os.scandir(folder) as it:
-                entries = list(it)
-        except OSError:
-            continue
+    for _, _, entries in _walk(root, lambda e, depth: depth < max_depth and not e.name.startswith(".")):
         for e in entries:
             try:
-                if e.is_dir():
-                    if depth < max_depth and not e.name.startswith("."):
-                        stack.append((e.path, depth + 1))
-                elif _is_compressed_table(e.name) and e.is_file():
+                if not _is_dir(e) and _is_compressed_table(e.name) and e.is_file():
                     out.append(Path(e.path))
             except OSError:
                 continue
