@@ -164,24 +164,17 @@ def test_reproduce_checks_parameters_before_any_notebook_runs(capsys, tmp_path, 
     assert fake_papermill.calls == []
 
 
+def reproduce_00(capsys, out, *more: str) -> tuple[int, str, str]:
+    """``reproduce`` of notebook 00 in the smoke profile into ``out``, with ``more`` options."""
+    return run_main(capsys, "reproduce", "--profile", "smoke", "--notebooks", "00", "--output", str(out), *more)
+
+
 def test_reproduce_refuses_a_cuda_device_this_machine_lacks(capsys, tmp_path, fake_papermill):
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA GPU")
-    rc, _, err = run_main(
-        capsys,
-        "reproduce",
-        "--profile",
-        "smoke",
-        "--notebooks",
-        "00",
-        "--output",
-        str(tmp_path),
-        "-p",
-        "device",
-        "cuda",
-    )
+    rc, _, err = reproduce_00(capsys, tmp_path, "-p", "device", "cuda")
     assert rc == 2 and "-p device 'cuda' is not available on this machine" in one_error_line(err)
     assert fake_papermill.calls == []
 
@@ -190,19 +183,7 @@ def test_reproduce_caps_workers_to_the_cores_with_a_warning(capsys, tmp_path, fa
     cores = machine_cores()
     says = f"-p workers 100000 is more than the {cores} CPU core[(]s[)] of this machine; using {cores}"
     with pytest.warns(UserWarning, match=says):
-        rc, _, err = run_main(
-            capsys,
-            "reproduce",
-            "--profile",
-            "smoke",
-            "--notebooks",
-            "00",
-            "--output",
-            str(tmp_path),
-            "-p",
-            "workers",
-            "100000",
-        )
+        rc, _, err = reproduce_00(capsys, tmp_path, "-p", "workers", "100000")
     assert rc == 0, err
     assert fake_papermill.calls[0]["parameters"]["workers"] == cores
 

@@ -56,9 +56,9 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from ..base.fileio import UnsafePath, atomic_write_text, check_replaceable, safe_dir
+from ..base.fileio import UnsafePath, atomic_write_text, open_log, safe_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Seconds kept back from ``--budget`` for writing the summary after the last step.
@@ -100,18 +100,6 @@ class Context:
         p = self.folder / name
         atomic_write_text(p, text, root=self.folder)
         return p
-
-
-def open_log(path: Path, append: bool = False) -> IO[bytes]:
-    """``path`` open for writing bytes (``append``: at its end), for a log that a process
-    writes as it runs: a link at the name is removed first (the log replaces it, never
-    written through) and the file is opened with ``O_NOFOLLOW``; a folder, a device or a
-    pipe there is refused (:func:`~fedpl_core.base.fileio.check_replaceable`)."""
-    check_replaceable(path)
-    if path.is_symlink():
-        path.unlink()
-    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | (os.O_APPEND if append else os.O_TRUNC)
-    return os.fdopen(os.open(path, flags, 0o666), "ab" if append else "wb")
 
 
 def _python() -> str:

@@ -225,11 +225,12 @@ def parse_value(text: str, what: str, fmt: str = "json") -> Any:
     return value
 
 
-def read_bytes_bounded(path: str | Path, what: str, max_bytes: int) -> bytes:
+def read_bytes_bounded(path: str | Path, what: str, max_bytes: int, too_long: str = "is it the right file?") -> bytes:
     """The bytes of the regular file ``path``, at most ``max_bytes`` of them: a link is
     refused (never followed: ``O_NOFOLLOW``), as is a folder, a device (``/dev/zero``), a
-    pipe or a longer file, each in one line that names ``what`` and the file.  A missing
-    file is ``FileNotFoundError``; the others are :class:`ConfigError`."""
+    pipe or a longer file (``too_long``: the advice then), each in one line that names
+    ``what`` and the file.  A missing file is ``FileNotFoundError``; the others are
+    :class:`ConfigError`."""
     p = Path(path)
     try:
         st = os.lstat(p)
@@ -248,7 +249,7 @@ def read_bytes_bounded(path: str | Path, what: str, max_bytes: int) -> bytes:
         raw = f.read(max_bytes + 1)
     if len(raw) > max_bytes:
         size = f"{max_bytes // 2**20} MiB" if max_bytes >= 2**20 else f"{max_bytes:,} bytes"
-        raise ConfigError(f"{what} {p} is over {size}; is it the right file?")
+        raise ConfigError(f"{what} {p} is over {size}; {too_long}")
     return raw
 
 
@@ -285,15 +286,9 @@ def read_config_file(path: str | Path) -> Any:
     p = Path(path)
     if p.is_symlink() and p.exists():
         p = p.resolve()  # a config file may be a link the user made; it is only read
-    try:
-        raw = read_bytes_bounded(p, "config file", CONFIG_MAX_BYTES)
-    except ConfigError as e:
-        if "is over" in str(e):
-            raise ConfigError(
-                f"config file {p} is over {CONFIG_MAX_BYTES // 2**20} MiB: a config is a few lines of "
-                "settings; is it the right file?"
-            ) from None
-        raise
+    raw = read_bytes_bounded(
+        p, "config file", CONFIG_MAX_BYTES, "a config is a few lines of settings; is it the right file?"
+    )
     text = _decode(raw, "config file", p)
     suffix = p.suffix.lower()
     parsers = {".json": [("JSON", parse_json)], ".yaml": [("YAML", parse_yaml)], ".yml": [("YAML", parse_yaml)]}

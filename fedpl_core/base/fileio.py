@@ -251,6 +251,18 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
             os.unlink(tmp)
 
 
+def open_log(path: Path, append: bool = False) -> IO[bytes]:
+    """``path`` open for writing bytes (``append``: at its end), for a log that a process
+    writes as it runs (not atomic: the process holds the file): a link at the name is
+    removed first (the log replaces it, never written through) and the file is opened with
+    ``O_NOFOLLOW``; a folder, a device or a pipe there is refused (:func:`check_replaceable`)."""
+    check_replaceable(path)
+    if path.is_symlink():
+        path.unlink()
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | (os.O_APPEND if append else os.O_TRUNC)
+    return os.fdopen(os.open(path, flags, 0o666), "ab" if append else "wb")
+
+
 def atomic_write_text(target: str | Path, text: str, fsync: bool = True, root: str | Path | None = None) -> None:
     with atomic_write(target, "w", fsync=fsync, root=root) as f:
         f.write(text)
@@ -358,6 +370,7 @@ __all__ = [
     "check_inside",
     "safe_dir",
     "check_replaceable",
+    "open_log",
     "atomic_write",
     "atomic_write_text",
     "atomic_write_bytes",
