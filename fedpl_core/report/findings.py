@@ -90,6 +90,11 @@ class Claim:
     which: str | None = None
     mechanism: str = ""
     evidence: str = ""
+    #: the gain the paper reports for the claim: ``a`` minus ``b`` in points of ``metric``, signed
+    #: so that a positive number is the claim's direction; where it comes from (``paper_source``:
+    #: the paper's table and rows).  None: the paper gives no number for it.
+    paper_gain: float | None = None
+    paper_source: str = ""
 
     def sides(self, df: pd.DataFrame) -> pd.DataFrame | None:
         """The runs of the two sides, labelled ``a`` and ``b`` and paired on the seed (and
