@@ -657,19 +657,24 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     check_kernel_folders(params)
     committed = record.is_committed_reports(out_dir)
     record.check_fresh_target(out_dir, keep_stale_default(None))
+    # read before the run: a run into the committed reports replaces their record
+    platform_note = record.platform_note(record.committed_record(a.profile))
     out_dir.mkdir(parents=True, exist_ok=True)
     folder = out_dir.resolve() if out_dir.is_symlink() else Path(os.path.abspath(out_dir))  # the folder named
     summary: list[tuple[str, str, float]] = []
-    try:
-        _execute_all(nbs, folder, committed, a, params, summary, pm, tqdm)
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: main says so in one line
-        if summary:  # the notebooks finished before it; the interrupted one keeps its previous copy and entry
-            record.write_record(folder, a.profile, [(Path(n).stem, sec, st, params) for n, st, sec in summary])
-        raise
-    print(f"\n{'notebook':40s} {'status':10s} seconds")
-    for name, status, sec in summary:
-        print(f"{name:40s} {status[:60]:10s} {sec:7.1f}")
-    record.write_record(folder, a.profile, [(Path(name).stem, sec, status, params) for name, status, sec in summary])
+    with record.platform_log():  # the notebooks' grids note the platforms their runs report, for the record
+        try:
+            _execute_all(nbs, folder, committed, a, params, summary, pm, tqdm)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: main says so in one line
+            if summary:  # the notebooks finished before it; the interrupted one keeps its previous copy and entry
+                record.write_record(folder, a.profile, [(Path(n).stem, sec, st, params) for n, st, sec in summary])
+            raise
+        print(f"\n{'notebook':40s} {'status':10s} seconds")
+        for name, status, sec in summary:
+            print(f"{name:40s} {status[:60]:10s} {sec:7.1f}")
+        record.write_record(folder, a.profile, [(Path(n).stem, sec, st, params) for n, st, sec in summary])
+    if platform_note:  # this machine's numeric platform is not the committed run's
+        print(f"note: {platform_note}")
     from ..base.paths import figures_dir
 
     print(

@@ -6,8 +6,9 @@ investigations, the API reference generated from the docstrings, the changelog) 
 executed notebooks of the committed run (``reports/``), each a page.  Two pages are
 generated when the site is built, from committed files: the findings page (every headline
 claim of the four papers, :mod:`fedpl_core.report.findings`) and the state of the results
-shown on every page (:func:`fedpl_core.report.record.describe`: the commit and code
-fingerprint that produced them, and whether today's code differs)::
+shown on every page (:func:`site_banner`: the commit and code fingerprint that produced them,
+whether today's code differs, and the numeric platform their runs were trained on, with what a
+re-run on another means when the machine building the site has another)::
 
     python -m fedpl_core.report.docs                       # reports/ -> outputs/docs/html/
     python -m fedpl_core.report.docs --notebooks outputs/notebooks --out /tmp/site
@@ -279,6 +280,17 @@ def stage(
     return removed
 
 
+def site_banner(record: dict | None, current: str | None = None) -> str:
+    """The text at the top of every page: which code produced the results and whether today's
+    differs (:func:`fedpl_core.report.record.describe`), then the numeric platform their runs
+    were trained on, or, when the machine building the site has another
+    (:func:`fedpl_core.report.record.platform_note`; ``current``: its platform's key, default this
+    process's), what that means for a re-run."""
+    text = R.describe(record)
+    platform = R.platform_note(record, current, where="the machine that built this site") or R.trained_on(record)
+    return f"{text} {platform}" if platform else text
+
+
 def build_docs(
     notebooks: str | Path = ROOT / "reports",
     out: str | Path = ROOT / "outputs" / "docs",
@@ -297,7 +309,7 @@ def build_docs(
     check_pages(docs)
     nbs = executed_notebooks(notebooks)
     try:
-        banner = R.describe(R.read_record(notebooks))
+        banner = site_banner(R.read_record(notebooks))
     except ValueError as e:  # R.RecordError: the record is there but not a valid one
         raise DocsError(str(e)) from None
     _check_out(out)

@@ -3,14 +3,26 @@ today's code is still that code.
 
 ``reproduce`` writes ``RUN.json`` beside the executed notebooks (:func:`write_record`): the
 commit and its dirty flag, the profile, the wall time, the machine's load, the numeric
-platform (:func:`fedpl_core.runs.provenance.numeric_platform`) and the **code state**
-(:func:`code_state`): a SHA-256 of every source file that can change what a notebook shows
-(every module of ``fedpl_core`` and every notebook source), and one fingerprint over them.
+platforms and the **code state** (:func:`code_state`): a SHA-256 of every source file that can
+change what a notebook shows (every module of ``fedpl_core`` and every notebook source), and one
+fingerprint over them.
 The documentation site reads it on every build (:func:`compare`) and states on every page the
 commit and fingerprint that produced its results, and whether today's code differs, in which
 files.  ``reproduce`` refuses to write into the committed ``reports/`` from cached results it
 was asked to keep although stale (:func:`check_fresh_target`), and a test fails if a
 committed executed notebook holds a stale-result warning (:func:`stale_warnings`).
+
+**Numeric platforms** (:func:`fedpl_core.runs.provenance.numeric_platform`: torch, the CPU
+kernels, the thread count) decide the last digits of a result.  The record keeps two, labelled:
+``training_platforms``, the distinct platforms the notebooks' runs report in their results (each
+run's own, with the threads it trained with: one a run in the cpu and smoke profiles), collected
+while ``reproduce`` runs (:func:`platform_log`), also per notebook and per invocation; and
+``driver_platform``, the platform of the process that executed the notebooks (its thread count
+is not the runs').  A record written before these has ``numeric_platform``: the driver's.
+:func:`platform_note` compares a record's training platforms with this machine's without the
+thread count (the profile, not the machine, sets the runs' threads;
+:func:`fedpl_core.runs.provenance.platform_base`), and says what a different platform means; the
+site's banner and ``reproduce`` show it.
 
 A record is read back against one schema (:func:`check_record`): every field the site uses has
 its type and its form (a fingerprint is 16 hex digits, a commit hex, a profile one of the
@@ -22,16 +34,21 @@ code fingerprint for its notebooks: older code may have made what they show.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
+import tempfile
+import warnings
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..base.config_files import read_bytes_bounded, read_structured_file
 from ..base.validation import PROFILES, ConfigError
+from ..runs.provenance import PLATFORM_LOG_ENV, is_platform_text, platform_base, platform_threads
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = "RUN.json"
@@ -56,6 +73,7 @@ _CODE_PATH = re.compile(
     r"(?:fedpl_core/(?:[A-Za-z0-9_]+/)*[A-Za-z0-9_]+\.py|notebooks/[A-Za-z0-9][A-Za-z0-9_.-]*\.ipynb)"
 )
 _TEXT_MAX = 2000
+_PLATFORMS_MAX = 64
 
 
 def _is_date(v: Any) -> bool:
@@ -82,7 +100,12 @@ _FIELDS: dict[str, tuple[Any, str]] = {
     "profile": (lambda v: v in PROFILES, f"one of {', '.join(PROFILES)}"),
     "date": (_is_date, "an ISO 8601 date"),
     "cpus": (lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v > 0), "a count or null"),
-    "numeric_platform": (lambda v: isinstance(v, str) and len(v) <= _TEXT_MAX, "text"),
+    "numeric_platform": (is_platform_text, "a numeric platform (printable text, one line, up to 200 characters)"),
+    "driver_platform": (is_platform_text, "a numeric platform (printable text, one line, up to 200 characters)"),
+    "training_platforms": (
+        lambda v: isinstance(v, list) and len(v) <= _PLATFORMS_MAX and all(is_platform_text(x) for x in v),
+        f"a list of up to {_PLATFORMS_MAX} numeric platforms (printable text, one line, up to 200 characters each)",
+    ),
     "parameters": (lambda v: isinstance(v, dict), "a mapping"),
     "status": (lambda v: isinstance(v, str) and len(v) <= _TEXT_MAX, "text"),
     "seconds": (lambda v: _is_number(v) and v >= 0, "a number of seconds"),
@@ -207,7 +230,12 @@ def write_record(folder: str | Path, profile: str, runs: list[tuple[str, float, 
     :func:`fedpl_core.runs.provenance.keep_stale_default`), or a notebook whose outputs say it
     kept some (:func:`stale_counts`), the notebook's entry holds ``kept_stale`` (how many its
     outputs name, or true) and a null ``code_fingerprint``: the results it shows may come from
-    older code, and the record does not say they come from today's."""
+    older code, and the record does not say they come from today's.
+
+    Numeric platforms: ``driver_platform`` is this process's; ``training_platforms`` (in each
+    notebook entry and the invocation) those the runs of the notebooks report, read from the
+    log of :func:`platform_log` (none without one: then the entries do not have it), and at the
+    top the union over the notebooks' entries."""
     from ..base.fileio import atomic_write
     from ..runs.provenance import git_state, keep_stale_default, numeric_platform
 
@@ -226,6 +254,7 @@ def write_record(folder: str | Path, profile: str, runs: list[tuple[str, float, 
         old = {}
     entries = dict(old.get("notebooks") or {})
     date = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    trained = logged_platforms()
     kept_by_notebook: dict[str, int | bool] = {}
     for name, seconds, status, params in runs:
         executed = Path(folder) / f"{name}.ipynb"
@@ -244,6 +273,8 @@ def write_record(folder: str | Path, profile: str, runs: list[tuple[str, float, 
             "date": date,
             "load_average_at_end": load,
         }
+        if trained:
+            entry["training_platforms"] = trained
         if keep or kept:
             entry["kept_stale"] = kept_by_notebook[name] = kept or True
             entry["code_fingerprint"] = None
@@ -260,6 +291,8 @@ def write_record(folder: str | Path, profile: str, runs: list[tuple[str, float, 
         "seconds_by_notebook": {name: round(sec, 1) for name, sec, _, _ in runs},
         "load_average_at_end": load,
     }
+    if trained:
+        invocation["training_platforms"] = trained
     if keep or kept_by_notebook:
         invocation["kept_stale"] = True
     invocations.append(invocation)
@@ -269,12 +302,15 @@ def write_record(folder: str | Path, profile: str, runs: list[tuple[str, float, 
         "profile": profile,
         "date": date,
         "cpus": os.cpu_count(),
-        "numeric_platform": numeric_platform()["key"],
+        "driver_platform": numeric_platform()["key"],
         "code_fingerprint": fp,
         "code": state,
         "notebooks": dict(sorted(entries.items())),
         "invocations": invocations,
     }
+    union = sorted({key for e in entries.values() for key in e.get("training_platforms") or []})
+    if union:
+        rec["training_platforms"] = union
     home = Path(folder).resolve()  # the --output a user named may be a link; nothing below it may be
     target = home / RECORD
     with atomic_write(target, root=home) as f:
@@ -360,6 +396,123 @@ def describe(record: dict[str, Any] | None, root: str | Path = ROOT) -> str:
     return head + f" Today's code differs in {len(c['changed'])} file(s): {shown}."
 
 
+@contextlib.contextmanager
+def platform_log() -> Iterator[Path]:
+    """For ``reproduce``: while inside, ``$FEDPL_PLATFORM_LOG`` names a new private temporary
+    file, where every grid of the notebooks executed meanwhile (their kernels inherit the
+    variable) notes the numeric platforms its results report
+    (:func:`fedpl_core.runs.provenance.note_platforms`); :func:`write_record` reads it.  The
+    variable is restored and the file removed on the way out."""
+    fd, name = tempfile.mkstemp(prefix="fedpl-platforms-", suffix=".txt")
+    os.close(fd)
+    before = os.environ.get(PLATFORM_LOG_ENV)
+    os.environ[PLATFORM_LOG_ENV] = name
+    try:
+        yield Path(name)
+    finally:
+        if before is None:
+            os.environ.pop(PLATFORM_LOG_ENV, None)
+        else:
+            os.environ[PLATFORM_LOG_ENV] = before
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+
+
+def logged_platforms() -> list[str]:
+    """The numeric platforms noted in the log ``$FEDPL_PLATFORM_LOG`` names (:func:`platform_log`),
+    sorted; none without the variable, and none, with a warning, from a log that cannot be read."""
+    from ..runs.provenance import read_platform_log
+
+    path = os.environ.get(PLATFORM_LOG_ENV)
+    if not path:
+        return []
+    try:
+        return read_platform_log(path)[:_PLATFORMS_MAX]
+    except (OSError, ValueError) as e:
+        warnings.warn(f"the runs' numeric platforms are not recorded: {e}", RuntimeWarning, stacklevel=2)
+        return []
+
+
+def training_platforms(record: dict[str, Any] | None) -> tuple[list[str], bool]:
+    """``(platforms, trained)``: the numeric platforms of a record's runs and whether they are
+    the training processes' own (``training_platforms``, with their thread counts), or, for a
+    record written before those were recorded, the platform of the process that executed the
+    notebooks (``numeric_platform``: the same machine, not the runs' thread count).  ``([],
+    False)`` when the record names none."""
+    if not record:
+        return [], False
+    trained = record.get("training_platforms")
+    if isinstance(trained, list) and trained:
+        return list(trained), True
+    legacy = record.get("driver_platform") or record.get("numeric_platform")
+    return ([legacy], False) if is_platform_text(legacy) else ([], False)
+
+
+def _platforms_text(keys: list[str], trained: bool) -> str:
+    """``keys`` as a sentence names them: each machine once, with the thread counts of its runs
+    when they were recorded (``trained``)."""
+    threads: dict[str, set[int]] = {}
+    for key in keys:
+        n = platform_threads(key)
+        threads.setdefault(platform_base(key), set()).update([n] if n is not None and trained else [])
+    return "; ".join(
+        base + (f", {' and '.join(map(str, sorted(ns)))} thread(s) a run" if ns else "")
+        for base, ns in sorted(threads.items())
+    )
+
+
+def trained_on(record: dict[str, Any] | None) -> str | None:
+    """One sentence naming the numeric platform(s) the record's runs were trained on (or, for
+    an older record, the platform of the process that executed its notebooks); None when it
+    names none."""
+    keys, trained = training_platforms(record)
+    if not keys:
+        return None
+    if trained:
+        return f"Trained on {_platforms_text(keys, True)}."
+    return f"Executed on {_platforms_text(keys, False)} (the runs' own platform was not recorded then)."
+
+
+def platform_note(
+    record: dict[str, Any] | None, current: str | None = None, *, where: str = "this machine"
+) -> str | None:
+    """What a reader on another numeric platform is told, or None when there is nothing to
+    tell: the record names no platform, or its runs' platforms are all this one.  ``current``:
+    the reader's platform's key (default: this process's,
+    :func:`fedpl_core.runs.provenance.numeric_platform`); ``where``: how the note names the
+    reader's machine.  Platforms are compared without their thread count
+    (:func:`fedpl_core.runs.provenance.platform_base`): the runs' threads are set by the
+    profile, not by the machine, and the record names them apart."""
+    keys, trained = training_platforms(record)
+    if not keys:
+        return None
+    if current is None:
+        from ..runs.provenance import numeric_platform
+
+        current = numeric_platform()["key"]
+    here = platform_base(current)
+    if {platform_base(k) for k in keys} == {here}:
+        return None
+    made = "were trained on" if trained else "were made on"
+    return (
+        f"The recorded runs {made} {_platforms_text(keys, trained)}, and {where} has numeric platform "
+        f"{here}: re-run on it, the last digits move, and a verdict should not."
+    )
+
+
+def committed_record(profile: str, root: str | Path = ROOT) -> dict[str, Any] | None:
+    """The record of the committed run of ``profile`` (``reports/``; the gpu profile's in
+    ``reports/gpu/``), or None when there is none of that profile or it cannot be read (the
+    site builder says why)."""
+    from ..base.paths import OWN_FOLDER
+
+    try:
+        rec = read_record(Path(root) / "reports" / OWN_FOLDER.get(profile, ""))
+    except RecordError:
+        return None
+    return rec if rec is not None and rec.get("profile") == profile else None
+
+
 def _outputs(nb: Any) -> list[list[str]]:
     """The texts of each output of a notebook (its stream text, or each of its MIME forms)."""
     found = []
@@ -441,6 +594,12 @@ __all__ = [
     "read_record",
     "compare",
     "describe",
+    "platform_log",
+    "logged_platforms",
+    "training_platforms",
+    "trained_on",
+    "platform_note",
+    "committed_record",
     "stale_warnings",
     "is_committed_reports",
     "check_fresh_target",

@@ -44,7 +44,7 @@ from typing import Any
 
 from ..base.messages import one_line_warnings_on, use_one_line_warnings
 from ..data.sources.base import SOURCES
-from .provenance import keep_stale_default, stale_reason
+from .provenance import keep_stale_default, note_platforms, stale_reason
 from .results import StaleResultWarning, stale_message
 from .runner import check_targets, run
 from .schema import read_result
@@ -554,7 +554,10 @@ def run_grid(
     are waited for at the end; a run that raises is retried ``retries`` times; then a
     :class:`GridError` names every run that still failed (the others are all written).
     Cached results of other code are counted in one :class:`StaleResultWarning` and done
-    again, or kept with ``keep_stale`` (default: ``$FEDPL_KEEP_STALE``)."""
+    again, or kept with ``keep_stale`` (default: ``$FEDPL_KEEP_STALE``).  The numeric platforms
+    the results report (each run's own: the worker's, with its thread count) are noted where
+    ``$FEDPL_PLATFORM_LOG`` says (:func:`fedpl_core.runs.provenance.note_platforms`; ``reproduce``
+    sets it for its run's record)."""
     from tqdm.auto import tqdm
 
     results: list = [_cached(c, results_dir) for c in cfgs]  # finished: no worker, no Ray started
@@ -576,6 +579,7 @@ def run_grid(
     todo = [i for i, r in enumerate(results) if r is None]
     failures: list[tuple[int, BaseException]] = []
     if not todo:
+        note_platforms(r.provenance for r in results)
         return results
     check_runs([cfgs[i] for i in todo], results_dir)  # what would fail every attempt: refused before the first
     with make_backend(backend, workers, ray_address) as b:
@@ -589,6 +593,7 @@ def run_grid(
     if failures:
         failures.sort(key=lambda f: f[0])
         raise GridError([(cfgs[i].run_id(), e) for i, e in failures], retries + 1) from failures[0][1]
+    note_platforms(r.provenance for r in results)
     return results
 
 

@@ -7,7 +7,10 @@ numpy versions, the device, the date (UTC, ISO 8601), the host, the seconds of t
 the numeric platform (:func:`numeric_platform`'s key, and apart the CPU kernels torch
 picked and the torch thread count: they decide the last bits of a result), and the
 **code fingerprint** of the run (:func:`code_fingerprint`) with its parts (``"code"``:
-one digest per module).
+one digest per module).  A numeric platform's key ends in its thread count; two platforms are
+compared without it (:func:`platform_base`), the threads apart.  ``reproduce`` collects the
+platforms the notebooks' results report (:data:`PLATFORM_LOG_ENV`, :func:`note_platforms`) for
+its run's record: the platforms that trained the runs, not that of the process executing them.
 
 **The code fingerprint is the code that computes the run**, read by
 :class:`~fedpl_core.runs.code_index.CodeIndex` as units (a function, a class, a module-level
@@ -50,6 +53,7 @@ import hashlib
 import inspect
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -294,6 +298,86 @@ def numeric_platform() -> dict[str, Any]:
     }
 
 
+_THREADS = re.compile(r", (\d+) thread\(s\)$")
+#: The form of a numeric platform's key that a record or a log keeps: printable text, one line.
+_PLATFORM_TEXT = re.compile(r"[ -~]{1,200}")
+
+
+def is_platform_text(value: Any) -> bool:
+    """Whether ``value`` has the form of a numeric platform's key (printable text, one line, at
+    most 200 characters): the only form that a record, a log or a message shows."""
+    return isinstance(value, str) and _PLATFORM_TEXT.fullmatch(value) is not None
+
+
+def platform_base(key: str) -> str:
+    """A numeric platform's key without its thread count (``"torch 2.14.1, x86_64 AVX512 (simd
+    0544177b)"``): what the machine and its torch decide.  The thread count is the process's
+    choice (a profile sets one thread a run; a worker process of a grid its share of the
+    cores), so two platforms are compared by this part, the threads apart."""
+    return _THREADS.sub("", key)
+
+
+def platform_threads(key: str) -> int | None:
+    """The torch thread count of a numeric platform's key; None when it names none."""
+    m = _THREADS.search(key)
+    return int(m.group(1)) if m else None
+
+
+#: Set by ``reproduce`` (:func:`fedpl_core.report.record.platform_log`) to a file of its own: every
+#: grid (:func:`fedpl_core.runs.grid.run_grid`) the executed notebooks run (their kernels inherit
+#: the variable) adds to it the numeric platforms its results report, one a line, so that the
+#: run's record names the platforms that *trained* the notebooks' runs (with their thread count),
+#: not only the platform of the process that executed the notebooks.
+PLATFORM_LOG_ENV = "FEDPL_PLATFORM_LOG"
+#: The largest platform log read or added to (a log holds each platform once: a few lines).
+PLATFORM_LOG_MAX_BYTES = 64 << 10
+
+
+def read_platform_log(path: str | Path) -> list[str]:
+    """The distinct numeric platforms in the log ``path`` (:data:`PLATFORM_LOG_ENV`), sorted;
+    lines that are not a platform's key are left out.  A missing log holds none; one that
+    cannot be read (a link, a device, too large) is ``ValueError`` (one line)."""
+    from ..base.config_files import read_bytes_bounded
+
+    try:
+        raw = read_bytes_bounded(path, "platform log", PLATFORM_LOG_MAX_BYTES)
+    except FileNotFoundError:
+        return []
+    lines = raw.decode("utf-8", errors="replace").splitlines()
+    return sorted({ln for ln in lines if is_platform_text(ln)})
+
+
+def note_platforms(provenances: Iterable[dict[str, Any] | None]) -> None:
+    """Add the numeric platforms that ``provenances`` (of the results a grid returns) report to
+    the log :data:`PLATFORM_LOG_ENV` names, each platform once in the log; nothing without the
+    variable.  The log is never written through a link, and a log that cannot be written is one
+    warning, never a failed grid."""
+    path = os.environ.get(PLATFORM_LOG_ENV)
+    if not path:
+        return
+    found = {
+        p["numeric_platform"]
+        for p in provenances
+        if isinstance(p, dict) and is_platform_text(p.get("numeric_platform"))
+    }
+    try:
+        new = sorted(found - set(read_platform_log(path)))
+        if not new:
+            return
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
+            f.write("".join(f"{key}\n" for key in new))
+    except (OSError, ValueError) as e:
+        import warnings
+
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        warnings.warn(
+            f"the runs' numeric platforms were not noted in ${PLATFORM_LOG_ENV} ({path}): {why}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
 def provenance(cfg, device: str | None = None, seconds: float | None = None) -> dict[str, Any]:
     """The ``"provenance"`` mapping of a result of the run ``cfg``."""
     import numpy
@@ -350,6 +434,12 @@ __all__ = [
     "package_version",
     "git_state",
     "numeric_platform",
+    "is_platform_text",
+    "platform_base",
+    "platform_threads",
+    "PLATFORM_LOG_ENV",
+    "read_platform_log",
+    "note_platforms",
     "provenance",
     "stale_reason",
 ]
