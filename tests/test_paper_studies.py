@@ -119,7 +119,7 @@ def test_fedlsm_paper_numbers_beside_ours_and_the_ranking_test():
     noisy = fedlsm.describe_ordering(
         fedlsm.ordering(_ranked_runs([0.95, 0.85, 0.90], [0.85, 0.86, 0.88], [0.80, 0.83, 0.84]), "Task 1")
     )
-    assert "is not distinguishable here" in noisy[0] and "hold" not in noisy[0] and "fail" not in noisy[0]
+    assert "is inconclusive here" in noisy[0] and "hold" not in noisy[0] and "fail" not in noisy[0]
 
 
 def test_fedmlp_settings_levels_and_ablation():

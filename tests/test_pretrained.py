@@ -127,7 +127,7 @@ def test_fedmlp_imagenet_start_in_the_smoke_size(tmp_path):
     t = study.imagenet_start(S, base, str(tmp_path), force=True)
     assert list(t.index) == ["small CNN, from scratch", "EfficientNet-Lite0, ImageNet"]
     assert list(t.columns[:3]) == ["FedMLP", "FedAvg", "FedMLP - FedAvg (points)"]
-    assert set(t["verdict"]) <= {"reproduced", "opposite", "not distinguishable"} and set(t["seeds"]) == {1}
+    assert set(t["verdict"]) <= {"reproduced", "opposite", "absent", "inconclusive"} and set(t["seeds"]) == {1}
     # the from-scratch row is the notebook's own Table 1 runs, read back from the cache
     top = f"m={S.missing['ICH'][-1]}"
     table1 = run_many(

@@ -73,7 +73,7 @@ def test_fedmlp_claims_table_pairs_on_seeds_and_counts_what_holds(fedmlp_setting
     said = fedmlp.claims_sentences(claims)
     assert said[-1].startswith("FedMLP is significantly above the reference in 2 of 8 comparisons")
     shows = fedmlp.what_this_run_shows(claims, pd.DataFrame(), pd.DataFrame())
-    assert "is reproduced here" in shows[0] and "is not distinguishable here" in shows[1]
+    assert "is reproduced here" in shows[0] and "is inconclusive here" in shows[1]
     assert "2 reproduce the paper's direction, 0 show the opposite and 6 cannot be told apart" in shows[2]
 
 
@@ -358,5 +358,5 @@ def test_fedlsm_ham_tdma_sentences_read_the_benchmarks_table_with_verdicts():
         ]
     )
     lines = fedlsm.ham_tdma_sentences(ham)
-    assert lines[0].endswith("(p = 0.02; paper +2.2): opposite") and lines[1].endswith("not distinguishable")
+    assert lines[0].endswith("(p = 0.02; paper +2.2): opposite") and lines[1].endswith("inconclusive")
     assert lines[2] == "Accuracy: the trained runs score 60.0 to 61.0; always NV (no training) scores 64.8"

@@ -24,7 +24,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from .tables import describe_difference, difference_columns, holm, paired_difference, verdict
+from .tables import (
+    describe_difference,
+    difference_columns,
+    holm,
+    minimum_detectable_effect,
+    paired_difference,
+    power,
+    verdict,
+)
 
 #: The columns of a headline table, in order.
 COLUMNS = (
@@ -38,10 +46,16 @@ COLUMNS = (
     "ci_low",
     "ci_high",
     "p",
+    "p_holm",
     "pairs",
+    "sd",
+    "mde",
+    "paper_gain",
+    "power",
     "verdict",
     "mechanism",
     "evidence",
+    "paper_source",
 )
 #: The columns of a family table (:func:`family_table`), in order: the claim, its paired
 #: difference (:func:`fedpl_core.report.tables.difference_columns`), Holm's p over the family,
@@ -144,12 +158,27 @@ def tested_claims(
     return out
 
 
+def margin(claim: Claim) -> float | None:
+    """The equivalence margin of ``claim``: half the gain its paper reports (points), or None
+    when the paper gives no number (the claim can then not be found *absent*)."""
+    return abs(claim.paper_gain) / 2 if claim.paper_gain else None
+
+
 def headline_table(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], which: str = "final") -> pd.DataFrame:
     """Test each claim on its runs (:func:`tested_claims`) and return one row per claim with
-    :data:`COLUMNS`; a claim whose runs are not in ``frames`` is left out."""
+    :data:`COLUMNS`; a claim whose runs are not in ``frames`` is left out.
+
+    Beside the difference, its 95 % interval and p: ``p_holm``, Holm's adjustment over the
+    claims of the table (one paper's); ``sd``, the per-seed standard deviation of the paired
+    differences; ``mde``, the smallest true difference the test detects with 80 % power at
+    these seeds and that sd (:func:`~fedpl_core.report.tables.minimum_detectable_effect`);
+    ``paper_gain``; ``power``, the test's power against half the paper's gain
+    (:func:`~fedpl_core.report.tables.power`); and the verdict
+    (:func:`~fedpl_core.report.tables.verdict` with :func:`margin`)."""
     rows = []
     for c, d in tested_claims(claims, frames, which):
         ci = d.get("ci") or (None, None)
+        m = margin(c)
         rows.append(
             {
                 "paper": c.paper,
@@ -162,13 +191,21 @@ def headline_table(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], 
                 "ci_low": ci[0],
                 "ci_high": ci[1],
                 "p": d["p"],
+                "p_holm": None,
                 "pairs": d["n"],
-                "verdict": verdict(d, c.direction),
+                "sd": d["sd"],
+                "mde": minimum_detectable_effect(d["sd"], d["n"]),
+                "paper_gain": c.paper_gain,
+                "power": power(d["sd"], d["n"], m) if m else None,
+                "verdict": verdict(d, c.direction, margin=m),
                 "mechanism": c.mechanism,
                 "evidence": c.evidence,
+                "paper_source": c.paper_source,
             }
         )
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    out = pd.DataFrame(rows, columns=list(COLUMNS))
+    out["p_holm"] = holm(list(out["p"]))
+    return out
 
 
 def family_table(
@@ -185,7 +222,7 @@ def family_table(
     ...                      "auroc_mean": [0.80, 0.82, 0.84, 0.78, 0.79, 0.83]})
     >>> t = family_table([Claim("P", "A above B", "A", "B", "t"), Claim("P", "A above C", "A", "C", "t")], {"t": runs})
     >>> t[["claim", "diff (points)", "95 % CI", "pairs", "verdict"]].values.tolist()
-    [['A above B', 2.0, '-0.5 to 4.5', 3, 'not distinguishable']]
+    [['A above B', 2.0, '-0.5 to 4.5', 3, 'inconclusive']]
     >>> t["sentence"].iloc[0]
     'A is 2.0 points above B (95 % CI -0.5 to 4.5; paired t-test over 3 runs: p = 0.074, not significant at 0.05)'
     """
@@ -200,7 +237,7 @@ def family_table(
             "metric": c.metric,
             **difference_columns(d),
             "p (Holm)": None,
-            "verdict": verdict(d, c.direction),
+            "verdict": verdict(d, c.direction, margin=margin(c)),
             "sentence": describe_difference(d, pairs=pairs),
         }
         for c, d in tested_claims(claims, frames, which)
@@ -239,56 +276,132 @@ def p_text(p: float) -> str:
 def _fmt_row(r: pd.Series) -> str:
     ci = f"; 95 % CI {r['ci_low']:.1f} to {r['ci_high']:.1f}" if pd.notna(r["ci_low"]) else ""
     p = f", {p_text(r['p'])}" if pd.notna(r["p"]) else ", no test"
-    return f"{r['a']} − {r['b']}: {r['diff']:+.1f} points{ci}{p} ({int(r['pairs'])} seeds)"
+    holm_p = f" (Holm {r['p_holm']:.2g})" if pd.notna(r.get("p_holm")) else ""
+    return f"{r['a']} − {r['b']}: {r['diff']:+.1f} points{ci}{p}{holm_p}"
 
 
 def _cell(text) -> str:
     return "" if pd.isna(text) else str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def read_headlines(figures: str | Path | None) -> pd.DataFrame:
-    """Every ``*_headline.csv`` of ``figures``, joined."""
+def _num(v, fmt: str = "{:.1f}") -> str:
+    return "" if v is None or pd.isna(v) else fmt.format(float(v))
+
+
+#: The profile whose verdicts are the findings' headline, and where its tables are, inside the
+#: cpu profile's figures folder (:data:`fedpl_core.base.paths.OWN_FOLDER`).
+HEADLINE_PROFILE = "paper"
+
+
+def read_headlines(figures: str | Path | None, columns: Sequence[str] = COLUMNS) -> pd.DataFrame:
+    """Every ``*_headline.csv`` of ``figures``, joined (a table without ``columns``, of an older
+    layout, is left out)."""
     if figures is None or not Path(figures).is_dir():
-        return pd.DataFrame(columns=list(COLUMNS))
+        return pd.DataFrame(columns=list(columns))
     frames = [pd.read_csv(p) for p in sorted(Path(figures).glob("*_headline.csv")) if not p.is_symlink()]
-    frames = [f for f in frames if set(COLUMNS) <= set(f.columns)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(COLUMNS))
+    frames = [f for f in frames if set(columns) <= set(f.columns)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(columns))
 
 
-def findings_page(figures: str | Path | None) -> str:
-    """The Markdown of the findings page, from the headline tables in ``figures``."""
-    df = read_headlines(figures)
+def _ordered(df: pd.DataFrame) -> pd.DataFrame:
+    order = {p: i for i, p in enumerate(_PAPER_ORDER)}
+    return df.assign(_o=df["paper"].map(lambda p: order.get(p, len(order)))).sort_values("_o", kind="stable")
+
+
+def both_profiles(figures: str | Path | None, paper_figures: str | Path | None = None) -> pd.DataFrame:
+    """The claims of both profiles side by side: the cpu profile's headline tables in
+    ``figures`` and the paper profile's in ``paper_figures`` (default ``<figures>/paper``), one
+    row per claim (its paper and text), the paper profile's columns as they are and the cpu
+    profile's prefixed ``cpu_``; a claim only one profile tested has the other's columns empty."""
+    cpu = read_headlines(figures)
+    if paper_figures is None and figures is not None:
+        paper_figures = Path(figures) / HEADLINE_PROFILE
+    paper = read_headlines(paper_figures)
+    key = ["paper", "claim"]
+    cpu = cpu.assign(_k=cpu.groupby(key).cumcount())
+    paper = paper.assign(_k=paper.groupby(key).cumcount())
+    right = cpu.rename(columns={c: f"cpu_{c}" for c in cpu.columns if c not in (*key, "_k")})
+    both = paper.merge(right, on=[*key, "_k"], how="outer", sort=False)
+    for c in ("mechanism", "evidence", "paper_gain", "paper_source"):  # the claim's own facts: either profile's
+        both[c] = both[c].where(both[c].notna(), both[f"cpu_{c}"])
+    return _ordered(both.drop(columns="_k")).drop(columns="_o").reset_index(drop=True)
+
+
+def counts_sentence(verdicts: pd.Series) -> str:
+    """``"r reproduced, o opposite, a absent, i inconclusive"`` of a column of verdicts."""
+    from .tables import VERDICTS
+
+    counts = verdicts.value_counts()
+    return ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
+
+
+#: How a claim is decided, fixed before the claims run (the findings page and the docs say it).
+RULE = (
+    "The verdict, fixed before the runs: **reproduced** (paired t-test p < 0.05 in the paper's direction), "
+    "**opposite** (p < 0.05 against it), **absent** (the 95 % interval of the difference lies inside ± half "
+    "the gain the paper reports: no effect of the paper's size) or **inconclusive** (anything else). The "
+    "seeds of the paper profile were chosen, before it ran, so that the test has 80 % power against half "
+    "the paper's gain where the budget allows; *MDE* is the smallest difference the test detects with 80 % "
+    "power at the seeds used and the spread the run measured, *power* its power against half the paper's "
+    "gain. Each paper's claims are one family: the verdicts use the raw p, and Holm's adjusted p beside it "
+    "keeps the chance of any false *reproduced* or *opposite* within a paper at 5 %, so a verdict whose "
+    "Holm p is 0.05 or more may be one of its family's chance results."
+)
+
+
+def findings_page(figures: str | Path | None, paper_figures: str | Path | None = None) -> str:
+    """The Markdown of the findings page: each claim's verdict in the paper profile (the
+    headline, its tables in ``paper_figures``, default ``<figures>/paper``) beside the cpu
+    profile's (the quick teaching run, its tables in ``figures``)."""
+    df = both_profiles(figures, paper_figures)
     lines = [
         "# Findings",
         "",
-        "Every headline claim of the four papers, tested on the committed run (built-in data, 3 seeds, "
-        "the cpu profile; each notebook tests its paper's claims on its own runs). A difference is in "
-        "points of the metric (AUROC x 100 unless named), paired over seeds. The verdict: "
-        "**reproduced** (p < 0.05 in the paper's direction), **opposite** (p < 0.05 against it) or "
-        "**not distinguishable** (the 95 % interval of the difference spans 0). With three seeds the "
-        "tests have little power: *not distinguishable* is not evidence of no effect.",
+        "Every headline claim of the four papers, tested on the committed runs on the built-in data, in two "
+        "profiles: the **paper profile** (the papers' own training schedules on the small model, with seeds "
+        "chosen for power: the headline) and the **cpu profile** (10 to 16 short rounds and 3 seeds: the "
+        "quick teaching run). A difference is in points of the metric (AUROC x 100 unless named), paired over "
+        "seeds; *paper* is the gain the paper reports.",
+        "",
+        RULE,
         "",
     ]
     if df.empty:
         return "\n".join(lines + ["No headline table was found: run the notebooks (`make reproduce`).", ""])
-    counts = df["verdict"].value_counts()
-    lines += [
-        "Of {n} claims: {r} reproduced, {o} opposite, {d} not distinguishable.".format(
-            n=len(df),
-            r=counts.get("reproduced", 0),
-            o=counts.get("opposite", 0),
-            d=counts.get("not distinguishable", 0),
-        ),
-        "",
-    ]
-    order = {p: i for i, p in enumerate(_PAPER_ORDER)}
-    df = df.assign(_o=df["paper"].map(lambda p: order.get(p, len(order)))).sort_values("_o", kind="stable")
+    ran = df["verdict"].notna()
+    if ran.any():
+        lines.append(f"Of {int(ran.sum())} claims in the paper profile: {counts_sentence(df.loc[ran, 'verdict'])}.")
+    else:
+        lines.append("The paper profile has not been run yet: only the cpu profile's verdicts are shown.")
+    cpu = df["cpu_verdict"].notna()
+    if cpu.any():
+        lines.append(f"Of {int(cpu.sum())} claims in the cpu profile: {counts_sentence(df.loc[cpu, 'cpu_verdict'])}.")
+    lines.append("")
+    head = (
+        "| claim | paper | paper profile | seeds | MDE | power | verdict | cpu profile | mechanism | shown in |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    )
     for paper, g in df.groupby("paper", sort=False):
-        lines += [f"## {paper}", "", "| claim | this run | verdict | mechanism | shown in |", "|---|---|---|---|---|"]
+        lines += [f"## {paper}", "", *head]
         for _, r in g.iterrows():
-            claim = _cell(r["claim"]) + (f" ({_cell(r['setting'])})" if _cell(r["setting"]) else "")
+            setting = _cell(r["setting"]) if pd.notna(r["verdict"]) else _cell(r["cpu_setting"])
+            claim = _cell(r["claim"]) + (f" ({setting})" if setting else "")
+            gain = _num(r["paper_gain"], "{:+.1f}")
+            if pd.notna(r["verdict"]):
+                run = _fmt_row(r)
+                seeds, mde, pw = str(int(r["pairs"])), _num(r["mde"]), _num(r["power"], "{:.0%}")
+                v = f"**{r['verdict']}**"
+            else:
+                run, seeds, mde, pw, v = "not run", "", "", "", ""
+            if pd.notna(r["cpu_verdict"]):
+                cp = _num(r["cpu_diff"], "{:+.1f}")
+                cp += f", {p_text(r['cpu_p'])}" if pd.notna(r["cpu_p"]) else ", no test"
+                cp += f", {int(r['cpu_pairs'])} seeds: {r['cpu_verdict']}"
+            else:
+                cp = "not run"
             lines.append(
-                f"| {claim} | {_fmt_row(r)} | **{r['verdict']}** | {_cell(r['mechanism'])} | {_cell(r['evidence'])} |"
+                f"| {claim} | {gain} | {run} | {seeds} | {mde} | {pw} | {v} | {cp} | {_cell(r['mechanism'])} "
+                f"| {_cell(r['evidence'])} |"
             )
         lines.append("")
     return "\n".join(lines)
@@ -301,32 +414,37 @@ README_START, README_END = (
 )
 
 
-def readme_block(figures: str | Path | None) -> str:
-    """One screen for the README's front page: per paper, how many of its headline claims
-    the committed run reproduced, found opposite or could not distinguish, and each claim's
-    verdict in a line."""
-    df = read_headlines(figures)
+def readme_block(figures: str | Path | None, paper_figures: str | Path | None = None) -> str:
+    """One screen for the README's front page: each claim's verdict in the paper profile (the
+    headline) beside the cpu profile's, and the counts of both."""
+    df = both_profiles(figures, paper_figures)
     if df.empty:
         return "No headline table was found: run the notebooks (`make reproduce`)."
-    order = {p: i for i, p in enumerate(_PAPER_ORDER)}
-    df = df.assign(_o=df["paper"].map(lambda p: order.get(p, len(order)))).sort_values("_o", kind="stable")
-    lines = ["| paper | claim | this run | verdict |", "|---|---|---|---|"]
+    lines = ["| paper | claim | paper profile | verdict | cpu profile |", "|---|---|---|---|---|"]
     for _, r in df.iterrows():
-        p = p_text(r["p"]) if pd.notna(r["p"]) else "no test"
-        claim = _cell(r["claim"]) + (f" ({_cell(r['setting'])})" if _cell(r["setting"]) else "")
-        lines.append(f"| {r['paper']} | {claim} | {r['diff']:+.1f} ({p}) | {r['verdict']} |")
-    counts = df["verdict"].value_counts()
-    lines += [
-        "",
-        f"{len(df)} claims: {counts.get('reproduced', 0)} reproduced, {counts.get('opposite', 0)} opposite, "
-        f"{counts.get('not distinguishable', 0)} not distinguishable (differences in points, paired over "
-        "3 seeds; *not distinguishable*: the 95 % interval spans 0).",
-    ]
+        if pd.notna(r["verdict"]):
+            p = p_text(r["p"]) if pd.notna(r["p"]) else "no test"
+            run, v = f"{r['diff']:+.1f} ({p}, {int(r['pairs'])} seeds)", str(r["verdict"])
+        else:
+            run, v = "not run", ""
+        cpu = f"{r['cpu_diff']:+.1f}: {r['cpu_verdict']}" if pd.notna(r["cpu_verdict"]) else "not run"
+        lines.append(f"| {r['paper']} | {_cell(r['claim'])} | {run} | {v} | {cpu} |")
+    ran, cpu = df["verdict"].notna(), df["cpu_verdict"].notna()
+    lines += [""]
+    if ran.any():
+        lines.append(f"Paper profile, {int(ran.sum())} claims: {counts_sentence(df.loc[ran, 'verdict'])}.")
+    if cpu.any():
+        lines.append(f"cpu profile, {int(cpu.sum())} claims: {counts_sentence(df.loc[cpu, 'cpu_verdict'])}.")
+    lines.append(
+        "Differences in points, paired over seeds; *absent*: the 95 % interval lies inside ± half the "
+        "paper's gain (the findings page has each claim's interval, MDE, power and Holm p)."
+    )
     return "\n".join(lines)
 
 
-def update_readme(readme: str | Path, figures: str | Path | None) -> bool:
-    """Rewrite the README's generated block from ``figures``; True when it changed."""
+def update_readme(readme: str | Path, figures: str | Path | None, paper_figures: str | Path | None = None) -> bool:
+    """Rewrite the README's generated block from ``figures`` (and ``paper_figures``,
+    :func:`readme_block`); True when it changed."""
     from ..base.fileio import atomic_write
 
     text = Path(readme).read_text(encoding="utf-8")
@@ -334,7 +452,7 @@ def update_readme(readme: str | Path, figures: str | Path | None) -> bool:
         raise ValueError(f"{readme} has no generated findings block ({README_START} ... {README_END})")
     head, rest = text.split(README_START, 1)
     _, tail = rest.split(README_END, 1)
-    new = f"{head}{README_START}\n{readme_block(figures)}\n{README_END}{tail}"
+    new = f"{head}{README_START}\n{readme_block(figures, paper_figures)}\n{README_END}{tail}"
     if new != text:
         with atomic_write(readme) as f:
             f.write(new)
@@ -352,14 +470,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--readme", default=str(root / "README.md"))
     ap.add_argument("--page", default=str(root / "docs" / "findings.md"))
-    ap.add_argument("--figures", default=str(root / "figures"))
+    ap.add_argument("--figures", default=str(root / "figures"), help="the cpu profile's figures and tables")
+    ap.add_argument(
+        "--paper-figures", default=None, help="the paper profile's figures and tables (default: <figures>/paper)"
+    )
     a = ap.parse_args(argv)
-    changed = update_readme(a.readme, a.figures)
+    changed = update_readme(a.readme, a.figures, a.paper_figures)
     print(f"{a.readme}: findings block {'rewritten' if changed else 'unchanged'}")
     from ..base.fileio import atomic_write
 
     with atomic_write(a.page) as f:
-        f.write(findings_page(a.figures))
+        f.write(findings_page(a.figures, a.paper_figures))
     print(f"{a.page}: written")
     return 0
 
@@ -373,6 +494,9 @@ __all__ = [
     "family_table",
     "reproduced_count",
     "read_headlines",
+    "both_profiles",
+    "counts_sentence",
+    "margin",
     "findings_page",
     "readme_block",
     "update_readme",

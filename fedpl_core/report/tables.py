@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -310,29 +311,113 @@ def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05, pair
     return head + f" ({ci}paired t-test over {d['n']} {pairs}: p = {d['p']:.2g}, {verdict} at {alpha:g})"
 
 
-#: The three verdicts a paper's claim can get from a paired comparison (:func:`verdict`).
-VERDICTS = ("reproduced", "opposite", "not distinguishable")
+#: The four verdicts a paper's claim can get from a paired comparison (:func:`verdict`), fixed
+#: before any claim runs.
+VERDICTS = ("reproduced", "opposite", "absent", "inconclusive")
+
+#: The power the seeds are chosen for, and the test's level (two-sided).
+POWER, ALPHA = 0.8, 0.05
 
 
-def verdict(d: dict, direction: int = 1, alpha: float = 0.05) -> str:
+def verdict(d: dict, direction: int = 1, alpha: float = ALPHA, margin: float | None = None) -> str:
     """The verdict on a claim "``a`` is above ``b``" (``direction`` = 1; -1 for "below") from
-    :func:`paired_difference`: ``"reproduced"`` when the paired t-test gives p < ``alpha`` in
-    the claim's direction, ``"opposite"`` when it gives p < ``alpha`` against it, else ``"not
-    distinguishable"`` (the 95 % interval of the difference spans 0, or there is no test:
-    fewer than two pairs, or every pair differs by the same amount).  Never "holds" or
-    "fails" for a gap the runs cannot tell from 0.
+    :func:`paired_difference`, in this order:
+
+    * ``"reproduced"``: the paired t-test gives p < ``alpha`` in the claim's direction;
+    * ``"opposite"``: p < ``alpha`` against it;
+    * ``"absent"``: the 95 % interval of the difference lies inside +- ``margin`` (an
+      equivalence result; the findings take half the gain the paper reports);
+    * ``"inconclusive"``: anything else, and every claim without a test (fewer than two
+      pairs, or every pair differing by the same amount) or, for ``absent``, without a margin.
+
+    Never "holds" or "fails" for a gap the runs cannot tell from 0.
 
     >>> verdict({"diff": 2.0, "p": 0.01}), verdict({"diff": -2.0, "p": 0.01}), verdict({"diff": 5.0, "p": 0.2})
-    ('reproduced', 'opposite', 'not distinguishable')
-    >>> verdict({"diff": -2.0, "p": 0.01}, direction=-1), verdict({"diff": 1.0, "p": None})
-    ('reproduced', 'not distinguishable')
+    ('reproduced', 'opposite', 'inconclusive')
+    >>> verdict({"diff": 0.3, "p": 0.4, "ci": (-0.8, 1.4)}, margin=1.5)  # inside +-1.5: no effect of that size
+    'absent'
+    >>> verdict({"diff": 0.3, "p": 0.4, "ci": (-0.8, 1.6)}, margin=1.5)  # 1.6 is outside
+    'inconclusive'
+    >>> verdict({"diff": -2.0, "p": 0.01}, direction=-1), verdict({"diff": 1.0, "p": None}, margin=5.0)
+    ('reproduced', 'inconclusive')
     """
     if direction not in (1, -1):
         raise ValueError(f"direction must be 1 (a above b) or -1 (a below b), got {direction!r}")
+    if margin is not None and not (margin > 0 and math.isfinite(margin)):
+        raise ValueError(f"margin must be a positive number of points, got {margin!r}")
     p = d.get("p")
-    if p is None or not p < alpha or d["diff"] == 0:
+    if p is not None and p < alpha and d["diff"] != 0:
+        return VERDICTS[0] if (d["diff"] > 0) == (direction > 0) else VERDICTS[1]
+    ci = d.get("ci")
+    if p is not None and ci and margin is not None and -margin < ci[0] and ci[1] < margin:
         return VERDICTS[2]
-    return VERDICTS[0] if (d["diff"] > 0) == (direction > 0) else VERDICTS[1]
+    return VERDICTS[3]
+
+
+def power(sd: float, n: int, effect: float, alpha: float = ALPHA) -> float | None:
+    """The power of the two-sided paired t-test at level ``alpha`` over ``n`` pairs whose
+    differences have standard deviation ``sd``, against a true mean difference ``effect``:
+    the chance that ``|t| > t(1 - alpha / 2, n - 1)`` when ``t`` follows the noncentral t
+    distribution with ``n - 1`` degrees of freedom and noncentrality ``effect / sd x sqrt(n)``
+    (``statsmodels``' ``TTestPower``; where its series does not converge, as for very large
+    effects, scipy's noncentral t directly, and 1 where both lose it far beyond the critical
+    value).  None when it is undefined (n < 2, or sd not positive).
+
+    >>> round(power(sd=2.0, n=5, effect=3.0), 2)  # d = 1.5 over 5 pairs
+    0.71
+    >>> power(sd=0.22, n=5, effect=3.0)  # d = 13.6: certain
+    1.0
+    """
+    from statsmodels.stats.power import TTestPower
+
+    if n < 2 or not (sd > 0 and math.isfinite(sd)):
+        return None
+    d = abs(effect) / sd
+    out = float(TTestPower().power(effect_size=d, nobs=n, alpha=alpha, alternative="two-sided"))
+    if not math.isfinite(out):
+        df, nc, crit = n - 1, d * math.sqrt(n), float(stats.t.ppf(1 - alpha / 2, n - 1))
+        out = float(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc))
+        if not math.isfinite(out):
+            out = 1.0 if nc > 2 * crit + 10 else math.nan
+    return min(1.0, out)
+
+
+def minimum_detectable_effect(sd: float, n: int, target: float = POWER, alpha: float = ALPHA) -> float | None:
+    """The smallest true mean difference (in the units of ``sd``) that the two-sided paired
+    t-test over ``n`` pairs detects with power ``target`` at level ``alpha``; None when
+    undefined (n < 2, sd not positive).
+
+    >>> round(minimum_detectable_effect(sd=1.0, n=5), 2), round(minimum_detectable_effect(sd=1.0, n=20), 2)
+    (1.68, 0.66)
+    """
+    from statsmodels.stats.power import TTestPower
+
+    if n < 2 or not (sd > 0 and math.isfinite(sd)):
+        return None
+    d = TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=target, alternative="two-sided")
+    return float(np.asarray(d).item()) * sd
+
+
+def seeds_for_power(
+    sd: float, effect: float, target: float = POWER, alpha: float = ALPHA, minimum: int = 5, cap: int | None = None
+) -> int:
+    """How many seeds (pairs) the two-sided paired t-test needs for power ``target`` against a
+    true mean difference ``effect``, with differences of standard deviation ``sd``: the
+    smallest whole n (at least ``minimum``, at most ``cap``) whose :func:`power` reaches it.
+
+    >>> seeds_for_power(sd=2.0, effect=3.0), seeds_for_power(sd=2.0, effect=1.0), seeds_for_power(2.0, 1.0, cap=20)
+    (6, 34, 20)
+    """
+    if not (effect and math.isfinite(effect)):
+        raise ValueError(f"effect must be a non-zero number, got {effect!r}")
+    if not (sd > 0 and math.isfinite(sd)):
+        return minimum
+    n = max(minimum, 2)
+    while (power(sd, n, effect, alpha) or 0.0) < target:
+        if cap is not None and n >= cap:
+            return cap
+        n += 1
+    return n if cap is None else min(n, cap)
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:

@@ -11,12 +11,20 @@ from .paper import CLAIM_METRICS
 from .runs import TDMA_GRID
 
 
+def _interval(text) -> tuple[float, float] | None:
+    """``"-3.1 to -0.9"`` as ``(-3.1, -0.9)``; None for no interval."""
+    if not isinstance(text, str) or " to " not in text:
+        return None
+    lo, hi = text.split(" to ")
+    return float(lo), float(hi)
+
+
 def describe_ordering(steps: pd.DataFrame, alpha: float = 0.05) -> list[str]:
-    """One sentence per metric of :func:`ordering`'s table, in the three verdicts of
+    """One sentence per metric of :func:`ordering`'s table, in the verdicts of
     :func:`~fedpl_core.report.tables.verdict`: each step "A above B" is *reproduced* (p <
-    ``alpha`` in the paper's direction), *opposite* (p < ``alpha`` against it) or *not
-    distinguishable* (its 95 % interval spans 0); the whole ranking is reproduced when every
-    step is, opposite when a step is, else not distinguishable.  Never "holds" or "fails"
+    ``alpha`` in the paper's direction), *opposite* (p < ``alpha`` against it), *absent* (its 95 %
+    interval inside +- half the paper's step) or *inconclusive*; the whole ranking is reproduced
+    when every step is, opposite when a step is, else inconclusive.  Never "holds" or "fails"
     for a gap the runs cannot tell from 0."""
     from ...report.tables import verdict
 
@@ -26,7 +34,9 @@ def describe_ordering(steps: pd.DataFrame, alpha: float = 0.05) -> list[str]:
         parts, verdicts = [], []
         for _, r in g.iterrows():
             p = None if r["p"] is None or r["p"] != r["p"] else float(r["p"])
-            v = verdict({"diff": r["A - B (points)"], "p": p}, alpha=alpha)
+            ci = _interval(r["95 % CI"])
+            paper = abs(float(r["paper A - B"])) / 2 if r["paper A - B"] == r["paper A - B"] else None
+            v = verdict({"diff": r["A - B (points)"], "p": p, "ci": ci}, alpha=alpha, margin=paper or None)
             verdicts.append(v)
             ci = f"95 % CI {r['95 % CI']}; " if isinstance(r["95 % CI"], str) and r["95 % CI"] else ""
             test = "no test" if p is None else f"p = {p:.2g}"
@@ -39,7 +49,7 @@ def describe_ordering(steps: pd.DataFrame, alpha: float = 0.05) -> list[str]:
             if all(v == "reproduced" for v in verdicts)
             else "opposite"
             if "opposite" in verdicts
-            else "not distinguishable"
+            else "inconclusive"
         )
         pairs = int(g["pairs"].min()) if len(g) else 0
         out.append(

@@ -12,7 +12,7 @@ import pandas as pd
 def hot_cool_sentence(g: dict[str, Any], table: str, m: int) -> str:
     """The hot / cool comparison of :func:`hot_cool_gap` as a sentence, with the verdict on
     the paper's claim that FedMLP gains most on the cool classes (Welch's test: reproduced,
-    opposite or not distinguishable)."""
+    opposite or inconclusive; the paper gives no size for it, so never absent)."""
     from ...report.tables import verdict
 
     if g["diff"] is None:
@@ -67,7 +67,7 @@ def what_this_run_shows(claims: pd.DataFrame, steps: pd.DataFrame, tags: pd.Data
         out.append(
             f"Of the {len(claims)} comparisons with FedAvg-PL and FedAvg (mean AUROC and mAP), "
             f"{counts['reproduced']} reproduce the paper's direction, {counts['opposite']} show the opposite "
-            f"and {counts['not distinguishable']} cannot be told apart from no difference."
+            f"and {counts['absent'] + counts['inconclusive']} cannot be told apart from no difference."
         )
     if len(tags) and "pl/coverage" in tags:
         for (t, lab), r in tags.iterrows():
