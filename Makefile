@@ -1,5 +1,6 @@
 # fedpl: `make reproduce` (set up + run every notebook on the built-in data, cpu profile)
 #        `make reproduce-gpu` (the same, gpu profile: one GPU -> figures/gpu/; its cost: docs/gpu.md)
+#        `make reproduce-paper` (the papers' schedules on the small model, notebooks 01-04 -> figures/paper/)
 #        `make test`      (set up + lint, type check and run the test suite)
 #        `make docs`      (the documentation site, offline -> outputs/docs/html/index.html)
 # On an offline GPU machine with its own PyTorch (docs/gpu.md): `make OFFLINE=1 gpu-checks` and
@@ -19,7 +20,7 @@ endif
 # wheelhouse: the target machine's Python (3.12) and platform; --have NAME ... for what it has
 WHEELHOUSE_ARGS ?= --python-version 3.12
 
-.PHONY: setup reproduce reproduce-gpu reproduce-full docs test benchmark gpu-checks checked-outputs clean wheelhouse \
+.PHONY: setup reproduce reproduce-paper reproduce-gpu reproduce-full docs test benchmark gpu-checks checked-outputs clean wheelhouse \
         offline-rehearsal
 
 ifeq ($(OFFLINE),1)
@@ -47,6 +48,12 @@ docs: $(STAMP)
 # store the smoke output of the notebook cells marked "# NBVAL_CHECK_OUTPUT" (nbval compares it)
 checked-outputs: $(STAMP)
 	$(PY) tools/checked_outputs.py
+
+# the paper profile (fedpl_core/studies/parameters.py): the papers' training schedules on the small
+# model, seeds chosen for power, notebooks 01-04 -> reports/paper/, figures/paper/, results/paper/
+# (2.5 h or less a notebook on 2 cores)
+reproduce-paper: $(STAMP)
+	$(PY) -m fedpl_core reproduce --profile paper --output reports/paper
 
 # the gpu profile (fedpl_core/studies/parameters.py): executed notebooks -> reports/gpu/, figures and
 # tables -> figures/gpu/, run cache -> results/gpu/ (never the cpu run's figures/ and results/)

@@ -48,7 +48,9 @@ def _plain(v) -> bool:
 @pytest.mark.parametrize("name", STUDIES)
 def test_every_study_declares_its_profiles_in_one_table(name):
     table = _study(name).PROFILES
-    assert list(table) == list(PROFILES) == ["smoke", "cpu", "gpu", "full"]
+    assert list(PROFILES) == ["smoke", "cpu", "paper", "gpu", "full"]
+    papers = ("fedpsl", "fedlsm", "surgical", "fedmlp")  # the paper profile: the four papers' studies only
+    assert list(table) == [p for p in PROFILES if p != "paper" or name in papers]
     check_table(table)
     for profile, row in table.items():
         assert set(ROW_FIELDS) <= set(row), (name, profile)
@@ -134,12 +136,43 @@ def test_apply_parameters_refuses_an_unknown_parameter_or_a_bad_value(params, er
 def test_apply_parameters_refuses_an_unknown_profile_and_a_table_that_is_not_one():
     with pytest.raises(ValueError, match="unknown profile 'tpu'"):
         apply_parameters(_study("fedpsl").PROFILES, "tpu")
-    with pytest.raises(ValueError, match="exactly the rows smoke, cpu, gpu, full"):
+    with pytest.raises(ValueError, match=r"the rows smoke, cpu, gpu, full \(and paper after cpu\)"):
         apply_parameters({"smoke": {"seeds": [0], "rounds": 1, "lr": 1e-3}}, "smoke")
     with pytest.raises(ValueError, match=r"PROFILES\['cpu'\] lacks lr"):
         check_table({p: {"seeds": [0], "rounds": 1, **({} if p == "cpu" else {"lr": 1.0})} for p in PROFILES})
     with pytest.raises(TypeError, match="has no field"):  # a misspelt field of a table is never ignored
         _study("fedpsl").settings({**apply_parameters(_study("fedpsl").PROFILES, "smoke"), "roundz": 3})
+
+
+def test_the_paper_profile_belongs_to_the_papers_notebooks_and_sits_after_cpu():
+    with pytest.raises(ValueError, match="profile 'paper' is for the papers' notebooks"):
+        apply_parameters(_study("introduction").PROFILES, "paper")
+    rows = {p: {"seeds": [0], "rounds": 1, "lr": 1e-3} for p in ("smoke", "gpu", "paper", "cpu", "full")}
+    with pytest.raises(ValueError, match="and paper after cpu"):  # paper before cpu: not a profile table
+        check_table(rows)
+    row = apply_parameters(_study("fedpsl").PROFILES, "paper", workers=None)
+    from fedpl_core.studies.fedpsl.profile import PAPER_SEEDS
+
+    assert row["profile"] == "paper" and row["seeds"] == PAPER_SEEDS
+
+
+def test_the_paper_rows_run_the_papers_schedules():
+    from fedpl_core.studies import fedlsm, fedmlp, fedpsl, surgical
+
+    r = fedpsl.PROFILES["paper"]  # 100 local epochs synchronised every 10; Table V at E = 10 and 100
+    assert (r["rounds"], r["local_epochs"], r["total_epochs"], r["table5_e"]) == (10, 10, 100, [10, 100])
+    assert r["first_order"] is False and r["lr"] == 1e-3  # Algorithm 1's second-order TADL, the paper's Adam
+    r = fedmlp.PROFILES["paper"]  # 500 rounds, warm-up 50, T0 = 0.5 %, T1 = 1 %
+    assert (r["rounds"], r["warmup_rounds"], r["t0"], r["t1"]) == (500, 50, 0.005, 0.01)
+    r = surgical.PROFILES["paper"]  # heads warmed up 15 epochs, at most 150 rounds, stopped after 25 without progress
+    assert (r["rounds"], r["warmup_epochs"], r["patience"], r["batch_size"]) == (150, 15, 25, 64)
+    if "paper" in fedlsm.PROFILES:  # 50 rounds of 200 (Task 1) / 30 (Task 2) local iterations
+        r = fedlsm.PROFILES["paper"]
+        assert (r["rounds"], r["local_iters"]) == (50, {"Task 1": 200, "Task 2": 30})
+    for study in (fedpsl, fedmlp, surgical):  # the small model and data of the cpu profile
+        cpu, paper = study.PROFILES["cpu"], study.PROFILES["paper"]
+        assert paper.get("model", "cnn") == cpu.get("model", "cnn")
+        assert paper.get("image_size") == cpu.get("image_size")
 
 
 # ============================================================================ the gpu profile (issue 27)

@@ -445,8 +445,28 @@ def check_figure(target: Path) -> None:
     check_out(str(target if target.suffix else target.with_name(target.name + ".png")), "--figure")
 
 
-def discover_notebooks(names: Sequence[str] | None = None) -> list[Path]:
+#: The notebooks of the four papers (their claims), the only ones with the paper profile
+#: (:data:`fedpl_core.base.validation.PAPER_ONLY_PROFILES`).
+PAPER_NOTEBOOKS = ("01_", "02_", "03_", "04_")
+
+
+def discover_notebooks(names: Sequence[str] | None = None, profile: str | None = None) -> list[Path]:
+    """The notebooks ``names`` picks (names or prefixes; None: all of ``notebooks/``); in a profile
+    only the papers' notebooks have (``paper``), those of the four papers, and a name of another
+    notebook is an error."""
+    from ..base.validation import PAPER_ONLY_PROFILES
+
     nbs = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if profile in PAPER_ONLY_PROFILES:
+        papers = [p for p in nbs if p.name.startswith(PAPER_NOTEBOOKS)]
+        for n in names or ():
+            other = [p.stem for p in nbs if p not in papers and (p.name == n or p.stem == n or p.stem.startswith(n))]
+            if other:
+                raise ValueError(
+                    f"notebook {other[0]} has no {profile!r} profile: it runs in the notebooks of the four papers, "
+                    f"{', '.join(p.stem for p in papers)}"
+                )
+        nbs = papers
     if names:
         chosen = []
         for n in names:
@@ -650,7 +670,7 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     from ..report import record
     from ..runs.provenance import keep_stale_default
 
-    nbs = discover_notebooks(a.notebooks)
+    nbs = discover_notebooks(a.notebooks, a.profile)
     params = check_reproduce_parameters(reproduce_parameters(a.parameter), nbs)
     check_kernel(a.kernel)
     out_dir = check_output_dir(a.output, sources=nbs)
@@ -927,7 +947,9 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
         default="cpu",
         choices=PROFILES,
         help="smoke: every cell in about a minute (tests); cpu: converged runs with 3 seeds on 2 cores, "
-        "15 min or less a notebook (default); gpu: the papers' backbones, 10 min or less a "
+        "15 min or less a notebook (default); paper: the papers' training schedules on the small model, "
+        "seeds chosen for power, 2.5 h or less a notebook, the four papers' notebooks only (figures/paper/, "
+        "results/paper/); gpu: the papers' backbones, 10 min or less a "
         "notebook on one H100 (figures/gpu/, results/gpu/); full: the papers' settings (GPU, hours)",
     )
     rp.add_argument(

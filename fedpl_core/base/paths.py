@@ -11,9 +11,10 @@ One rule for the notebooks, the command line and the library:
    (the folder above ``fedpl_core/`` has ``pyproject.toml`` and ``notebooks/``);
 4. else ``figures/`` and ``results/`` under the working directory (an installed package).
 
-The ``gpu`` profile writes into a folder of its own under those of rules 3 and 4,
-``figures/gpu/`` and ``results/gpu/`` (committed after a GPU session), so that a gpu run
-never overwrites the cpu run's committed ``figures/`` and cached ``results/``.
+The ``gpu`` and ``paper`` profiles write into a folder of their own under those of rules 3
+and 4, ``figures/gpu/`` and ``results/gpu/`` (committed after a GPU session), ``figures/paper/``
+and ``results/paper/``, so that neither overwrites the cpu run's committed ``figures/`` and
+cached ``results/``.
 
 A notebook picks its profile with :func:`notebook_outputs` (its setup cell), which also
 prints where the outputs go; :func:`figures_dir` then follows that profile for every
@@ -33,7 +34,7 @@ PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 _profile: str | None = None  # the profile set by use_profile / notebook_outputs (None: not a smoke run)
 #: Profiles whose figures and results go to a folder of their own inside ``figures/`` and
 #: ``results/`` (rules 3 and 4 of the module docstring).
-OWN_FOLDER = {"gpu": "gpu"}
+OWN_FOLDER = {"gpu": "gpu", "paper": "paper"}
 
 
 def checkout() -> Path | None:
@@ -71,7 +72,7 @@ def _base(profile: str | None) -> Path:
 
 def _own(profile: str | None) -> str:
     """The sub-folder of ``profile`` (None: the one set by :func:`use_profile`): ``"gpu"`` for
-    the gpu profile, else ``""``."""
+    the gpu profile, ``"paper"`` for the paper profile, else ``""``."""
     return OWN_FOLDER.get(profile if profile is not None else _profile, "")
 
 

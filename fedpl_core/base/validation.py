@@ -23,8 +23,10 @@ from typing import Any, Literal, Union
 ConfigError = type("ConfigError", (ValueError,), {"__doc__": "A configuration value is invalid."})
 
 #: The notebooks' profiles (:mod:`fedpl_core.studies.parameters` holds what each one sets).
-PROFILES = ("smoke", "cpu", "gpu", "full")
-Profile = Literal["smoke", "cpu", "gpu", "full"]
+PROFILES = ("smoke", "cpu", "paper", "gpu", "full")
+Profile = Literal["smoke", "cpu", "paper", "gpu", "full"]
+#: Profiles only the papers' notebooks have (the others: every notebook).
+PAPER_ONLY_PROFILES = ("paper",)
 
 
 def check_profile(profile: str) -> str:

@@ -1,4 +1,5 @@
-"""Run profiles shared by every notebook: ``smoke``, ``cpu``, ``gpu`` and ``full``.
+"""Run profiles shared by every notebook: ``smoke``, ``cpu``, ``gpu`` and ``full``, and ``paper`` for
+the four papers' notebooks (01-04).
 
 One parameter, ``profile``, decides how big a notebook's runs are:
 
@@ -7,6 +8,10 @@ profile   what it is for                                                        
 ========  ====================================================================  ========================
 smoke     the test suite: every cell runs, the numbers mean nothing             90 s or less a notebook
 cpu       the default: converged runs with 3 seeds on 2 CPU cores               15 min or less
+paper     the papers' training schedules (rounds, local steps, warm-up,         2.5 h or less a
+          synchronisation, thresholds) on the cpu profile's small model and     notebook on 2 CPU
+          data, seeds chosen for power; only the runs of the headline claims    cores
+          (notebooks 01-04: ``make reproduce-paper``)
 gpu       the papers' backbones (ResNet-18 for FedMLP, DenseNet-121 for         10 min or less on one
           the others) at 64-128 px, the papers' schedules in proportion,        H100, all six within
           3 seeds, bf16 autocast and channels-last (``make reproduce-gpu``)     an hour (on paper)
@@ -14,7 +19,8 @@ full      the papers' settings (models, image sizes, schedules): a GPU          
 ========  ====================================================================  ========================
 
 Profiles are declared one way: each study module has a table ``PROFILES = {"smoke": {...},
-"cpu": {...}, "gpu": {...}, "full": {...}}`` of named fields (its settings: data sizes, model,
+"cpu": {...}, "gpu": {...}, "full": {...}}`` (a paper's study also ``"paper"``, after ``"cpu"``)
+of named fields (its settings: data sizes, model,
 ``seeds``, ``rounds``, ``lr``, ...), and :func:`apply_parameters` takes a profile's row and applies a
 notebook's parameters to it (``None``: the profile's value).  Every notebook has the same
 parameters (:data:`NOTEBOOK_PARAMETERS`: ``profile``, ``seeds``, ``rounds``, ``lr``,
@@ -37,7 +43,7 @@ step times a GPU measured.
 >>> check_profile("tpu")
 Traceback (most recent call last):
 ...
-ValueError: unknown profile 'tpu': choose one of smoke, cpu, gpu, full
+ValueError: unknown profile 'tpu': choose one of smoke, cpu, paper, gpu, full
 """
 
 from __future__ import annotations
@@ -46,7 +52,10 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..base.validation import PROFILES, check_profile  # noqa: F401  (the profile names live with the config)
+from ..base.validation import PAPER_ONLY_PROFILES, PROFILES, check_profile  # noqa: F401  (the names live with the config)
+
+#: The profiles of the small CNN on CPU cores: one run a core, one torch thread each, channels-last.
+SMALL_CPU = ("cpu", "paper")
 
 
 def engine_options(profile: str) -> dict:
@@ -62,7 +71,7 @@ def engine_options(profile: str) -> dict:
     ({'channels_last': True}, {'channels_last': True, 'amp': True}, {})
     """
     profile = check_profile(profile)
-    if profile == "cpu":
+    if profile in SMALL_CPU:
         return {"channels_last": True}
     return {"channels_last": True, "amp": True} if profile == "gpu" else {}
 
@@ -77,7 +86,7 @@ def default_workers(profile: str, device: str = "auto") -> int:
 
     check_profile(profile)
     on_cpu = device == "cpu" or (device == "auto" and not torch.cuda.is_available())
-    return max(1, os.cpu_count() or 1) if profile == "cpu" and on_cpu else 1
+    return max(1, os.cpu_count() or 1) if profile in SMALL_CPU and on_cpu else 1
 
 
 def prepare(profile: str, device: str = "auto") -> str:
@@ -99,7 +108,7 @@ def prepare(profile: str, device: str = "auto") -> str:
     check_profile(profile)
     use_one_line_warnings()
     on_cpu = device == "cpu" or (device == "auto" and not torch.cuda.is_available())
-    if profile in ("smoke", "cpu") and on_cpu:
+    if profile in ("smoke", *SMALL_CPU) and on_cpu:
         torch.set_num_threads(1)
     return profile
 
@@ -438,18 +447,27 @@ ROW_FIELDS = ("seeds", "rounds", "lr")
 
 
 def check_table(table: Mapping[str, Mapping[str, Any]], name: str = "PROFILES") -> Mapping:
-    """``table`` itself if it is a profile table: exactly the keys smoke, cpu, gpu and full (in
-    this order), each a dict of named fields that has at least :data:`ROW_FIELDS`; else a
-    ``ValueError``.
+    """``table`` itself if it is a profile table: the keys smoke, cpu, gpu and full in the order of
+    :data:`PROFILES` (and, for a paper's study, ``paper`` after ``cpu``:
+    :data:`PAPER_ONLY_PROFILES`), each a dict of named fields that has at least
+    :data:`ROW_FIELDS`; else a ``ValueError``.
 
     >>> check_table({"smoke": {}, "cpu": {}})
     Traceback (most recent call last):
     ...
-    ValueError: PROFILES must have exactly the rows smoke, cpu, gpu, full; got smoke, cpu
+    ValueError: PROFILES must have the rows smoke, cpu, gpu, full (and paper after cpu); got smoke, cpu
     """
-    if not isinstance(table, Mapping) or list(table) != list(PROFILES):
+    required = [p for p in PROFILES if p not in PAPER_ONLY_PROFILES]
+    if (
+        not isinstance(table, Mapping)
+        or [p for p in table if p not in PAPER_ONLY_PROFILES] != required
+        or [p for p in PROFILES if p in table] != list(table)
+    ):
         got = ", ".join(map(str, table)) if isinstance(table, Mapping) else type(table).__name__
-        raise ValueError(f"{name} must have exactly the rows {', '.join(PROFILES)}; got {got}")
+        raise ValueError(
+            f"{name} must have the rows {', '.join(required)} (and {', '.join(PAPER_ONLY_PROFILES)} after cpu); "
+            f"got {got}"
+        )
     for profile, row in table.items():
         if not isinstance(row, Mapping):
             raise ValueError(f"{name}[{profile!r}] must be a dict of named fields, got {type(row).__name__}")
@@ -500,7 +518,12 @@ def apply_parameters(
     except PARAMETER_ERRORS as e:
         raise _one_line(e) from None
     profile = checked.pop("profile")
-    row = copy.deepcopy(dict(check_table(table)[profile]))
+    if profile not in check_table(table):
+        raise ValueError(
+            f"profile {profile!r} is for the papers' notebooks (01-04), which test the papers' claims; "
+            f"this notebook has the profiles {', '.join(table)}"
+        )
+    row = copy.deepcopy(dict(table[profile]))
     for k, v in checked.items():
         if v is not None or k not in row:
             row[k] = v
