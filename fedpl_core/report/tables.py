@@ -361,7 +361,7 @@ def power(sd: float, n: int, effect: float, alpha: float = ALPHA) -> float | Non
     distribution with ``n - 1`` degrees of freedom and noncentrality ``effect / sd x sqrt(n)``
     (``statsmodels``' ``TTestPower``; where its series does not converge, as for very large
     effects, scipy's noncentral t directly, and 1 where both lose it far beyond the critical
-    value).  None when it is undefined (n < 2, or sd not positive).
+    value).  None when it is undefined (n < 2, sd not positive, an effect that is not a number).
 
     >>> round(power(sd=2.0, n=5, effect=3.0), 2)  # d = 1.5 over 5 pairs
     0.71
@@ -370,7 +370,7 @@ def power(sd: float, n: int, effect: float, alpha: float = ALPHA) -> float | Non
     """
     from statsmodels.stats.power import TTestPower
 
-    if n < 2 or not (sd > 0 and math.isfinite(sd)):
+    if n < 2 or not (sd > 0 and math.isfinite(sd)) or not math.isfinite(effect):
         return None
     d = abs(effect) / sd
     out = float(TTestPower().power(effect_size=d, nobs=n, alpha=alpha, alternative="two-sided"))
@@ -379,7 +379,7 @@ def power(sd: float, n: int, effect: float, alpha: float = ALPHA) -> float | Non
         out = float(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc))
         if not math.isfinite(out):
             out = 1.0 if nc > 2 * crit + 10 else math.nan
-    return min(1.0, out)
+    return out if math.isnan(out) else min(1.0, out)
 
 
 def minimum_detectable_effect(sd: float, n: int, target: float = POWER, alpha: float = ALPHA) -> float | None:

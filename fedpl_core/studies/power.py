@@ -108,7 +108,8 @@ def plan(cpu_figures: str | Path, claims: list | None = None, cap: Mapping[str, 
     out["seeds"] = out["paper"].map(seeds)
     pairs = out["seeds"] * out["pairs a seed"]
     out["planned power"] = [
-        None if not g else power(sd, int(n), abs(g) / 2, ALPHA) for sd, n, g in zip(out["sd"], pairs, out["paper gain"])
+        power(sd, int(n), abs(g) / 2, ALPHA) if pd.notna(g) and g else None
+        for sd, n, g in zip(out["sd"], pairs, out["paper gain"])
     ]
     out["mde"] = [minimum_detectable_effect(sd, int(n), POWER, ALPHA) for sd, n in zip(out["sd"], pairs)]
     return out
