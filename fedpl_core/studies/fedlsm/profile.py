@@ -102,6 +102,13 @@ class Settings:
     data_roots: dict[str, str] = field(default_factory=dict)
     data_seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the methods of Tables 1-2 (None: every registered method of the paper's)
+    table_labels: list[str] | None = None
+    #: run the sections that explain the results (both readings of FedAvg, the released code's mode,
+    #: the variants tried); the paper profile runs only its claims' runs
+    extras: bool = True
+    #: the tasks of Table 3's ablation
+    ablation_tasks: list[str] = field(default_factory=lambda: list(TASKS))
     #: loader options of each task's data folder, ``{"Task 1": {"skip_missing": True}}``
     #: (:func:`fedpl_core.studies.parameters.dataset_kwargs_by_key`); the built-in data take none
     dataset_kwargs: dict[str, dict] = field(default_factory=dict)
