@@ -349,6 +349,27 @@ RULE = (
 )
 
 
+def platform_paragraph() -> str:
+    """Which numeric platform made the committed numbers of each profile (the checkout's run
+    records, :func:`fedpl_core.report.record.trained_on`), and what follows on another one; the
+    same text on every machine, so that the committed page is the page any machine generates."""
+    from .record import committed_record, trained_on
+
+    said = []
+    for profile in ("paper", "cpu"):
+        text = trained_on(committed_record(profile))
+        if text:
+            said.append(f"The {profile} profile's runs: {text[0].lower()}{text[1:]}")
+    return " ".join(
+        [
+            *said,
+            "The numbers are exact on that platform (torch, its CPU kernels and threads). On another one the last "
+            "digits move, and a verdict should not; `python -m fedpl_core reproduce` and the site's banner say "
+            "when the reader's platform differs.",
+        ]
+    )
+
+
 def findings_page(figures: str | Path | None, paper_figures: str | Path | None = None) -> str:
     """The Markdown of the findings page: each claim's verdict in the paper profile (the
     headline, its tables in ``paper_figures``, default ``<figures>/paper``) beside the cpu
@@ -364,6 +385,8 @@ def findings_page(figures: str | Path | None, paper_figures: str | Path | None =
         "seeds; *paper* is the gain the paper reports.",
         "",
         RULE,
+        "",
+        platform_paragraph(),
         "",
     ]
     if df.empty:
