@@ -53,7 +53,7 @@ def test_the_findings_page_has_43_claims_each_with_a_gain_or_a_reason(cpu_claims
             assert "no number" not in c.paper_source, c.claim
 
 
-@pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu", "full"])
+@pytest.mark.parametrize("profile", ["smoke", "cpu", "paper", "gpu", "full"])
 def test_each_gain_is_its_source_s_difference_with_the_claimed_side_first(profile):
     """The source names both sides, the one the claim puts higher first; the gain is the first
     number minus the second (so the gain is positive where the paper agrees with the claim)."""

@@ -237,7 +237,7 @@ def test_a_bad_parameter_value_renders_as_one_line_in_a_kernel():
     with pytest.raises(ValueError) as info:
         apply_parameters(TABLE, "tpu", cells=[])
     assert info.value._render_traceback_() == [
-        "fedpl: error: unknown profile 'tpu': choose one of smoke, cpu, gpu, full"
+        "fedpl: error: unknown profile 'tpu': choose one of smoke, cpu, paper, gpu, full"
     ]
 
 
