@@ -308,7 +308,7 @@ def test_reproduce_runs_a_notebook_with_papermill_parameters(tmp_path, monkeypat
     monkeypatch.delenv("FEDPL_PROFILE", raising=False)
     (tmp_path / "nb").mkdir()
     head = notebook_head("00_introduction.ipynb", tmp_path / "nb", [WRITES.replace("{stem}", "00_probe")])
-    monkeypatch.setattr(cli, "discover_notebooks", lambda names=None: [head] if names == ["00"] else [])
+    monkeypatch.setattr(cli, "discover_notebooks", lambda names=None, profile=None: [head] if names == ["00"] else [])
     assert cli.main(["reproduce", "--profile", "smoke", "--notebooks", "00", "--output", str(tmp_path / "run")]) == 0
     executed = _read(tmp_path / "run" / "00_introduction.ipynb")
     injected = [c for c in executed.cells if "injected-parameters" in c.get("metadata", {}).get("tags", [])]

@@ -146,6 +146,16 @@ def test_reproduce_notebooks_needs_a_value_and_names_the_notebooks_there_are(cap
     assert fake_papermill.calls == []
 
 
+def test_reproduce_paper_runs_the_four_papers_notebooks_and_refuses_another(capsys, tmp_path, fake_papermill):
+    rc, _, err = run_main(capsys, "reproduce", "--profile", "paper", "--notebooks", "00", "--output", str(tmp_path))
+    assert rc == 2 and "notebook 00_introduction has no 'paper' profile" in one_error_line(err)
+    assert fake_papermill.calls == []
+    rc, _, _ = run_main(capsys, "reproduce", "--profile", "paper", "--output", str(tmp_path))
+    ran = [Path(c["input"]).stem for c in fake_papermill.calls]
+    assert rc == 0 and [n[:3] for n in ran] == ["01_", "02_", "03_", "04_"], ran
+    assert {c["parameters"]["profile"] for c in fake_papermill.calls} == {"paper"}
+
+
 @pytest.mark.parametrize(
     "name, value, says",
     [
@@ -374,7 +384,7 @@ def test_reproduce_with_papermill_replaces_a_planted_link(capsys, tmp_path, monk
     src = tmp_path / "nb" / "00_tiny.ipynb"
     src.parent.mkdir()
     nbformat.write(nb, src)
-    monkeypatch.setattr(cli, "discover_notebooks", lambda names=None: [src])
+    monkeypatch.setattr(cli, "discover_notebooks", lambda names=None, profile=None: [src])
     monkeypatch.setenv("FEDPL_FIGURES", str(tmp_path / "figures"))
     out_dir, victim = tmp_path / "out", tmp_path / "victim.txt"
     out_dir.mkdir()
