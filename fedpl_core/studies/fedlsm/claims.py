@@ -87,10 +87,17 @@ def headline_claims() -> list:
     methods on the real images, when the notebook was given them)."""
     lsm, avg, star = (display_name(k) for k in ("fedlsm", "fedavg_pl", "fedavg_star"))
     pl = (
-        "at the paper's thresholds the teacher labels nothing in the notebook's 10 rounds, so FedLSM is its "
-        "strong-view training without pseudo-labels"
+        "cpu profile: at the paper's thresholds the teacher labels nothing in the notebook's 10 rounds, so FedLSM "
+        "is its strong-view training without pseudo-labels. Paper profile (200 local iterations a round, Task 1): "
+        "the teacher engages from round 5-6, but its first positives are the student's own false positives on "
+        "rare classes, and AWPA, which weights a client's head row by its count of positive pseudo-labels, gives "
+        "them 22 % of the head weight at once and 56 % by round 12, so most positive pseudo-labels are wrong "
+        "(precision 0.07) and FedLSM falls as it labels more (a pilot on data seed 101)"
     )
-    where_pl = "notebook 02, the uncertainty split round by round; benchmarks/fedlsm_strong_view.py"
+    where_pl = (
+        "notebook 02, the uncertainty split round by round; benchmarks/fedlsm_teacher.py; "
+        "benchmarks/fedlsm_strong_view.py"
+    )
     drift = (
         "TDMA's gain needs unknown labels trained as negatives and long local training: the rows it drops drift "
         "further towards 'no' the longer clients train between aggregations"
