@@ -324,7 +324,14 @@ def both_profiles(figures: str | Path | None, paper_figures: str | Path | None =
     both = paper.merge(right, on=[*key, "_k"], how="outer", sort=False)
     for c in ("mechanism", "evidence", "paper_gain", "paper_source"):  # the claim's own facts: either profile's
         both[c] = both[c].where(both[c].notna(), both[f"cpu_{c}"])
-    return _ordered(both.drop(columns="_k")).drop(columns="_o").reset_index(drop=True)
+    # the claims in the order their notebooks state them: the cpu run's, then any only the paper profile has
+    order = {k: i for i, k in enumerate(dict.fromkeys([*_keys(cpu, key), *_keys(paper, key)]))}
+    both = both.assign(_i=[order[k] for k in _keys(both, key)]).sort_values("_i", kind="stable")
+    return _ordered(both.drop(columns=["_k", "_i"])).drop(columns="_o").reset_index(drop=True)
+
+
+def _keys(df: pd.DataFrame, key: list[str]) -> list[tuple]:
+    return list(zip(*(df[k] for k in [*key, "_k"]))) if len(df) else []
 
 
 def counts_sentence(verdicts: pd.Series) -> str:
