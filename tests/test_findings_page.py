@@ -107,4 +107,4 @@ def test_the_paper_profile_is_the_headline_and_the_cpu_profile_stands_beside_it(
     other = next(line for line in page.splitlines() if line.startswith("| only in the cpu run"))
     assert "| not run |" in other and "reproduced" in other
     block = readme_block(tmp_path)
-    assert "Paper profile, 1 claims: 1 reproduced" in block and "cpu profile, 2 claims:" in block
+    assert "Claims in the paper profile's 1: 1 reproduced" in block and "; in the cpu profile's 2:" in block

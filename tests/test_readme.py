@@ -30,7 +30,7 @@ def test_the_findings_block_is_generated_from_the_committed_headline_tables():
     assert block == readme_block(ROOT / "figures").strip(), (
         "run `python -m fedpl_core.report.findings` after the notebooks"
     )
-    assert "| paper | claim | this run | verdict |" in block
+    assert "| paper | claim | paper profile | verdict | cpu profile |" in block
 
 
 def test_the_committed_findings_page_is_the_generated_one():

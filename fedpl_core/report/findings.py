@@ -460,15 +460,10 @@ def readme_block(figures: str | Path | None, paper_figures: str | Path | None = 
         cpu = f"{r['cpu_diff']:+.1f}: {r['cpu_verdict']}" if pd.notna(r["cpu_verdict"]) else "not run"
         lines.append(f"| {r['paper']} | {_cell(r['claim'])} | {run} | {v} | {cpu} |")
     ran, cpu = df["verdict"].notna(), df["cpu_verdict"].notna()
-    lines += [""]
-    if ran.any():
-        lines.append(f"Paper profile, {int(ran.sum())} claims: {counts_sentence(df.loc[ran, 'verdict'])}.")
+    counts = [f"the paper profile's {int(ran.sum())}: {counts_sentence(df.loc[ran, 'verdict'])}"] if ran.any() else []
     if cpu.any():
-        lines.append(f"cpu profile, {int(cpu.sum())} claims: {counts_sentence(df.loc[cpu, 'cpu_verdict'])}.")
-    lines.append(
-        "Differences in points, paired over seeds; *absent*: the 95 % interval lies inside ± half the "
-        "paper's gain (the findings page has each claim's interval, MDE, power and Holm p)."
-    )
+        counts.append(f"the cpu profile's {int(cpu.sum())}: {counts_sentence(df.loc[cpu, 'cpu_verdict'])}")
+    lines += ["", f"Claims in {'; in '.join(counts)} (differences in points, paired over seeds)."]
     return "\n".join(lines)
 
 
