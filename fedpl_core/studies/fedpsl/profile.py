@@ -14,6 +14,34 @@ from .paper import TABLE_II_METHODS, TABLE_IV_LABELS, config
 
 _NO_SIMSIAM = tuple(display_name(k) for k in ("fedssp", "fedmatch", "fedmatch_plus"))
 
+#: The paper profile's seeds: chosen for power before its claims ran (the findings page's plan,
+#: :mod:`fedpl_core.studies.power`).
+PAPER_SEEDS = list(range(12))
+
+#: The cpu row (the paper row keeps its data and model).
+_CPU: dict[str, Any] = dict(
+    seeds=[0, 1, 2],
+    rounds=16,
+    lr=3e-3,
+    local_epochs=2,
+    eval_every=2,
+    eval_batch_size=500,
+    n=200,
+    image_size=28,
+    test_pos=150,
+    test_neg=150,
+    model="cnn",
+    model_kwargs={"width": 16},
+    first_order=True,
+    fig3_n=[50, 100, 200],
+    fig4_base=200,
+    fig4_n=[50, 200, 400],
+    total_epochs=32,
+    table5_e=[2, 8, 32],
+    table2_labels=[m for m, _, _ in TABLE_II_METHODS if m not in _NO_SIMSIAM],
+    table4_labels=[m for m in TABLE_IV_LABELS if m not in _NO_SIMSIAM],
+)
+
 #: The notebook's profiles (:mod:`fedpl_core.studies.parameters`): named fields of :class:`Settings`.
 #:
 #: * ``smoke``: 32 px, small CNN, 60 images per client, 2 rounds x 1 epoch, 1 seed,
@@ -47,10 +75,6 @@ _NO_SIMSIAM = tuple(display_name(k) for k in ("fedssp", "fedmatch", "fedmatch_pl
 #: * ``full``: ResNet-18 at 64 px on synthetic data (DenseNet-121 at 224 px is the
 #:   paper's; pass ``model="densenet121"`` with real data), 1,000 images per client,
 #:   100 epochs with synchronisation every 10 (10 rounds), 3 seeds, second-order TADL.
-#: The paper profile's seeds: chosen for power before its claims ran (the findings page's plan,
-#: :mod:`fedpl_core.studies.power`).
-PAPER_SEEDS = list(range(12))
-
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(
         seeds=[0],
@@ -72,53 +96,26 @@ PROFILES: dict[str, dict[str, Any]] = {
         total_epochs=2,
         table5_e=[1, 2],
     ),
-    "cpu": dict(
-        seeds=[0, 1, 2],
-        rounds=16,
-        lr=3e-3,
-        local_epochs=2,
-        eval_every=2,
-        eval_batch_size=500,
-        n=200,
-        image_size=28,
-        test_pos=150,
-        test_neg=150,
-        model="cnn",
-        model_kwargs={"width": 16},
-        first_order=True,
-        fig3_n=[50, 100, 200],
-        fig4_base=200,
-        fig4_n=[50, 200, 400],
-        total_epochs=32,
-        table5_e=[2, 8, 32],
-        table2_labels=[m for m, _, _ in TABLE_II_METHODS if m not in _NO_SIMSIAM],
-        table4_labels=[m for m in TABLE_IV_LABELS if m not in _NO_SIMSIAM],
-    ),
-    "paper": dict(
-        seeds=PAPER_SEEDS,
-        rounds=10,
-        lr=1e-3,
-        local_epochs=10,
-        eval_every=1,
-        eval_batch_size=500,
-        n=200,
-        image_size=28,
-        test_pos=150,
-        test_neg=150,
-        model="cnn",
-        model_kwargs={"width": 16},
-        first_order=False,
-        fig3_n=[50, 200],
-        fig4_base=200,
-        fig4_n=[200, 400],
-        total_epochs=100,
-        table5_e=[10, 100],
-        table2_labels=[
+    "cpu": _CPU,
+    # the paper's schedule on the cpu row's data (n, image size, test blocks) and small CNN
+    "paper": {
+        **_CPU,
+        "seeds": PAPER_SEEDS,
+        "rounds": 10,
+        "lr": 1e-3,
+        "local_epochs": 10,
+        "eval_every": 1,
+        "first_order": False,
+        "fig3_n": [50, 200],
+        "fig4_n": [200, 400],
+        "total_epochs": 100,
+        "table5_e": [10, 100],
+        "table2_labels": [
             display_name(k) for k in ("fedavg_wbce", "fedprox_wbce", "fedpsl", "fedpsl_tdma", "iml_wbce", "fixmatch")
         ],
-        table4_labels=[display_name(k) for k in ("fedavg_wbce", "fedpsl")],
-        diagnosis=False,
-    ),
+        "table4_labels": [display_name(k) for k in ("fedavg_wbce", "fedpsl")],
+        "diagnosis": False,
+    },
     "gpu": dict(
         seeds=[0, 1, 2],
         rounds=10,
