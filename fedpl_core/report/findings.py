@@ -5,11 +5,15 @@ and the comparisons of a notebook's claims table).  Every claim is tested the sa
 (:func:`tested_claims`: paired over seeds, in points) and shown one of two ways:
 
 * :func:`headline_table`: a notebook's headline claims, saved as
-  ``figures/<notebook>_headline.csv``; :func:`findings_page` joins every such table of the
-  committed run into one page: each claim with the measured difference, its 95 % interval and
-  p-value, and one of three verdicts (:func:`fedpl_core.report.tables.verdict`): *reproduced*
-  (p < 0.05 in the paper's direction), *opposite* (p < 0.05 against it) or *not
-  distinguishable* (the interval spans 0); with the measured mechanism and where it is shown;
+  ``figures/<notebook>_headline.csv`` (the paper profile's in ``figures/paper/``):
+  each claim with the measured difference, its 95 % interval, p-value and Holm's p within the
+  paper, the spread of its paired differences, its minimum detectable effect, the gain the
+  paper reports, the power against half of it, and one of four verdicts
+  (:func:`fedpl_core.report.tables.verdict`, :func:`margin`): *reproduced* (p < 0.05 in the
+  paper's direction), *opposite* (p < 0.05 against it), *absent* (the interval inside ± half
+  the paper's gain) or *inconclusive*; :func:`findings_page` and :func:`readme_block` join every
+  such table of the committed runs, the paper profile's first and the cpu profile's beside it
+  (:func:`both_profiles`), with the measured mechanism and where it is shown;
 * :func:`family_table`: the claims of one table of a notebook as one family of tests, with
   Holm's adjustment of their p-values, the verdict and the sentence of each
   (:func:`fedpl_core.report.tables.describe_difference`), and :func:`reproduced_count`, how
