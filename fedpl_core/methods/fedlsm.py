@@ -101,6 +101,11 @@ c1c0e6f) was read: ``src/modules/cxr_trainer.py`` (multi-label step), ``skin_tra
   (``EngineConfig(optimizer_state="keep")``), its single-label UDE pseudo-labels, which
   never apply (``~any(softmax)`` is always False), and its AWPA counts (q_c^k counted per
   sampled batch over the round's steps, ``cxr_trainer.py`` L106-107, ``skin_trainer.py`` L109).
+  Nor its schedule: the released chest X-ray config trains ``local_iter: 10`` a round, not the
+  paper's 200 (Sec. 3.2), which the paper profile follows.  With 10 steps the EMA teacher stays
+  within 1 % of the global model; with 200 it drifts with its student, and in paper mode the
+  student's false positives on rare unknown classes then take over the head through AWPA's
+  pseudo-label counts (``benchmarks/fedlsm_teacher.py``).
 
 **Findings** (notebook 02's cpu profile, 3 seeds, last round; recorded at commit 98c26c6, so re-run
 notebook 02 to check them on today's code):
