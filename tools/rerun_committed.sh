@@ -17,20 +17,9 @@ cd "$(dirname "$0")/.."
 HAM=${1:?"give the HAM10000 folder (HAM10000_metadata.csv and its JPEGs)"}
 PY=${PY:-.venv/bin/python}
 LOG=outputs/rerun
-mkdir -p "$LOG" data
-[ -e data/HAM10000 ] || ln -s "$(realpath "$HAM")" data/HAM10000  # a relative path in the executed notebook
-(while true; do echo "$(date -u +%FT%TZ) $(cut -d' ' -f1-3 /proc/loadavg)"; sleep 60; done) > "$LOG/load.txt" &
-LOGGER=$!
-trap 'kill $LOGGER 2>/dev/null' EXIT
-
-step() {  # step NAME COMMAND...: run it, its output and wall time to $LOG/NAME.{log,time}
-  local name=$1; shift
-  local t0=$SECONDS
-  echo "== $name: $*"
-  "$@" > "$LOG/$name.log" 2>&1
-  echo "$((SECONDS - t0))" > "$LOG/$name.time"
-  echo "   $((SECONDS - t0)) s"
-}
+mkdir -p "$LOG"
+rm -f "$LOG"/*.time "$LOG/load.txt"  # this run's times and load only
+source tools/rerun_common.sh
 
 rm -rf results reports/RUN.json                                        # an empty results cache
 find figures -maxdepth 1 -type f ! -name 'bench_*' ! -name '*_long.md' ! -name README.md ! -name .gitkeep -delete  # each notebook figure anew (the benchmarks' own outputs are kept)

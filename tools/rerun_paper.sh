@@ -13,20 +13,7 @@ cd "$(dirname "$0")/.."
 HAM=${1:?"give the HAM10000 folder (HAM10000_metadata.csv and its JPEGs)"}
 PY=${PY:-.venv/bin/python}
 LOG=outputs/rerun_paper
-mkdir -p "$LOG" data
-[ -e data/HAM10000 ] || ln -s "$(realpath "$HAM")" data/HAM10000  # a relative path in the executed notebook
-(while true; do echo "$(date -u +%FT%TZ) $(cut -d' ' -f1-3 /proc/loadavg)"; sleep 60; done) >> "$LOG/load.txt" &
-LOGGER=$!
-trap 'kill $LOGGER 2>/dev/null' EXIT
-
-step() {  # step NAME COMMAND...: run it, its output and wall time to $LOG/NAME.{log,time}
-  local name=$1; shift
-  local t0=$SECONDS
-  echo "== $name: $*"
-  "$@" > "$LOG/$name.log" 2>&1
-  echo "$((SECONDS - t0))" >> "$LOG/$name.time"
-  echo "   $((SECONDS - t0)) s"
-}
+source tools/rerun_common.sh
 
 if [ -z "${RESUME:-}" ]; then
   rm -rf results/paper reports/paper/RUN.json  # an empty results cache for the paper profile
