@@ -46,9 +46,14 @@ def headline_claims(s: Settings) -> list:
     )
     tadl = (
         "TADL trains the head and the encoder on half a batch each, so it fits more slowly: it costs where "
-        "FedAvg under-fits and is level where FedAvg over-fits"
+        "FedAvg under-fits and is level where FedAvg over-fits (cpu profile). Paper profile (10 rounds of 10 "
+        "local epochs): FedAvg (wBCE) still under-fits, its last round its best in 10 of 12 seeds on Table II "
+        "and at Fig. 3's n = 50, so TADL still costs; on Table II the gap closes from 6.4 points at round 2 to "
+        "1.9 at round 10"
     )
-    where_tadl = "notebook 01, 'Why does TADL cost here?'; benchmarks/tadl_overfit.py"
+    where_tadl = (
+        "notebook 01, 'Why does TADL cost here?' (cpu profile) and the Table II curves; benchmarks/tadl_overfit.py"
+    )
     n_small, n_ext, e_lo, e_hi = min(s.fig3_n), max(s.fig4_n), min(s.table5_e), max(s.table5_e)
     t2 = PAPER_TABLE_II
 
