@@ -173,3 +173,36 @@ def test_cli_keep_stale_flag():
     assert p.parse_args(["grid", "c.yaml", "--methods", "fedavg"]).keep_stale is None
     assert p.parse_args(["run", "--keep-stale"]).keep_stale is True
     assert p.parse_args(["run"]).keep_stale is None
+
+
+def test_check_cache_tells_current_stale_and_unreadable_results_apart(tmp_path, capsys):
+    """``tools/check_cache.py`` applies the runner's own staleness test to a cache: a result of
+    today's code is current, one whose fingerprint another code made is stale (its changed
+    modules named), a broken file is unreadable, and a JSON file that is no run's result is
+    skipped; its exit status is 0 only when every result is current."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "check_cache", Path(__file__).resolve().parent.parent / "tools" / "check_cache.py"
+    )
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+
+    cache = tmp_path / "results"
+    run_many(tiny(), [("FedAvg", {"method": "fedavg"})], [0], str(cache), progress=False)
+    (cache / "table.json").write_text('{"rows": []}')  # not a run's result
+    assert tool.check(cache) == (1, {}, [])
+    assert tool.main([str(cache)]) == 0
+
+    (path,) = [p for p in cache.rglob("*.json") if p.name != "table.json"]
+    d = json.loads(path.read_text())
+    d["provenance"]["code_fingerprint"] = "0" * 16
+    d["provenance"]["code"]["fedpl_core.fl.server"] = "0" * 16
+    path.write_text(json.dumps(d))
+    (cache / "broken.json").write_text("{")
+    current, stale, unreadable = tool.check(cache)
+    assert current == 0 and list(stale.values()) == [1] and "fl.server" in next(iter(stale))
+    assert len(unreadable) == 1 and "broken.json" in unreadable[0]
+    assert tool.main([str(cache)]) == 1
+    assert "0 current, 1 stale, 1 unreadable" in capsys.readouterr().out
