@@ -197,6 +197,25 @@ def test_surgical_round_gap_half_way_and_last_and_its_sentence():
     assert "K = 2: +1.0 and K = 4: +2.0 points, growing with every step of K" in s and "[" not in s
 
 
+def test_surgical_round_gap_holds_a_run_stopped_early_at_its_last_model():
+    """Early stopping (the paper profile): every FL + SA run stops at round 2, the FL + PL runs
+    train to round 4. The later rounds pair each FL + SA run's last model with FL + PL's, instead
+    of finding no FL + SA run there."""
+    rows = [
+        {"K": 2, "label": "FL + SA", "seed": seed, "round": r, "auroc_mean": 0.6 + r / 100 + seed / 1000}
+        for seed in range(3)
+        for r in (1, 2)
+    ]
+    rows += [
+        {"K": 2, "label": "FL + PL", "seed": seed, "round": r, "auroc_mean": 0.6 + seed / 1000}
+        for seed in range(3)
+        for r in (1, 2, 3, 4)
+    ]
+    gap = surgical.round_gap(pd.DataFrame(rows), "FL + SA", "FL + PL")
+    assert gap["when"].tolist() == ["middle round (2)", "last round (4)"]
+    assert gap["gap"].tolist() == pytest.approx([2.0, 2.0]) and (gap["pairs"] == 3).all()
+
+
 def test_surgical_end_points_and_settings_table_show_no_machine_path(tmp_path, monkeypatch):
     res = results({"FL + SA": [0.7, 0.72, 0.71], "FL": [0.6, 0.61, 0.6], "FL + PL": [0.7, 0.72, 0.71]}, which=("best",))
     (s,) = surgical.end_point_sentences({"Ablation (a)": res})

@@ -436,3 +436,25 @@ def test_gap_by_round_pairs_classes_and_splits_shared_from_unique():
     assert g.loc["NIH: shared", "gap"] == pytest.approx(-1.0)
     assert g.loc["CheXpert: shared", "gap"] == pytest.approx(1.0)
     assert (g["classes"] == 1).all() and g["p"].isna().all()  # one class per column: no test
+
+
+def test_gap_by_round_holds_a_run_stopped_early_at_its_last_model():
+    """Early stopping: B's seed 1 stops after round 1 while the others train on. At round 2 the
+    class means pair both seeds of each method, B's seed 1 with its round-1 model, instead of
+    comparing A's two seeds with B's one."""
+    import pandas as pd
+
+    from fedpl_core.studies.surgical import gap_by_round
+
+    def rec(r, v):
+        return {"round": r, "NIH/class_names": ["a"], "NIH/auroc_per_class": [v]}
+
+    df = pd.DataFrame()
+    df.attrs["histories"] = {
+        ("", "A", 0): [rec(1, 0.70), rec(2, 0.70)],
+        ("", "A", 1): [rec(1, 0.70), rec(2, 0.70)],
+        ("", "B", 0): [rec(1, 0.60), rec(2, 0.68)],
+        ("", "B", 1): [rec(1, 0.50)],
+    }
+    g = gap_by_round(df, "A", "B", columns=("NIH: unique",)).set_index("round")
+    assert g.loc[2, "gap"] == pytest.approx((0.70 - (0.68 + 0.50) / 2) * 100)

@@ -112,7 +112,8 @@ def gap_by_round(
     FL + SA and FL + PL differ only in the head rows of the classes a client lacks: FL + PL
     averages a unique class's row with the other clients' rows of it, which the partial loss
     leaves untouched, so the class moves at a fraction of its speed.  This shows when that
-    dilution costs and whether it is still there at the rounds the models are selected."""
+    dilution costs and whether it is still there at the rounds the models are selected.  A run
+    stopped early counts with its last model at the later rounds (:func:`held_to_the_end`)."""
     rows = []
     for (_, label, seed), hist in df.attrs["histories"].items():
         if label not in (a, b):
@@ -132,7 +133,7 @@ def gap_by_round(
                             "column": f"{src}: {'shared' if c in shared else 'unique'}",
                         }
                     )
-    long = pd.DataFrame(rows)
+    long = held_to_the_end(pd.DataFrame(rows), ["label", "seed", "cls", "column"], "auroc")
     per = long.groupby(["round", "column", "cls", "label"])["auroc"].mean().unstack("label").dropna()
     out = []
     for (r, col), d in per.groupby(level=["round", "column"]):
@@ -210,11 +211,29 @@ def grid_tables(
     return its, rows.set_index("label").rename_axis("method").fillna("")
 
 
+def held_to_the_end(long: pd.DataFrame, run: Sequence[str], value: str) -> pd.DataFrame:
+    """``long`` (one row a run's evaluated round) with each run's last value repeated at every
+    later round that another run of the frame reaches: a run stopped early (``patience``, the
+    paper profile) keeps its last model, so a round-by-round comparison pairs every seed at
+    every round instead of the seeds still training.  ``run``: the columns that name a run (and,
+    for per-class rows, its class); a frame whose runs all end at the same round is returned
+    with the same rows.
+
+    >>> d = pd.DataFrame({"label": ["A", "A", "B"], "round": [1, 2, 1], "v": [0.5, 0.6, 0.7]})
+    >>> held_to_the_end(d, ["label"], "v").values.tolist()
+    [['A', 1, 0.5], ['A', 2, 0.6], ['B', 1, 0.7], ['B', 2, 0.7]]
+    """
+    wide = long.pivot_table(index=list(run), columns="round", values=value, aggfunc="first")
+    return wide.ffill(axis=1).stack().rename(value).reset_index()
+
+
 def round_gap(curves: pd.DataFrame, a: str, b: str, by: str = "K") -> pd.DataFrame:
     """``a`` minus ``b`` (points, paired over seeds) half-way through training (the middle
-    evaluated round) and at the last round, for every value of ``by``."""
+    evaluated round) and at the last round, for every value of ``by``; a run stopped early
+    counts with its last model at the later rounds (:func:`held_to_the_end`)."""
     rows = []
     for v, cv in curves.groupby(by):
+        cv = held_to_the_end(cv, ["label", "seed"], "auroc_mean")
         rounds_ = sorted(cv["round"].unique())
         for when, r in (("middle round", rounds_[len(rounds_) // 2 - 1]), ("last round", rounds_[-1])):
             d = paired_difference(cv[cv["round"] == r], a, b, which=None)
