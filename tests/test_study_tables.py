@@ -8,6 +8,7 @@ import re
 import pandas as pd
 import pytest
 
+from fedpl_core.runs.study import Histories
 from fedpl_core.studies import benchmark, fedlsm, fedmlp, fedpsl, introduction, surgical
 from fedpl_core.studies.notebook import bullets, join
 
@@ -33,8 +34,19 @@ def results(
                 )
             hist[(setting, label, seed)] = [{"round": r, "auroc_mean": v * r / rounds} for r in range(1, rounds + 1)]
     df = pd.DataFrame(rows)
-    df.attrs["histories"] = hist
+    df.attrs["histories"] = Histories(hist)  # as run_many keeps them
     return df
+
+
+def test_frames_derived_from_a_grid_share_its_histories_instead_of_copying_them():
+    """pandas deep-copies ``attrs`` into every derived frame; the histories are shared, read-only."""
+    df = results({"A": [0.7, 0.8], "B": [0.6, 0.7]})
+    h = df.attrs["histories"]
+    derived = [df[df["label"] == "A"], df["auroc_mean"].to_frame(), next(iter(df.groupby("label")))[1]]
+    assert all(d.attrs["histories"] is h for d in derived)
+    assert len(h) == 4 and h[("s", "B", 1)][-1]["auroc_mean"] == pytest.approx(0.7)
+    with pytest.raises(TypeError):
+        h[("s", "C", 0)] = []  # read-only
 
 
 # ------------------------------------------------------------------ prose helpers
