@@ -80,7 +80,7 @@ def test_the_page_and_the_readme_block_show_every_claim(tmp_path):
     assert "The paper profile has not been run yet" in page
     assert "Of 2 claims in the cpu profile: 1 reproduced, 0 opposite, 0 absent, 1 inconclusive." in page
     block = readme_block(tmp_path)
-    assert "| FedMLP | FedMLP above FedAvg | not run |  | +4.0: reproduced |" in block
+    assert "| FedMLP | FedMLP above FedAvg | not run yet |  | +4.0: reproduced |" in block
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n{README_START}\nold\n{README_END}\nrest\n")
     assert update_readme(readme, tmp_path) and not update_readme(readme, tmp_path)
@@ -105,6 +105,7 @@ def test_the_paper_profile_is_the_headline_and_the_cpu_profile_stands_beside_it(
     assert cells[1] == "+3.0" and "Holm" in cells[2] and cells[3] == "6" and cells[6] == "**reproduced**"
     assert cells[7].endswith("3 seeds: inconclusive")
     other = next(line for line in page.splitlines() if line.startswith("| only in the cpu run"))
-    assert "| not run |" in other and "reproduced" in other
+    assert "| not run (cut) |" in other and "reproduced" in other  # its notebook ran in the paper profile
+    assert "*not run (cut)*: the paper profile runs the claim's notebook without" in page
     block = readme_block(tmp_path)
     assert "Claims in the paper profile's 1: 1 reproduced" in block and "; in the cpu profile's 2:" in block

@@ -338,6 +338,20 @@ def _keys(df: pd.DataFrame, key: list[str]) -> list[tuple]:
     return list(zip(*(df[k] for k in [*key, "_k"]))) if len(df) else []
 
 
+def not_run(df: pd.DataFrame) -> pd.Series:
+    """For each row of :func:`both_profiles` without a paper-profile verdict, why: ``"not run
+    (cut)"`` where the paper profile ran the claim's notebook without its runs (to keep within
+    its budget; the notebooks page's table of the profile names the cuts), ``"not run yet"``
+    where it has not run the notebook; empty for the rows it tested."""
+    ran_papers = set(df.loc[df["verdict"].notna(), "paper"])
+    why = df["paper"].map(lambda p: NOT_RUN[0] if p in ran_papers else NOT_RUN[1])
+    return why.where(df["verdict"].isna(), "")
+
+
+#: The two reasons of :func:`not_run`, as the page and the README show them.
+NOT_RUN = ("not run (cut)", "not run yet")
+
+
 def counts_sentence(verdicts: pd.Series) -> str:
     """``"r reproduced, o opposite, a absent, i inconclusive"`` of a column of verdicts."""
     from .tables import VERDICTS
@@ -410,12 +424,20 @@ def findings_page(figures: str | Path | None, paper_figures: str | Path | None =
     cpu = df["cpu_verdict"].notna()
     if cpu.any():
         lines.append(f"Of {int(cpu.sum())} claims in the cpu profile: {counts_sentence(df.loc[cpu, 'cpu_verdict'])}.")
+    why = not_run(df)
+    if ran.any() and (why != "").any():
+        lines += [
+            "",
+            f"*{NOT_RUN[0]}*: the paper profile runs the claim's notebook without the claim's runs, to keep within "
+            "its time budget ([the paper profile](notebooks.md#the-paper-profile) lists what it cuts); "
+            f"*{NOT_RUN[1]}*: the paper profile has not run the claim's notebook.",
+        ]
     lines.append("")
     head = (
         "| claim | paper | paper profile | seeds | MDE | power | verdict | cpu profile | mechanism | shown in |",
         "|---|---|---|---|---|---|---|---|---|---|",
     )
-    for paper, g in df.groupby("paper", sort=False):
+    for paper, g in df.assign(_why=why).groupby("paper", sort=False):
         lines += [f"## {paper}", "", *head]
         for _, r in g.iterrows():
             setting = _cell(r["setting"]) if pd.notna(r["verdict"]) else _cell(r["cpu_setting"])
@@ -426,7 +448,7 @@ def findings_page(figures: str | Path | None, paper_figures: str | Path | None =
                 seeds, mde, pw = str(int(r["pairs"])), _num(r["mde"]), _num(r["power"], "{:.0%}")
                 v = f"**{r['verdict']}**"
             else:
-                run, seeds, mde, pw, v = "not run", "", "", "", ""
+                run, seeds, mde, pw, v = r["_why"], "", "", "", ""
             if pd.notna(r["cpu_verdict"]):
                 cp = _num(r["cpu_diff"], "{:+.1f}")
                 cp += f", {p_text(r['cpu_p'])}" if pd.notna(r["cpu_p"]) else ", no test"
@@ -455,12 +477,12 @@ def readme_block(figures: str | Path | None, paper_figures: str | Path | None = 
     if df.empty:
         return "No headline table was found: run the notebooks (`make reproduce`)."
     lines = ["| paper | claim | paper profile | verdict | cpu profile |", "|---|---|---|---|---|"]
-    for _, r in df.iterrows():
+    for _, r in df.assign(_why=not_run(df)).iterrows():
         if pd.notna(r["verdict"]):
             p = p_text(r["p"]) if pd.notna(r["p"]) else "no test"
             run, v = f"{r['diff']:+.1f} ({p}, {int(r['pairs'])} seeds)", str(r["verdict"])
         else:
-            run, v = "not run", ""
+            run, v = r["_why"], ""
         cpu = f"{r['cpu_diff']:+.1f}: {r['cpu_verdict']}" if pd.notna(r["cpu_verdict"]) else "not run"
         lines.append(f"| {r['paper']} | {_cell(r['claim'])} | {run} | {v} | {cpu} |")
     ran, cpu = df["verdict"].notna(), df["cpu_verdict"].notna()
@@ -523,6 +545,8 @@ __all__ = [
     "family_table",
     "reproduced_count",
     "read_headlines",
+    "not_run",
+    "NOT_RUN",
     "both_profiles",
     "counts_sentence",
     "margin",
