@@ -120,6 +120,21 @@ def test_plot_metric_panels_wraps_names_panels_and_marks_or_drops_flat_ones():
     plt.close(dropped)
 
 
+def test_plot_metric_panels_with_nothing_moving_says_the_values_without_empty_axes():
+    rows = [
+        {"label": "FedMLP", "seed": s, "round": r, "metric": m, "value": 0.0}
+        for m in ("pl/coverage", "pl/pos_recall")
+        for s in (0, 1)
+        for r in (1, 2, 3)
+    ]
+    fig = PL.plot_metric_panels(pd.DataFrame(rows), ["pl/coverage", "pl/pos_recall"], title="tags")
+    assert fig.axes == []
+    said = "\n".join(t.get_text() for t in fig.texts)
+    assert "share of missing entries tagged: 0 in every round" in said and "positive recall: 0 in every round" in said
+    assert fig.get_figheight() < 2
+    plt.close(fig)
+
+
 def test_per_class_bars_start_at_zero_with_class_and_method_names():
     long = pd.DataFrame(
         [

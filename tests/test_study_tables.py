@@ -89,6 +89,30 @@ def test_fedmlp_claims_table_pairs_on_seeds_and_counts_what_holds(fedmlp_setting
     assert "2 reproduce the paper's direction, 0 show the opposite and 6 cannot be told apart" in shows[2]
 
 
+def test_fedmlp_closing_verdict_is_the_headline_tables(fedmlp_settings):
+    """With the headline table the closing sentence gives its verdict, *absent* included: the
+    CXR gap's interval (about +-2.5 points) lies inside half the paper's 11-point gain."""
+    from fedpl_core.report.findings import headline_table
+
+    st = fedmlp_settings
+    st.missing = {"ICH": [4], "CXR": [7]}
+    res = {
+        "CXR": results(
+            {"FedMLP": [0.50, 0.51, 0.50], "FedAvg-PL": [0.50, 0.50, 0.51], "FedAvg": [0.5, 0.5, 0.5]},
+            setting="m=7",
+            metrics=("auroc_mean", "map"),
+        )
+    }
+    claims = fedmlp.claims_table(res, st)
+    headline = headline_table(fedmlp.headline_claims(st), res)
+    row = headline[(headline["b"] == "FedAvg-PL") & headline["claim"].str.contains("(CXR)", regex=False)]
+    assert row["verdict"].tolist() == ["absent"]
+    alone = fedmlp.what_this_run_shows(claims, pd.DataFrame(), pd.DataFrame())
+    assert "FedAvg-PL in mean AUROC is inconclusive here" in alone[0]  # no margin without the headline
+    shows = fedmlp.what_this_run_shows(claims, pd.DataFrame(), pd.DataFrame(), headline)
+    assert "FedAvg-PL in mean AUROC is absent here" in shows[0]
+
+
 def test_fedmlp_ablation_steps_are_paired_row_to_row_with_holm():
     ra = {
         "ICH": results({"FedAvg": [0.60, 0.61, 0.62], "+ MLD": [0.62, 0.63, 0.65], "FedMLP (+ ST)": [0.62, 0.63, 0.65]})
@@ -119,6 +143,33 @@ def test_fedmlp_hot_cool_sentence_gives_a_verdict():
     assert fedmlp.hot_cool_sentence(g, "ICH", 2).endswith("larger on the cool classes: reproduced here.")
     assert fedmlp.hot_cool_sentence(dict(g, diff=-3.0), "ICH", 2).endswith("opposite here.")
     assert "no hot / cool split" in fedmlp.hot_cool_sentence(dict(g, diff=None), "ICH", 2)
+
+
+@pytest.mark.parametrize("ratio", [0.005, 0.01, 0.025, 0.05, 0.3])
+def test_fedmlp_samples_for_a_tag_is_where_mld_sets_its_first_tag(ratio):
+    """The count the sentence names is the method's own threshold: ``select_tags`` on that
+    many untagged samples of one side sets one tag, on one fewer none."""
+    import torch
+
+    from fedpl_core.methods.fedmlp import select_tags
+
+    need = int(fedmlp.samples_for_a_tag(ratio))
+    for n, tags in ((need, 1), (need - 1, 0)):
+        z = -torch.linspace(0.1, 1.0, n)  # every sample on the Z < 0 side
+        neg, pos = select_tags(z, torch.zeros(n, dtype=torch.bool), ratio, ratio)
+        assert (neg.numel(), pos.numel()) == (0, tags), (ratio, n)
+    assert fedmlp.samples_for_a_tag(0.0) == float("inf")
+
+
+def test_fedmlp_tag_floor_sentence_says_which_clients_can_tag():
+    none = fedmlp.tag_floor_sentence(0.005, 0.01, {"ICH": [90] * 5, "CXR": [60] * 8})
+    assert "once 100 of" in none and "once 200 of" in none
+    assert none.endswith("no client can set a single tag, so MLD cannot act and FedMLP trains as WPC + CR.")
+    mixed = fedmlp.tag_floor_sentence(0.005, 0.01, {"ICH": [110, 120], "CXR": [90] * 8, "big": [250]})
+    assert "in ICH only a tag 1, once 100 of its 120 samples have Z < 0" in mixed
+    assert "in CXR no client can set a tag" in mixed
+    assert "in big every client can tag" in mixed
+    assert "no tag 0 at T0 = 0" in fedmlp.tag_floor_sentence(0.0, 0.01, {"ICH": [150]})
 
 
 def test_fedmlp_row_one_check_says_different_when_it_is():

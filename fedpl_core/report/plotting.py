@@ -346,6 +346,13 @@ def plot_metric_panels(
         if len(vals) and np.allclose(vals, vals.iloc[0]):
             flat[m] = float(vals.iloc[0])
     shown = [m for m in metrics if not (constant == "drop" and m in flat)]
+    if flat and not shown:  # nothing moves: the values as text, without empty axes
+        fig = plt.figure(figsize=(6.8, 0.9 + 0.3 * len(flat)))
+        lines = [f"{metric_name(m)}: {v:.3g} in every round" for m, v in flat.items()]
+        fig.text(0.5, 0.5, "\n".join(lines), ha="center", va="center", fontsize=9)
+        if title:
+            fig.suptitle(title, fontsize=10)
+        return fig
     n = max(1, len(shown))
     nc = max(1, min(ncols, n))
     nr = -(-n // nc)

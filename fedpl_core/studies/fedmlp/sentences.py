@@ -1,9 +1,12 @@
 """The sentences notebook 04 prints, computed from its numbers: the hot / cool comparison
-(:func:`hot_cool_sentence`), the check of Table 3's first row against FedAvg and the closing
+(:func:`hot_cool_sentence`), how many samples a client needs before MLD can set a tag
+(:func:`tag_floor_sentence`), the check of Table 3's first row against FedAvg and the closing
 verdicts (:func:`what_this_run_shows`)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -32,6 +35,47 @@ def hot_cool_sentence(g: dict[str, Any], table: str, m: int) -> str:
     )
 
 
+def samples_for_a_tag(ratio: float) -> float:
+    """The fewest untagged samples on one side of Z (Eq. 8-9) for which MLD's count
+    ``floor(ratio * count)`` reaches one tag (``fedpl_core.methods.fedmlp.select_tags``, with
+    its 1e-9 tolerance); infinite for a ratio of 0."""
+    return math.inf if ratio <= 0 else float(math.ceil((1 - 1e-9) / ratio))
+
+
+def tag_floor_sentence(t0: float, t1: float, sizes: Mapping[str, Sequence[int]]) -> str:
+    """Whether a client of the run can set any tag at all: MLD tags ``floor(tau * count)``
+    samples of a side, ``tau`` = T (or d_c T <= T with ST), so a client needs
+    :func:`samples_for_a_tag` (T1) samples with Z < 0 for its first tag 1 and (T0) with
+    Z >= 0 for its first tag 0.  ``sizes``: each table's client sizes (images)."""
+    need1, need0 = samples_for_a_tag(t1), samples_for_a_tag(t0)
+    biggest = {t: max(n) for t, n in sizes.items()}
+    held = " and ".join(f"{n:,} ({t})" for t, n in biggest.items())
+
+    def first(tag: str, t: float, need: float, side: str) -> str:
+        if math.isinf(need):
+            return f"no tag {tag} at T{tag} = 0"
+        return f"its first tag {tag} for a class at T{tag} = {t:g} once {need:,.0f} of its untagged samples have {side}"
+
+    head = (
+        f"MLD rounds its counts down. A client sets {first('1', t1, need1, 'Z < 0')}, and "
+        f"{first('0', t0, need0, 'Z >= 0')}; "
+        f"ST multiplies both ratios by the learning degree (at most 1), so it needs more. The largest client "
+        f"here holds {held} images: "
+    )
+    if all(n < min(need0, need1) for n in biggest.values()):
+        return head + "no client can set a single tag, so MLD cannot act and FedMLP trains as WPC + CR."
+    lo, hi = sorted(((need1, "tag 1", "Z < 0"), (need0, "tag 0", "Z >= 0")))
+    clauses = []
+    for t, n in biggest.items():
+        if n < lo[0]:
+            clauses.append(f"in {t} no client can set a tag")
+        elif n < hi[0]:
+            clauses.append(f"in {t} only a {lo[1]}, once {lo[0]:,.0f} of its {n:,} samples have {lo[2]}")
+        else:
+            clauses.append(f"in {t} every client can tag once its learning degree allows")
+    return head + "; ".join(clauses) + "."
+
+
 def row_one_is_fedavg(fedavg: pd.DataFrame, row_one: pd.DataFrame, table: str, setting: str) -> str:
     """Whether Table 3's first row (``fedmlp`` with every component off, ``row_one``) gives
     FedAvg's final mean AUROC (``fedavg``) on every seed, as a sentence."""
@@ -44,11 +88,16 @@ def row_one_is_fedavg(fedavg: pd.DataFrame, row_one: pd.DataFrame, table: str, s
     )
 
 
-def what_this_run_shows(claims: pd.DataFrame, steps: pd.DataFrame, tags: pd.DataFrame) -> list[str]:
+def what_this_run_shows(
+    claims: pd.DataFrame, steps: pd.DataFrame, tags: pd.DataFrame, headline: pd.DataFrame | None = None
+) -> list[str]:
     """The notebook's closing sentences, from its numbers: the verdict on the paper's headline
     claim (FedMLP above FedAvg-PL in mean AUROC at the highest missing level of each table),
     how many tags FedMLP set and how accurate they were, and the largest step of the
-    ablation."""
+    ablation.  With ``headline`` (the notebook's :func:`~fedpl_core.report.findings.headline_table`)
+    the headline claim's verdict is that table's, *absent* included (its interval inside
+    ± half the paper's gain); without it, :func:`~fedpl_core.report.tables.verdict` without a
+    margin (never *absent*)."""
     from ...report.tables import VERDICTS, verdict
 
     out = []
@@ -56,9 +105,19 @@ def what_this_run_shows(claims: pd.DataFrame, steps: pd.DataFrame, tags: pd.Data
     auc = claims[(claims["metric"] == "auroc_mean") & (claims["vs"] == "FedAvg-PL")] if len(claims) else claims
     for t, g in auc.groupby("table", sort=False):
         r = g.iloc[-1]  # the highest missing level
+        word = r["verdict"]
+        if headline is not None:
+            h = headline[
+                (headline["a"] == "FedMLP")
+                & (headline["b"] == "FedAvg-PL")
+                & (headline["metric"] == "auroc_mean")
+                & (headline["setting"] == f"m={r['m']}")
+                & headline["claim"].str.contains(f"({t})", regex=False)
+            ]
+            word = h["verdict"].iloc[0] if len(h) == 1 else word
         out.append(
             f"In {t} with {r['m']} missing classes a client, the paper's claim that FedMLP is above FedAvg-PL "
-            f"in mean AUROC is {r['verdict']} here: FedMLP is {abs(r['diff (points)']):.1f} points "
+            f"in mean AUROC is {word} here: FedMLP is {abs(r['diff (points)']):.1f} points "
             f"{'above' if r['diff (points)'] > 0 else 'below'} it"
             + (f" (95 % CI {r['95 % CI']})." if r["95 % CI"] else " (one seed: no interval).")
         )
