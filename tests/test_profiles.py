@@ -442,3 +442,24 @@ def test_run_cost_reads_the_methods_cost_and_evaluation_from_its_class():
     assert personal["eval_images"] > plain["eval_images"]
     local_bn = run_cost(dataclasses.replace(cfg, method_kwargs={"bn_policy": "local"}))
     assert local_bn["eval_images"] == personal["eval_images"]
+
+
+def test_the_papers_schedules_keep_checkpoints_without_changing_run_ids():
+    """The paper profile's runs (up to about 20 minutes each) write a checkpoint every tenth
+    of their rounds, so a stopped run resumes midway; the interval is not in the run id, so
+    the cached results stay addressable.  The cpu profile writes none."""
+    import dataclasses
+
+    from fedpl_core.studies import fedlsm, fedmlp
+    from fedpl_core.studies.parameters import engine_options
+
+    assert engine_options("paper", rounds=500)["checkpoint_every"] == 50
+    assert engine_options("paper", rounds=7)["checkpoint_every"] == 1
+    assert "checkpoint_every" not in engine_options("cpu", rounds=500)
+    for study, key in ((fedlsm, "Task 1"), (fedmlp, "ICH")):
+        cfg = study.settings(apply_parameters(study.PROFILES, "paper")).config(key)
+        assert cfg.engine.checkpoint_every == cfg.engine.rounds // 10 > 0
+        none = cfg.replace(engine=dataclasses.replace(cfg.engine, checkpoint_every=0))
+        assert none.run_id() == cfg.run_id()
+        cpu = study.settings(apply_parameters(study.PROFILES, "cpu")).config(key)
+        assert cpu.engine.checkpoint_every == 0

@@ -82,6 +82,23 @@ def test_every_method_resumes_to_identical_numbers(tmp_path, name):
     assert g.keys() == h.keys() and all(torch.equal(g[k], h[k]) for k in g)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_writing_checkpoints_leaves_every_methods_numbers_alone(tmp_path, name):
+    """A run that writes a checkpoint after every round (the papers' schedules keep one)
+    gives the same history and global arrays as the run that writes none."""
+    cfg = config(name, augment="flip_shift", checkpoint_every=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = build_simulation(cfg)
+        plain.run()
+        saving = build_simulation(cfg, checkpoint_path=tmp_path / "run.ckpt")
+        saving.run()
+    assert (tmp_path / "run.ckpt").exists()
+    assert numbers(saving.history) == numbers(plain.history)
+    g, h = saving.server.global_state, plain.server.global_state
+    assert g.keys() == h.keys() and all(torch.equal(g[k], h[k]) for k in g)
+
+
 # ------------------------------------------------------------ 3. a well-formed but wrong checkpoint
 def redone(tmp_path, cfg, blob, needle):
     """``blob`` planted as the run's checkpoint: a warning naming what does not fit, and

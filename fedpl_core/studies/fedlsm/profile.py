@@ -159,7 +159,7 @@ class Settings:
             selection="val_loss",
             device=self.device,
             progress=False,
-            **engine_options(self.profile),
+            **engine_options(self.profile, self.rounds),
         )
 
     def config(self, task: str) -> ExperimentConfig:

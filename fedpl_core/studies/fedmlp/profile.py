@@ -158,7 +158,7 @@ class Settings:
             selection=None,
             device=self.device,
             progress=False,
-            **engine_options(self.profile),
+            **engine_options(self.profile, self.rounds),
         )
 
     def config(self, table: str) -> ExperimentConfig:

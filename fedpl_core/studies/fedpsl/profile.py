@@ -210,7 +210,7 @@ class Settings:
             device=self.device,
             progress=False,
             selection="auroc_mean",
-            **engine_options(self.profile),
+            **engine_options(self.profile, self.rounds),
         )
 
     @property

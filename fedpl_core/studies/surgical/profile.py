@@ -89,7 +89,7 @@ class Settings:
             optimizer_state=self.optimizer_state,
             device=self.device,
             progress=False,
-            **engine_options(self.profile),
+            **engine_options(self.profile, self.rounds),
         )
 
 
