@@ -146,7 +146,9 @@ def _install(tmp_path: Path, wh: Path, env: Path, **extra: str) -> subprocess.Co
     )
 
 
-@pytest.mark.parametrize("planted", ["setuptools-999.0.0-py3-none-any.whl", ".hidden-1.0-py3-none-any.whl"])
+@pytest.mark.parametrize(
+    "planted", ["setuptools-999.0.0-py3-none-any.whl", ".hidden-1.0-py3-none-any.whl", "setuptools-999.0.0.TAR.GZ"]
+)
 def test_an_unlisted_wheel_in_the_wheelhouse_is_refused_before_anything_is_installed(wheelhouse, tmp_path, planted):
     """``sha256sum -c`` checks only the files SHA256SUMS lists, and pip takes every wheel in
     the folder: a planted wheel (its code would run at install time) passed before."""
@@ -160,6 +162,19 @@ def test_an_unlisted_wheel_in_the_wheelhouse_is_refused_before_anything_is_insta
     assert p.stderr.startswith("offline_install: error: ") and p.stderr.count("\n") == 1
     assert f"{planted} is not listed in SHA256SUMS" in p.stderr
     assert not (tmp_path / "calls").exists()  # nothing ran in the environment, pip least of all
+
+
+def test_files_pip_does_not_read_may_travel_beside_the_wheels(wheelhouse, tmp_path):
+    """A GPU call carries its run script and requirements file in the wheelhouse folder: pip's
+    --find-links reads only archives, so these are no reason to refuse the install."""
+    wh = tmp_path / "wh"
+    _tiny_wheelhouse(wheelhouse, wh, ["tabulate"])
+    (wh / "device_run.sh").write_text("#!/bin/sh\n")
+    (wh / "node-requirements.txt").write_text("pytest>=7.4\n")
+    env = _fake_env(tmp_path)
+    p = _install(tmp_path, wh, env)
+    assert p.returncode == 0, p.stderr
+    assert any(c.startswith("-m pip install") for c in (tmp_path / "calls").read_text().splitlines())
 
 
 def test_a_listed_wheelhouse_installs_the_package_with_what_the_checks_need_and_not_the_docs(wheelhouse, tmp_path):

@@ -10,8 +10,9 @@
 # test,pretrained), an extra that names the package itself followed as tools/wheelhouse.py
 # follows it, but not the extras in $WITHOUT (default docs: the test extra's documentation
 # tools; the GPU checks do not build the documentation).  The defaults match the wheelhouse's.
-# Only wheels listed in $WHEELHOUSE/SHA256SUMS, with their hashes, are used: any other file in
-# the folder is refused (pip would take every wheel it finds there).
+# Only wheels listed in $WHEELHOUSE/SHA256SUMS, with their hashes, are used: any other wheel or
+# source archive in the folder is refused (pip would take every one it finds there); a file pip
+# does not read (a script, a requirements file carried beside the wheels) is left alone.
 # Exit status 2 with one line 'offline_install: error: ...' when it cannot.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -24,14 +25,18 @@ fail() { echo "offline_install: error: $*" >&2; exit 2; }
 
 [[ -d $WHEELHOUSE && ! -L $WHEELHOUSE ]] || fail "no folder $WHEELHOUSE/: make the wheelhouse with tools/wheelhouse.py where there is internet and carry it here"
 [[ -f $WHEELHOUSE/SHA256SUMS ]] || fail "no $WHEELHOUSE/SHA256SUMS: make the wheelhouse with tools/wheelhouse.py where there is internet and carry it here"
-# every file pip could take from the folder must be one SHA256SUMS lists (and checks below)
+# every file pip could take from the folder (a wheel or a source archive, by pip's own list of
+# archive suffixes) must be one SHA256SUMS lists (and checks below)
 listed=$(sed -E 's/^[0-9a-fA-F]{64} [ *]//' "$WHEELHOUSE/SHA256SUMS") || fail "cannot read $WHEELHOUSE/SHA256SUMS"
+shopt -s nocasematch
+archive='\.(whl|zip|tar|tar\.gz|tgz|tar\.bz2|tbz|tar\.xz|txz|tlz|tar\.lz|tar\.lzma)$'
 while IFS= read -r -d '' f; do
   name=${f##*/}
-  [[ $name == SHA256SUMS || $name == MANIFEST.json ]] && continue
+  [[ $name =~ $archive ]] || continue
   grep -qxF -- "$name" <<<"$listed" && [[ -f $f ]] \
     || fail "$WHEELHOUSE/$(printf '%q' "$name") is not listed in SHA256SUMS: remove it, or make the wheelhouse again (only the listed wheels are installed)"
 done < <(find "$WHEELHOUSE" -mindepth 1 -maxdepth 1 -print0)
+shopt -u nocasematch
 (cd "$WHEELHOUSE" && sha256sum --quiet -c SHA256SUMS) >/dev/null 2>&1 \
   || fail "a wheel in $WHEELHOUSE/ is missing or damaged (sha256sum -c SHA256SUMS there says which)"
 "$BASE_PYTHON" -c 'import torch' 2>/dev/null || fail "$BASE_PYTHON has no torch: point BASE_PYTHON at the Python that has the machine's PyTorch"

