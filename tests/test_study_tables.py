@@ -208,6 +208,28 @@ def test_fedlsm_claims_and_ablation_tables():
     )
 
 
+def test_fedlsm_closing_verdict_is_the_headline_tables_and_names_the_pseudo_labels_precision():
+    """With the headline table the closing sentence gives its verdict, *absent* included (the
+    Task 1 gap's interval lies inside half the paper's 3.1-point gain); without it, no margin."""
+    from fedpl_core.report.findings import headline_table
+
+    r1 = results({"FedLSM": [0.700, 0.705, 0.700], "FedAvg-PL": [0.6, 0.6, 0.6], "FedAvg*": [0.700, 0.700, 0.703]})
+    claims = fedlsm.claims_table({"Task 1": r1})
+    headline = headline_table(fedlsm.headline_claims(), {"Task 1": r1})
+    row = headline[(headline["b"] == "FedAvg*") & headline["claim"].str.startswith("Table 1: ")]
+    assert row["verdict"].tolist() == ["absent"]
+    alone = fedlsm.what_this_run_shows(claims, pd.DataFrame(), pd.DataFrame())
+    assert "in mean AUROC is inconclusive here" in alone[0]
+    shows = fedlsm.what_this_run_shows(
+        claims, pd.DataFrame(), pd.DataFrame(), {"Task 1": 0.78}, headline=headline, precision={"Task 1": 0.065}
+    )
+    assert "in mean AUROC is absent here" in shows[0]
+    assert shows[1] == (
+        "Task 1: FedLSM's teacher pseudo-labelled 78.0 % of the unknown entries by the last round; "
+        "6.5 % of its positive pseudo-labels were right."
+    )
+
+
 def test_fedlsm_last_coverage_reads_the_last_round_of_each_seed():
     df = results({"FedLSM": [0.5, 0.5]})
     df.attrs["histories"] = {
@@ -215,6 +237,13 @@ def test_fedlsm_last_coverage_reads_the_last_round_of_each_seed():
         for s, c in ((0, 0.1), (1, 0.3))
     }
     assert fedlsm.last_coverage(df) == pytest.approx(0.2) and fedlsm.last_coverage(df, "FedAvg") is None
+    # the positive precision: each seed at its last round with a positive pseudo-label
+    df.attrs["histories"] = {
+        ("s", "FedLSM", 0): [{"round": 1, "pl/pos_precision": 0.5}, {"round": 2, "pl/pos_precision": 0.1}],
+        ("s", "FedLSM", 1): [{"round": 1, "pl/pos_precision": 0.3}, {"round": 2, "pl/pos_precision": None}],
+    }
+    assert fedlsm.last_coverage(df, metric="pl/pos_precision") == pytest.approx(0.2)
+    assert fedlsm.last_coverage(df, "FedAvg", metric="pl/pos_precision") is None
 
 
 def test_fedlsm_tried_sentences_count_significant_wins():

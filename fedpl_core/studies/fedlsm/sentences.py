@@ -193,12 +193,21 @@ def ham_tdma_sentences(ham: pd.DataFrame) -> list[str]:
 
 
 def what_this_run_shows(
-    claims: pd.DataFrame, table3: pd.DataFrame, tdma: pd.DataFrame, coverage: dict[str, float] | None = None
+    claims: pd.DataFrame,
+    table3: pd.DataFrame,
+    tdma: pd.DataFrame,
+    coverage: dict[str, float] | None = None,
+    headline: pd.DataFrame | None = None,
+    precision: dict[str, float] | None = None,
 ) -> list[str]:
     """The notebook's closing sentences, from its numbers: the verdict on the paper's claim
     (FedLSM above FedAvg* in each task's first metric), whether pseudo-labelling engaged
-    (``coverage``: FedLSM's pseudo-labelled share at the last round, per task), what TDMA adds
-    under each reading of FedAvg, and how many ablation rows fall significantly below FedLSM."""
+    (``coverage``: FedLSM's pseudo-labelled share at the last round, per task; ``precision``:
+    the share of its positive pseudo-labels that are right), what TDMA adds under each reading
+    of FedAvg, and how many ablation rows fall significantly below FedLSM.  With ``headline``
+    (the notebook's :func:`~fedpl_core.report.findings.headline_table`) a claim's verdict is that
+    table's, *absent* included (its interval inside ± half the paper's gain); without it,
+    :func:`~fedpl_core.report.tables.verdict` without a margin (never *absent*)."""
     from ...report.tables import verdict
 
     out = []
@@ -206,6 +215,14 @@ def what_this_run_shows(
         if r["metric"] != CLAIM_METRICS[r["task"]][0]:
             continue
         word = verdict({"diff": r["diff (points)"], "p": r["p"]})
+        if headline is not None:
+            h = headline[
+                (headline["a"] == "FedLSM")
+                & (headline["b"] == "FedAvg*")
+                & (headline["metric"] == r["metric"])
+                & headline["claim"].str.startswith(f"Table {r['task'][-1]}: ")  # Task 1: Table 1, Task 2: Table 2
+            ]
+            word = h["verdict"].iloc[0] if len(h) == 1 else word
         out.append(
             f"{r['task']}: the paper's claim that FedLSM is above FedAvg* in "
             f"{'mean AUROC' if r['task'] == 'Task 1' else 'AUC'} "
@@ -214,13 +231,14 @@ def what_this_run_shows(
             + (f", 95 % CI {r['95 % CI']})." if r["95 % CI"] else ", one seed: no interval).")
         )
     for task, share in (coverage or {}).items():
+        right = (precision or {}).get(task)
         out.append(
             f"{task}: FedLSM's teacher pseudo-labelled {100 * share:.1f} % of the unknown entries by the last "
             "round"
             + (
                 ": pseudo-labelling never engaged, so FedLSM here is its strong-view training alone."
                 if share == 0
-                else "."
+                else (f"; {100 * right:.1f} % of its positive pseudo-labels were right." if right is not None else ".")
             )
         )
     if len(tdma):

@@ -259,11 +259,13 @@ def ablation_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def last_coverage(res: pd.DataFrame, label: str = "FedLSM") -> float | None:
+def last_coverage(res: pd.DataFrame, label: str = "FedLSM", metric: str = "pl/coverage") -> float | None:
     """``label``'s pseudo-labelled share of the unknown entries at its last evaluated round,
-    mean over seeds (None without ``pl/coverage`` records)."""
+    mean over seeds (None without ``pl/coverage`` records).  ``metric="pl/pos_precision"``:
+    the share of its positive pseudo-labels that are right, each seed at the last round that
+    had any (a round without one records none; None when no round of any seed had one)."""
     from ...report.tables import curve_frame
 
-    cv = curve_frame(res, metric="pl/coverage")
+    cv = curve_frame(res, metric=metric)
     cv = cv[cv["label"] == label] if len(cv) else cv
-    return float(cv.sort_values("round").groupby("seed")["pl/coverage"].last().mean()) if len(cv) else None
+    return float(cv.sort_values("round").groupby("seed")[metric].last().mean()) if len(cv) else None
