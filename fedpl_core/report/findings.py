@@ -212,6 +212,24 @@ def headline_table(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], 
     return out
 
 
+def headline_verdict(
+    headline: pd.DataFrame, a: str, b: str, metric: str, claim_has: str, setting: str | None = None
+) -> str | None:
+    """The verdict :func:`headline_table` gave the one claim of ``a`` against ``b`` in ``metric``
+    whose text contains ``claim_has`` (and whose setting is ``setting``, when given), so that a
+    notebook's closing sentence says what its headline table says, *absent* included; None
+    unless exactly one row matches."""
+    h = headline[
+        (headline["a"] == a)
+        & (headline["b"] == b)
+        & (headline["metric"] == metric)
+        & headline["claim"].str.contains(claim_has, regex=False)
+    ]
+    if setting is not None:
+        h = h[h["setting"] == setting]
+    return str(h["verdict"].iloc[0]) if len(h) == 1 else None
+
+
 def family_table(
     claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], which: str = "final", pairs: str = "runs"
 ) -> pd.DataFrame:
@@ -542,6 +560,7 @@ __all__ = [
     "Claim",
     "tested_claims",
     "headline_table",
+    "headline_verdict",
     "family_table",
     "reproduced_count",
     "read_headlines",

@@ -208,6 +208,7 @@ def what_this_run_shows(
     (the notebook's :func:`~fedpl_core.report.findings.headline_table`) a claim's verdict is that
     table's, *absent* included (its interval inside ± half the paper's gain); without it,
     :func:`~fedpl_core.report.tables.verdict` without a margin (never *absent*)."""
+    from ...report.findings import headline_verdict
     from ...report.tables import verdict
 
     out = []
@@ -215,14 +216,8 @@ def what_this_run_shows(
         if r["metric"] != CLAIM_METRICS[r["task"]][0]:
             continue
         word = verdict({"diff": r["diff (points)"], "p": r["p"]})
-        if headline is not None:
-            h = headline[
-                (headline["a"] == "FedLSM")
-                & (headline["b"] == "FedAvg*")
-                & (headline["metric"] == r["metric"])
-                & headline["claim"].str.startswith(f"Table {r['task'][-1]}: ")  # Task 1: Table 1, Task 2: Table 2
-            ]
-            word = h["verdict"].iloc[0] if len(h) == 1 else word
+        if headline is not None:  # Task 1's claims are Table 1's, Task 2's Table 2's
+            word = headline_verdict(headline, "FedLSM", "FedAvg*", r["metric"], f"Table {r['task'][-1]}: ") or word
         out.append(
             f"{r['task']}: the paper's claim that FedLSM is above FedAvg* in "
             f"{'mean AUROC' if r['task'] == 'Task 1' else 'AUC'} "

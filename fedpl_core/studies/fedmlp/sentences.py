@@ -98,6 +98,7 @@ def what_this_run_shows(
     the headline claim's verdict is that table's, *absent* included (its interval inside
     ± half the paper's gain); without it, :func:`~fedpl_core.report.tables.verdict` without a
     margin (never *absent*)."""
+    from ...report.findings import headline_verdict
     from ...report.tables import VERDICTS, verdict
 
     out = []
@@ -107,14 +108,7 @@ def what_this_run_shows(
         r = g.iloc[-1]  # the highest missing level
         word = r["verdict"]
         if headline is not None:
-            h = headline[
-                (headline["a"] == "FedMLP")
-                & (headline["b"] == "FedAvg-PL")
-                & (headline["metric"] == "auroc_mean")
-                & (headline["setting"] == f"m={r['m']}")
-                & headline["claim"].str.contains(f"({t})", regex=False)
-            ]
-            word = h["verdict"].iloc[0] if len(h) == 1 else word
+            word = headline_verdict(headline, "FedMLP", "FedAvg-PL", "auroc_mean", f"({t})", f"m={r['m']}") or word
         out.append(
             f"In {t} with {r['m']} missing classes a client, the paper's claim that FedMLP is above FedAvg-PL "
             f"in mean AUROC is {word} here: FedMLP is {abs(r['diff (points)']):.1f} points "
