@@ -130,6 +130,28 @@ def test_threads_backend_gives_the_serial_numbers(serial, monkeypatch, tmp_path)
     assert len(list(tmp_path.glob("*.json"))) == 4 and not list(tmp_path.glob("*.lock"))
 
 
+def test_cost_starts_the_longest_runs_first_and_changes_no_number(serial, monkeypatch, tmp_path):
+    """With ``cost`` the runs still to do start in descending cost, ties in the grid's order (the
+    cached one is not run again); the rows keep the grid's order and the serial numbers."""
+    started = []
+    real = G._run_one
+
+    def record(cfg, *a, **k):
+        started.append((cfg.method, cfg.seed))
+        return real(cfg, *a, **k)
+
+    monkeypatch.setattr(G, "_run_one", record)
+    run_many(tiny(), ["fedavg"], [0], tmp_path, progress=False)  # cached: not started again below
+    started.clear()
+    cost = {"fedavg": 1.0, "fedprox": 2.0}
+    df = run_many(tiny(), METHODS, [0, 1], tmp_path, progress=False, cost=lambda cfg: cost[cfg.method])
+    assert started == [("fedprox", 0), ("fedprox", 1), ("fedavg", 1)]
+    assert finals(df).tolist() == serial.tolist()
+    assert df[df.which == "final"][["label", "seed"]].values.tolist() == [
+        ["fedavg", 0], ["fedavg", 1], ["prox0", 0], ["prox0", 1]
+    ]  # fmt: skip
+
+
 def test_failed_run_is_retried_once_then_reported_after_the_others(tmp_path):
     settings = {"broken": flaky(tmp_path / "b", "always"), "ok": {}, "flaky": flaky(tmp_path / "f")}
     broken_id = tiny(**settings["broken"]).run_id()

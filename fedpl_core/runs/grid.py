@@ -549,8 +549,12 @@ def run_grid(
     retries: int = 1,
     progress: bool = True,
     keep_stale: bool | None = None,
+    cost: Callable[[Any], float] | None = None,
 ) -> list:
-    """The :class:`RunResult` of every config, in order.  Runs held by another process
+    """The :class:`RunResult` of every config, in order.  ``cost``: a config's expected run
+    time in any unit; the runs still to do are then started longest first (ties in the given
+    order), so that a long run does not start last and run alone while the other workers idle.
+    It changes when a run starts, never its numbers.  Runs held by another process
     are waited for at the end; a run that raises is retried ``retries`` times; then a
     :class:`GridError` names every run that still failed (the others are all written).
     Cached results of other code are counted in one :class:`StaleResultWarning` and done
@@ -577,6 +581,8 @@ def run_grid(
             for i, _ in stale:
                 results[i] = None
     todo = [i for i, r in enumerate(results) if r is None]
+    if cost is not None:
+        todo.sort(key=lambda i: -cost(cfgs[i]))  # stable: ties keep the grid's order
     failures: list[tuple[int, BaseException]] = []
     if not todo:
         note_platforms(r.provenance for r in results)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,6 +140,7 @@ def run_many(
     ray_address: str | None = None,
     retries: int = 1,
     keep_stale: bool | None = None,
+    cost: Callable[[ExperimentConfig], float] | None = None,
 ) -> pd.DataFrame:
     """Grid over settings x methods x seeds on identical data and partitions.
 
@@ -163,7 +164,9 @@ def run_many(
     by spawned workers (macOS, Windows, CUDA): register them in an importable module.
     Cached results of other code (:mod:`fedpl_core.runs.provenance`) are done again with one
     :class:`~fedpl_core.runs.results.StaleResultWarning` for the grid, or kept with ``keep_stale=True`` (default:
-    ``$FEDPL_KEEP_STALE``).
+    ``$FEDPL_KEEP_STALE``).  ``cost``: a config's expected run time (any unit); the runs still to
+    do then start longest first, so that with several workers a long run does not start last
+    and run alone (:func:`~fedpl_core.runs.grid.run_grid`); the rows keep the grid's order.
     """
     backend = check_args(backend, workers, retries, ray_address, keep_stale, results_dir)
     if not (backend == "ray" and (ray_address or os.environ.get("RAY_ADDRESS"))):  # a cluster has its own CPUs
@@ -181,6 +184,7 @@ def run_many(
         retries,
         progress,
         keep_stale=keep_stale,
+        cost=cost,
     )
     rows, hist = [], {}
     for (sname, label, cfg), res in zip(jobs, results):

@@ -82,6 +82,7 @@ from .paper import (
 )
 from .profile import PROFILES, Settings, check_data_roots, settings
 from .runs import (
+    FEDLSM_STEP_COST,
     TDMA_GRID,
     TRIED_VARIANTS,
     ablation_methods,
@@ -90,6 +91,7 @@ from .runs import (
     imagenet_start,
     methods,
     missing_methods,
+    run_cost,
     tdma_methods,
 )
 from .sentences import (
@@ -149,6 +151,8 @@ __all__ = [
     "TRIED_VARIANTS",
     "imagenet_pair",
     "imagenet_start",
+    "FEDLSM_STEP_COST",
+    "run_cost",
     # tables
     "tdma_effect",
     "table1",

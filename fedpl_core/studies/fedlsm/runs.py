@@ -32,6 +32,22 @@ def methods(task: str, labels: Sequence[str] | None = None, first_order: bool = 
     return out
 
 
+#: A FedLSM local step's time against a FedAvg step's: the teacher's forward pass on the weak views
+#: and the strong views cost the difference.  Measured in the paper profile's run (Task 1, one
+#: thread a run, two workers): a FedLSM run 1,396-1,420 s, a FedAvg-PL or FedAvg* run 832-851 s.
+FEDLSM_STEP_COST = 1.7
+
+
+def run_cost(cfg) -> float:
+    """A run's expected time in FedAvg local steps: rounds x local iterations, times
+    :data:`FEDLSM_STEP_COST` for FedLSM and its ablations.  ``run_many(..., cost=run_cost)``
+    starts the longest runs first: in the paper profile FedLSM's five Task 1 runs would
+    otherwise start last, and the last would run alone for about 23 minutes while the other core
+    idles."""
+    steps = cfg.engine.rounds * (cfg.engine.local_iters or 1)
+    return steps * (FEDLSM_STEP_COST if cfg.method.startswith("fedlsm") else 1.0)
+
+
 #: Task 1's FedAvg under both readings of "FedAvg", each with FedAvg and with TDMA
 #: head aggregation and the same weighted BCE, so that each pair differs by the aggregation only:
 #: (label, registry name, method kwargs, reading).
