@@ -29,6 +29,8 @@ import tempfile
 from pathlib import Path
 
 #: The folder above the package: a checkout when :func:`checkout` says so.
+#:
+#: :meta hide-value:
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 
 _profile: str | None = None  # the profile set by use_profile / notebook_outputs (None: not a smoke run)

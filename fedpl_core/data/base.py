@@ -16,7 +16,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+#: The task of a multi-label data set: any number of positives a row, one sigmoid a class.
 MULTILABEL = "multilabel"
+#: The task of a multi-class data set: exactly one positive a row, one softmax.
 MULTICLASS = "multiclass"
 
 

@@ -36,6 +36,7 @@ from .base import MULTICLASS, MULTILABEL, DataError, DataWarning, ImageDataset
 from .cache import DecodeOptions, decode_options, load_images_cached
 from .safeopen import not_regular
 
+#: The file names (their endings, in any case) read as images.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 
 

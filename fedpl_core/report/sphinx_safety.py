@@ -36,6 +36,8 @@ class SafePage(Transform):
     default_priority = 50  # early: before Sphinx's image and download collectors see the doctree
     #: where MyST-NB writes the notebooks' output images (``jupyter_execute``, beside the folder the
     #: pages are built in), set when the builder starts
+    #:
+    #: :meta hide-value:
     outputs: Path | None = None
 
     def apply(self) -> None:

@@ -68,7 +68,9 @@ CSV_NAMES = ("stage_2_train.csv", "stage_2_train.csv.gz", "stage_1_train.csv", "
 REQUIRED_COLUMNS = ("ID", "Label")
 #: Named windows ``(centre, width)`` in HU.
 WINDOWS = {"brain": (40.0, 80.0), "subdural": (80.0, 200.0), "bone": (600.0, 2800.0)}
+#: The default: one channel, the brain window.
 BRAIN_WINDOW = ("brain",)
+#: Three channels: the brain, subdural and bone windows.
 BSB_WINDOWS = ("brain", "subdural", "bone")
 #: Part of the cache file name: bump when the DICOM decoding changes.
 DICOM_DECODER_VERSION = "dcm1"
