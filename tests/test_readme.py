@@ -30,13 +30,13 @@ def test_the_findings_block_is_generated_from_the_committed_headline_tables():
     assert block == readme_block(ROOT / "figures").strip(), (
         "run `python -m fedpl_core.report.findings` after the notebooks"
     )
-    assert "| paper | claim | paper profile | verdict | cpu profile |" in block
+    assert "| paper | claim | data | paper profile | verdict | cpu profile |" in block
 
 
 def test_the_committed_findings_page_is_the_generated_one():
     from fedpl_core.report.findings import findings_page
 
-    assert (ROOT / "docs" / "findings.md").read_text() == findings_page(ROOT / "figures"), (
+    assert (ROOT / "docs" / "findings.md").read_text() == findings_page(ROOT / "figures", site=False), (
         "run `python -m fedpl_core.report.findings` after the notebooks"
     )
 

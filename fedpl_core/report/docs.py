@@ -37,17 +37,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shutil
 import stat
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..base.fileio import atomic_write, atomic_write_text, check_inside, safe_dir
 from . import record as R
+from .findings import HEADLINE_PROFILE
 from .sanitize import UnsafeInput, check_name, sanitise_notebook
 
+#: The folder above the package (a checkout): the builder's default folders are inside it.
+#:
+#: :meta hide-value:
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -229,12 +235,19 @@ def _titled(nb, stem: str) -> None:
 
 
 def stage(
-    docs: Path, notebooks: list[Path], figures: Path | None, src: Path, banner: str, root: Path | None = None
+    docs: Path,
+    notebooks: list[Path],
+    figures: Path | None,
+    src: Path,
+    banner: str,
+    root: Path | None = None,
+    paper_notebooks: Sequence[Path] = (),
 ) -> dict[str, int]:
     """Copy the pages to the new folder ``src`` (links left out), the notebooks sanitised into
-    ``src/notebooks/``, the generated pages beside them, each written atomically inside ``root``
-    (default ``src``'s folder: :func:`fedpl_core.base.fileio.atomic_write`, no link on the way);
-    returns what sanitising removed, by kind."""
+    ``src/notebooks/`` (the paper profile's, ``paper_notebooks``, into ``src/notebooks/paper/``),
+    the generated pages beside them, each written atomically inside ``root`` (default ``src``'s
+    folder: :func:`fedpl_core.base.fileio.atomic_write`, no link on the way); returns what
+    sanitising removed, by kind."""
     import nbformat
 
     from .findings import findings_page
@@ -253,23 +266,39 @@ def stage(
     _mark(src, root)
     removed: dict[str, int] = {}
     safe_dir(root, (src / "notebooks").relative_to(root))
-    for p in notebooks:
-        nb = nbformat.read(p, as_version=4)
-        for k, v in sanitise_notebook(nb).items():
-            removed[k] = removed.get(k, 0) + v
-        _titled(nb, p.stem)
-        nb.metadata.setdefault("language_info", {"name": "python"})  # the code cells' lexer
-        with atomic_write(src / "notebooks" / p.name, fsync=False, root=root) as f:
-            nbformat.write(nb, f)
-    toc = "\n".join(p.stem for p in notebooks)
+    if paper_notebooks:
+        safe_dir(root, (src / "notebooks" / "paper").relative_to(root))
+    for folder, group in ((src / "notebooks", notebooks), (src / "notebooks" / "paper", paper_notebooks)):
+        for p in group:
+            nb = nbformat.read(p, as_version=4)
+            for k, v in sanitise_notebook(nb).items():
+                removed[k] = removed.get(k, 0) + v
+            _titled(nb, p.stem)
+            nb.metadata.setdefault("language_info", {"name": "python"})  # the code cells' lexer
+            with atomic_write(folder / p.name, fsync=False, root=root) as f:
+                nbformat.write(nb, f)
+    toc = "\n".join([*(p.stem for p in notebooks), *(["paper/index"] if paper_notebooks else [])])
     atomic_write_text(
         src / "notebooks" / "index.md",
         "# The executed notebooks\n\nThe notebooks of the committed run, executed from an empty results folder, "
-        "with every output. Each one teaches one paper on the built-in data; the sources, without outputs, are "
-        "in the repository's `notebooks/` folder.\n\n```{toctree}\n:maxdepth: 1\n\n" + toc + "\n```\n",
+        "with every output, in the cpu profile (the quick teaching run); the paper profile's, in each paper's "
+        "own schedule, follow. The sources, without outputs, are in the repository's `notebooks/` folder."
+        "\n\n```{toctree}\n:maxdepth: 1\n\n" + toc + "\n```\n",
         fsync=False,
         root=root,
     )
+    if paper_notebooks:
+        atomic_write_text(
+            src / "notebooks" / "paper" / "index.md",
+            "# The paper profile's notebooks\n\nThe four papers' notebooks in the paper profile: each paper's own "
+            "training schedule on the small model, with seeds chosen for power, running the runs of its headline "
+            "claims (the [notebooks page](../../notebooks.md#the-paper-profile) says what each cuts). Their tables "
+            "of claims are the [findings](../../findings.md)' headline.\n\n```{toctree}\n:maxdepth: 1\n\n"
+            + "\n".join(p.stem for p in paper_notebooks)
+            + "\n```\n",
+            fsync=False,
+            root=root,
+        )
     atomic_write_text(src / "findings.md", findings_page(figures), fsync=False, root=root)
     atomic_write_text(
         src / "_fedpl.json",
@@ -308,6 +337,8 @@ def build_docs(
     check_apart(out, docs)
     check_pages(docs)
     nbs = executed_notebooks(notebooks)
+    paper = Path(notebooks) / HEADLINE_PROFILE
+    paper_nbs = executed_notebooks(paper) if paper.is_dir() and any(paper.glob("*.ipynb")) else []
     try:
         banner = site_banner(R.read_record(notebooks))
     except ValueError as e:  # R.RecordError: the record is there but not a valid one
@@ -317,7 +348,9 @@ def build_docs(
     _check_out(out)  # made now, or there already: still not a link
     work = Path(tempfile.mkdtemp(prefix=".fedpl-build-", dir=out))  # private: nothing planted in it
     try:
-        removed = stage(docs, nbs, figures if figures.is_dir() else None, work / "src", banner, root=work)
+        removed = stage(
+            docs, nbs, figures if figures.is_dir() else None, work / "src", banner, root=work, paper_notebooks=paper_nbs
+        )
         if removed:
             print(
                 "removed from the notebooks before publishing: " + ", ".join(f"{v} {k}" for k, v in removed.items()),
@@ -358,6 +391,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--figures", default=str(ROOT / "figures"), help="figures and tables the findings page reads")
     ap.add_argument("--no-strict", action="store_true", help="keep going on Sphinx warnings")
     a = ap.parse_args(argv)
+    # Other libraries' messages (not Sphinx's: its warnings have their own handler) at WARNING and
+    # above, as Python shows them unconfigured.  Set before Sphinx loads the theme: accessible-pygments,
+    # which the theme's code styles bring in, calls logging.basicConfig(level=INFO) when it is imported
+    # (a no-op once the root logger has a handler), and matplotlib would then print an INFO line
+    # ("generated new fontManager") whenever it builds its font cache.
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s", stream=sys.stderr)
     try:
         index = build_docs(a.notebooks, a.out, a.docs, a.figures, strict=not a.no_strict)
     except (ValueError, OSError) as e:  # DocsError, a ConfigError of a file read back: one line each

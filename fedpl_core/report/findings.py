@@ -33,6 +33,7 @@ from .tables import (
     difference_columns,
     holm,
     minimum_detectable_effect,
+    p_text,
     paired_difference,
     power,
     verdict,
@@ -45,6 +46,8 @@ COLUMNS = (
     "setting",
     "a",
     "b",
+    "contrast",
+    "data",
     "metric",
     "diff",
     "ci_low",
@@ -52,6 +55,8 @@ COLUMNS = (
     "p",
     "p_holm",
     "pairs",
+    "seeds",
+    "settings",
     "sd",
     "mde",
     "paper_gain",
@@ -92,8 +97,9 @@ class Claim:
     (``"final"``: the last; ``"best"``: the selected model; default: the table's); with ``a_setting`` /
     ``b_setting`` the two sides come from two settings (e.g. one method at two
     synchronisation intervals), paired on the seed.  ``mechanism``: what was measured to
-    explain the result, in a sentence; ``evidence``: the notebook section or benchmark that
-    shows it."""
+    explain the result, in a sentence; ``evidence``: where it is shown, as references separated
+    by ``"; "``: ``"NN § heading"`` (the section of notebook ``NN`` whose heading contains that
+    text) or ``"benchmarks/<file>.py"`` (:func:`evidence_links` turns them into links)."""
 
     paper: str
     claim: str
@@ -137,6 +143,14 @@ class Claim:
         return self.a_setting is not None or self.b_setting is not None
 
     @property
+    def contrast(self) -> str:
+        """The difference the claim tests, named by its sides and, when they differ, their
+        settings: ``"A − B"`` or ``"A at E=100 − A at E=10"``."""
+        if self.two_settings:
+            return f"{self.a} at {self.a_setting} − {self.b} at {self.b_setting}"
+        return f"{self.a} − {self.b}"
+
+    @property
     def setting_text(self) -> str:
         """The claim's setting as a table shows it: ``"<a_setting> against <b_setting>"``, the
         setting, or ``""``."""
@@ -148,9 +162,11 @@ def tested_claims(
 ) -> list[tuple[Claim, dict]]:
     """Test each claim on its runs: ``(claim, paired difference)`` with the
     :func:`~fedpl_core.report.tables.paired_difference` dict of ``a`` minus ``b`` (points,
-    paired over seeds, at the claim's round ``which`` or else ``which``); a claim whose runs are
-    not in ``frames`` (a profile that leaves them out) is left out.  The one test behind
-    :func:`headline_table` and :func:`family_table`."""
+    paired over seeds, at the claim's round ``which`` or else ``which``), plus what was paired:
+    ``seeds`` (distinct seeds), ``settings`` (distinct settings pooled, 1 when the claim names
+    its setting) and ``data`` (the data the runs trained on, ``result_rows``' ``data``, joined);
+    a claim whose runs are not in ``frames`` (a profile that leaves them out) is left out.  The
+    one test behind :func:`headline_table` and :func:`family_table`."""
     out = []
     for c in claims:
         df = frames.get(c.frame)
@@ -158,7 +174,12 @@ def tested_claims(
         if df is None:
             continue
         a, b = (f"{c.a} @ {c.a_setting}", f"{c.b} @ {c.b_setting}") if c.two_settings else (c.a, c.b)
-        out.append((c, paired_difference(df, a, b, c.metric, which=c.which or which)))
+        d = paired_difference(df, a, b, c.metric, which=c.which or which)
+        pooled = "setting" in df and c.setting is None and not c.two_settings
+        d["seeds"] = int(df["seed"].nunique()) if "seed" in df else None
+        d["settings"] = int(df["setting"].nunique()) if pooled else 1
+        d["data"] = ", ".join(sorted(map(str, df["data"].dropna().unique()))) if "data" in df else ""
+        out.append((c, d))
     return out
 
 
@@ -190,6 +211,8 @@ def headline_table(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], 
                 "setting": c.setting_text,
                 "a": c.a,
                 "b": c.b,
+                "contrast": c.contrast,
+                "data": d["data"],
                 "metric": c.metric,
                 "diff": round(d["diff"], 2),
                 "ci_low": ci[0],
@@ -197,6 +220,8 @@ def headline_table(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], 
                 "p": d["p"],
                 "p_holm": None,
                 "pairs": d["n"],
+                "seeds": d["seeds"],
+                "settings": d["settings"],
                 "sd": d["sd"],
                 "mde": minimum_detectable_effect(d["sd"], d["n"]),
                 "paper_gain": c.paper_gain,
@@ -209,6 +234,40 @@ def headline_table(claims: Sequence[Claim], frames: Mapping[str, pd.DataFrame], 
         )
     out = pd.DataFrame(rows, columns=list(COLUMNS))
     out["p_holm"] = holm(list(out["p"]))
+    return out
+
+
+def headline_view(headline: pd.DataFrame) -> pd.DataFrame:
+    """A notebook's headline table (:func:`headline_table`) as a learner reads it: the claim whole,
+    its contrast where two settings are compared, the data, the difference and its 95 % interval
+    in points to one decimal, p and Holm's p (floats, shown to 2-3 digits by
+    :func:`fedpl_core.report.tables.readable`), the seeds paired (:func:`seeds_text`), MDE, the
+    paper's gain, the power and the verdict; empty where a claim has no value."""
+    rows = []
+    for _, r in headline.iterrows():
+        setting = r.get("setting") if isinstance(r.get("setting"), str) else ""
+        said = r["contrast"] if " against " in setting and isinstance(r.get("contrast"), str) else setting
+        ci = f"{_minus(f'{r.ci_low:.1f}')} to {_minus(f'{r.ci_high:.1f}')}" if pd.notna(r["ci_low"]) else None
+        rows.append(
+            {
+                "claim": r["claim"] + (f" ({said})" if said else ""),
+                "data": r.get("data") if isinstance(r.get("data"), str) and r.get("data") else None,
+                "difference": _signed(r["diff"]),
+                "95 % CI": ci,
+                "p": r["p"],
+                "p (Holm)": r["p_holm"],
+                "seeds": seeds_text(r.get("seeds"), r.get("settings"), r["pairs"]),
+                "MDE": _num(r["mde"]) or None,
+                "paper": _minus(_num(r["paper_gain"], "{:+.1f}")) or None,
+                "power": _num(r["power"], "{:.0%}") or None,
+                "verdict": r["verdict"],
+            }
+        )
+    out = pd.DataFrame(rows)
+    out.attrs["note"] = (
+        "–: no value: no test (one seed, or the two sides gave the same numbers on every seed), or the "
+        "paper gives no number for the claim (so no power against half of it)."
+    )
     return out
 
 
@@ -285,21 +344,24 @@ def reproduced_count(claims: pd.DataFrame, subject: str, alpha: float = 0.05) ->
     )
 
 
-def p_text(p: float) -> str:
-    """A p-value with two significant digits, three near 0.05, so that a p below 0.05 never reads
-    as "p = 0.05" beside its verdict.
-
-    >>> p_text(0.0497), p_text(0.0081), p_text(0.21)
-    ('p = 0.0497', 'p = 0.0081', 'p = 0.21')
-    """
-    return f"p = {p:.3g}" if 0.045 <= p < 0.055 else f"p = {p:.2g}"
+#: The profile whose verdicts are the findings' headline, and where its tables are, inside the
+#: cpu profile's figures folder (:data:`fedpl_core.base.paths.OWN_FOLDER`).
+HEADLINE_PROFILE = "paper"
 
 
 def _fmt_row(r: pd.Series) -> str:
-    ci = f"; 95 % CI {r['ci_low']:.1f} to {r['ci_high']:.1f}" if pd.notna(r["ci_low"]) else ""
-    p = f", {p_text(r['p'])}" if pd.notna(r["p"]) else ", no test"
-    holm_p = f" (Holm {r['p_holm']:.2g})" if pd.notna(r.get("p_holm")) else ""
-    return f"{r['a']} − {r['b']}: {r['diff']:+.1f} points{ci}{p}{holm_p}"
+    """The paper-profile cell: the difference and its 95 % interval (points), or "no test"."""
+    if pd.isna(r["ci_low"]):
+        return f"{_signed(r['diff'])}, no test"
+    return f"{_signed(r['diff'])} ({_minus(f'{r.ci_low:.1f}')} to {_minus(f'{r.ci_high:.1f}')})"
+
+
+def _signed(v: float) -> str:
+    return _minus(f"{v:+.1f}")
+
+
+def _minus(text: str) -> str:
+    return text.replace("-", "−")
 
 
 def _cell(text) -> str:
@@ -310,18 +372,144 @@ def _num(v, fmt: str = "{:.1f}") -> str:
     return "" if v is None or pd.isna(v) else fmt.format(float(v))
 
 
-#: The profile whose verdicts are the findings' headline, and where its tables are, inside the
-#: cpu profile's figures folder (:data:`fedpl_core.base.paths.OWN_FOLDER`).
-HEADLINE_PROFILE = "paper"
+def _p_pair(p, holm_p) -> str:
+    """``"0.0011 (0.0064)"``: the raw p and Holm's beside it, as :func:`p_text` writes them."""
+    if pd.isna(p):
+        return "no test"
+    raw = p_text(p).removeprefix("p = ")
+    return raw + (f" ({p_text(holm_p).removeprefix('p = ')})" if pd.notna(holm_p) else "")
+
+
+def seeds_text(seeds, settings, pairs) -> str:
+    """What a claim's test paired: ``"12"`` seeds, or ``"12 × 3 settings"`` where it pools the
+    seeds of several settings; the number of pairs when the seeds are not recorded.
+
+    >>> seeds_text(12, 3, 36), seeds_text(5, 1, 5), seeds_text(None, None, 9)
+    ('12 × 3 settings', '5', '9')
+    """
+    if pd.isna(seeds):
+        return "" if pd.isna(pairs) else str(int(pairs))
+    return f"{int(seeds)} × {int(settings)} settings" if pd.notna(settings) and int(settings) > 1 else str(int(seeds))
+
+
+#: Where a claim's notebook sections are, per profile: the site's staged notebooks
+#: (:func:`fedpl_core.report.docs.stage`) and the checkout's executed ones (``reports/``).
+_NOTEBOOK_DIRS = {
+    ("site", "cpu"): "notebooks/",
+    ("site", "paper"): "notebooks/paper/",
+    ("repo", "cpu"): "../reports/",
+    ("repo", "paper"): "../reports/paper/",
+}
+#: The pages that describe the benchmarks, searched in this order for a benchmark's section.
+BENCHMARK_PAGES = ("benchmarks.md", "investigations.md")
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _slug(heading: str) -> str:
+    from myst_parser.mdit_to_docutils.base import default_slugify
+
+    return str(default_slugify(heading))
+
+
+def _headings(lines: Sequence[str]) -> list[str]:
+    return [line.lstrip("#").strip() for line in lines if line.startswith("#") and line.lstrip("#").startswith(" ")]
+
+
+def _notebook_headings(number: str, notebooks: Path) -> tuple[str, list[str]]:
+    import json
+
+    found = sorted(notebooks.glob(f"{number}_*.ipynb"))
+    if len(found) != 1:
+        raise ValueError(
+            f"evidence names notebook {number}, but {notebooks} has {len(found)} notebooks {number}_*.ipynb"
+        )
+    cells = json.loads(found[0].read_text(encoding="utf-8"))["cells"]
+    lines = [line for c in cells if c["cell_type"] == "markdown" for line in "".join(c["source"]).splitlines()]
+    return found[0].stem, _headings(lines)
+
+
+def _one_heading(headings: Sequence[str], text: str, where: str) -> str:
+    hits = [h for h in headings if text in h]
+    if len(hits) != 1:
+        raise ValueError(f"evidence {text!r}: {len(hits)} headings of {where} contain it, not one")
+    return hits[0]
+
+
+def evidence_links(
+    evidence: str, profile: str = HEADLINE_PROFILE, site: bool = True, root: str | Path | None = None
+) -> list[str]:
+    """The Markdown links of a claim's ``evidence`` (:class:`Claim`): each ``"NN § heading"`` to
+    that section of the executed notebook of ``profile`` (on the site, or in the checkout's
+    ``reports/`` with ``site=False``), each ``"benchmarks/<file>.py"`` to the section of the
+    benchmarks or investigations page that describes it.  A reference that names no single
+    heading is refused with a ``ValueError`` naming it.
+
+    >>> evidence_links("01 § 6. Table V; benchmarks/tadl_overfit.py")
+    ['[Table V](notebooks/paper/01_fedpsl.ipynb#6-table-v-synchronisation-frequency)', \
+'[tadl_overfit.py](benchmarks.md#mechanisms-behind-the-papers-results)']
+    """
+    import re
+
+    base = Path(root) if root is not None else _ROOT
+    links: list[str] = []
+    if not isinstance(evidence, str):  # none given (read back from a table as NaN)
+        return links
+    for ref in filter(None, (r.strip() for r in evidence.split(";"))):
+        if ref.startswith("benchmarks/"):
+            name = ref
+            for page in BENCHMARK_PAGES:
+                lines = (base / "docs" / page).read_text(encoding="utf-8").splitlines()
+                at = next((i for i, line in enumerate(lines) if name in line), None)
+                if at is not None:
+                    heading = (_headings(lines[:at]) or [""])[-1]
+                    links.append(f"[{Path(name).name}]({page}#{_slug(heading)})")
+                    break
+            else:
+                raise ValueError(f"evidence {name!r}: no page of {', '.join(BENCHMARK_PAGES)} describes it")
+            continue
+        number, sep, text = ref.partition(" § ")
+        if not sep or not number.isdigit():
+            raise ValueError(f"evidence {ref!r} is neither 'NN § heading' nor 'benchmarks/<file>.py'")
+        stem, headings = _notebook_headings(number, base / "notebooks")
+        heading = _one_heading(headings, text, f"notebook {stem}")
+        folder = _NOTEBOOK_DIRS[("site" if site else "repo", profile)]
+        shown = re.sub(r"^\d+\.\s*", "", text).rstrip(":")
+        links.append(f"[{shown}]({folder}{stem}.ipynb#{_slug(heading)})")
+    return links
+
+
+def headline_link(evidence: str, profile: str, site: bool = True, root: str | Path | None = None) -> str | None:
+    """The link target of the headline claims section ("The paper's headline claims, tested") of
+    the notebook the claim's first notebook reference names, in ``profile``."""
+    for ref in evidence.split(";") if isinstance(evidence, str) else ():
+        number, sep, _ = ref.strip().partition(" § ")
+        if sep and number.isdigit():
+            base = Path(root) if root is not None else _ROOT
+            stem, headings = _notebook_headings(number, base / "notebooks")
+            heading = _one_heading(headings, HEADLINE_SECTION, f"notebook {stem}")
+            return f"{_NOTEBOOK_DIRS[('site' if site else 'repo', profile)]}{stem}.ipynb#{_slug(heading)}"
+    return None
+
+
+#: The heading of each notebook's section that tests the paper's headline claims.
+HEADLINE_SECTION = "The paper's headline claims, tested"
+
+
+#: Columns of :data:`COLUMNS` an older headline table may lack: read as empty.
+LATER_COLUMNS = ("contrast", "data", "seeds", "settings")
 
 
 def read_headlines(figures: str | Path | None, columns: Sequence[str] = COLUMNS) -> pd.DataFrame:
     """Every ``*_headline.csv`` of ``figures``, joined (a table without ``columns``, of an older
-    layout, is left out)."""
+    layout, is left out; :data:`LATER_COLUMNS` it lacks are empty)."""
     if figures is None or not Path(figures).is_dir():
         return pd.DataFrame(columns=list(columns))
     frames = [pd.read_csv(p) for p in sorted(Path(figures).glob("*_headline.csv")) if not p.is_symlink()]
-    frames = [f for f in frames if set(columns) <= set(f.columns)]
+    frames = [
+        f.reindex(columns=[*f.columns, *(c for c in LATER_COLUMNS if c in columns and c not in f)])
+        for f in frames
+        if set(columns) - set(LATER_COLUMNS) <= set(f.columns)
+    ]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(columns))
 
 
@@ -386,9 +574,7 @@ RULE = (
     "seeds of the paper profile were chosen, before it ran, so that the test has 80 % power against half "
     "the paper's gain where the budget allows; *MDE* is the smallest difference the test detects with 80 % "
     "power at the seeds used and the spread the run measured, *power* its power against half the paper's "
-    "gain. Each paper's claims are one family: the verdicts use the raw p, and Holm's adjusted p beside it "
-    "keeps the chance of any false *reproduced* or *opposite* within a paper at 5 %, so a verdict whose "
-    "Holm p is 0.05 or more may be one of its family's chance results."
+    "gain."
 )
 
 
@@ -413,27 +599,78 @@ def platform_paragraph() -> str:
     )
 
 
-def findings_page(figures: str | Path | None, paper_figures: str | Path | None = None) -> str:
+#: The paper-profile command that makes the rows on real data (``data_roots`` of notebook 02; the
+#: cpu profile's with ``--profile cpu``).
+REAL_DATA_COMMAND = (
+    "python -m fedpl_core reproduce --profile paper --notebooks 02 --output reports/paper "
+    '-p data_roots \'{"Task 2": "<HAM10000 folder>"}\''
+)
+
+
+def _data_of(r: pd.Series) -> str:
+    data = r["data"] if pd.notna(r.get("data")) and r.get("data") else r.get("cpu_data")
+    return "" if data is None or pd.isna(data) else str(data)
+
+
+def data_sentence(df: pd.DataFrame) -> str:
+    """Which rows of :func:`both_profiles` ran on real data (not the built-in data), and how to
+    make them: a plain ``make reproduce`` runs on the built-in data only."""
+    data = df.apply(_data_of, axis=1)
+    real = df[(data != "") & (data != "built-in")]
+    if real.empty:
+        return "Every claim ran on the built-in data: `make reproduce` and `make reproduce-paper` make them all."
+    named = sorted(set(data[real.index]))
+
+    def listed(numbers: list[int]) -> str:  # "13", "13 and 14", "1, 2 and 5"
+        words = [str(n) for n in numbers]
+        return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+    rows = "; ".join(
+        f"{paper} {'row' if len(g) == 1 else 'rows'} {listed(list(g['_row']))}"
+        for paper, g in real.groupby("paper", sort=False)
+    )
+    return (
+        f"Every claim ran on the built-in data except {len(real)} on {', '.join(named)} ({rows}). Those need "
+        f"the data set's folder ([Data](data.md) says where to get it) and notebook 02's `data_roots`: "
+        f"`{REAL_DATA_COMMAND}` (and `--profile cpu --output reports` for the cpu profile's column); "
+        "`make reproduce` and `make reproduce-paper` alone run the built-in rows only."
+    )
+
+
+#: What the findings page says about the tests as a family.
+MULTIPLICITY = (
+    "**Many tests.** A paper's claims are tested together, so by chance alone about one in twenty true "
+    "nulls gives p < 0.05. The verdicts use each claim's own p, fixed before the runs; *Holm p* beside it "
+    "is Holm's adjustment over the paper's claims, which keeps the chance of any false *reproduced* or "
+    "*opposite* within a paper at 5 %. A verdict whose Holm p is 0.05 or more may be one of its family's "
+    "chance results."
+)
+
+
+def findings_page(figures: str | Path | None, paper_figures: str | Path | None = None, site: bool = True) -> str:
     """The Markdown of the findings page: each claim's verdict in the paper profile (the
     headline, its tables in ``paper_figures``, default ``<figures>/paper``) beside the cpu
-    profile's (the quick teaching run, its tables in ``figures``)."""
+    profile's (the quick teaching run, its tables in ``figures``), one row a claim, each linked
+    to where it is shown (:func:`evidence_links`: the site's notebooks, or the checkout's
+    ``reports/`` with ``site=False``), each measured mechanism said once under its paper's table."""
     df = both_profiles(figures, paper_figures)
     lines = [
+        *(["---", "hide-toc: true", "---", ""] if site else []),  # the theme's page column, for the tables
         "# Findings",
         "",
-        "Every headline claim of the four papers, tested on the committed runs on the built-in data, in two "
-        "profiles: the **paper profile** (the papers' own training schedules on the small model, with seeds "
-        "chosen for power: the headline) and the **cpu profile** (10 to 16 short rounds and 3 seeds: the "
-        "quick teaching run). A difference is in points of the metric (AUROC x 100 unless named), paired over "
-        "seeds; *paper* is the gain the paper reports.",
-        "",
-        RULE,
-        "",
-        platform_paragraph(),
+        "Every headline claim of the four papers, tested on the committed runs in two profiles: the **paper "
+        "profile** (the papers' own training schedules on the small model, with seeds chosen for power: the "
+        "headline; its difference, interval, p, seeds, MDE, power and verdict) and the **cpu profile** (10 to "
+        "16 short rounds and 3 seeds: the quick teaching run; its difference and verdict). Each row links its "
+        "numbers to the notebook that made them (the paper profile's difference to the paper profile's "
+        "notebook, the cpu column to the cpu notebook, where its p is) and *shown in* to the sections and "
+        "benchmarks that show why; *(M1)* beside a verdict names the mechanism measured, said once under each "
+        "paper's table.",
         "",
     ]
     if df.empty:
-        return "\n".join(lines + ["No headline table was found: run the notebooks (`make reproduce`).", ""])
+        return "\n".join(lines + [RULE, "", "No headline table was found: run the notebooks (`make reproduce`).", ""])
+    df = df.assign(_row=df.groupby("paper", sort=False).cumcount() + 1, _why=not_run(df))
     ran = df["verdict"].notna()
     if ran.any():
         lines.append(f"Of {int(ran.sum())} claims in the paper profile: {counts_sentence(df.loc[ran, 'verdict'])}.")
@@ -442,8 +679,20 @@ def findings_page(figures: str | Path | None, paper_figures: str | Path | None =
     cpu = df["cpu_verdict"].notna()
     if cpu.any():
         lines.append(f"Of {int(cpu.sum())} claims in the cpu profile: {counts_sentence(df.loc[cpu, 'cpu_verdict'])}.")
-    why = not_run(df)
-    if ran.any() and (why != "").any():
+    papers = list(dict.fromkeys(df["paper"]))
+    lines += [
+        "",
+        "The claims of "
+        + ", ".join(f"[{p}](#{_slug(p)})" for p in papers)
+        + "; then [the numeric platform](#the-numeric-platform).",
+    ]
+    lines += ["", data_sentence(df), "", RULE, "", MULTIPLICITY, ""]
+    lines += [
+        "A difference is in points of the metric (AUROC x 100 unless the claim names another), paired over "
+        'seeds; *paper* is the gain the paper reports; *seeds* counts the seeds paired ("12 × 3 settings": '
+        "the seeds of three settings pooled)."
+    ]
+    if ran.any() and (df["_why"] != "").any():
         lines += [
             "",
             f"*{NOT_RUN[0]}*: the paper profile runs the claim's notebook without the claim's runs, to keep within "
@@ -452,33 +701,68 @@ def findings_page(figures: str | Path | None, paper_figures: str | Path | None =
         ]
     lines.append("")
     head = (
-        "| claim | paper | paper profile | seeds | MDE | power | verdict | cpu profile | mechanism | shown in |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| # | claim | data | paper | difference (95 % CI) | p (Holm p) | seeds | MDE | power | verdict (why) "
+        "| cpu profile | shown in |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     )
-    for paper, g in df.assign(_why=why).groupby("paper", sort=False):
-        lines += [f"## {paper}", "", *head]
+    for paper, g in df.groupby("paper", sort=False):
+        mechanisms = list(dict.fromkeys(m for m in g["mechanism"] if pd.notna(m) and m))
+        lines += [f"## {paper}", "", *(["```{table}", ":class: findings", ""] if site else []), *head]
         for _, r in g.iterrows():
-            setting = _cell(r["setting"]) if pd.notna(r["verdict"]) else _cell(r["cpu_setting"])
-            claim = _cell(r["claim"]) + (f" ({setting})" if setting else "")
-            gain = _num(r["paper_gain"], "{:+.1f}")
+            two = " against " in str(r.get("setting") or r.get("cpu_setting") or "")
+            contrast = r["contrast"] if pd.notna(r.get("contrast")) else r.get("cpu_contrast")
+            claim = _cell(r["claim"]) + (f" ({_cell(contrast)})" if two and pd.notna(contrast) else "")
+            if not two:
+                setting = _cell(r["setting"]) if pd.notna(r["verdict"]) else _cell(r["cpu_setting"])
+                claim += f" ({setting})" if setting else ""
+            gain = _minus(_num(r["paper_gain"], "{:+.1f}"))
             if pd.notna(r["verdict"]):
-                run = _fmt_row(r)
-                seeds, mde, pw = str(int(r["pairs"])), _num(r["mde"]), _num(r["power"], "{:.0%}")
-                v = f"**{r['verdict']}**"
+                target = headline_link(r["evidence"], HEADLINE_PROFILE, site)
+                run = f"[{_fmt_row(r)}]({target})" if target else _fmt_row(r)
+                p = _p_pair(r["p"], r["p_holm"])
+                seeds = seeds_text(r.get("seeds"), r.get("settings"), r["pairs"])
+                mde, pw, v = _num(r["mde"]), _num(r["power"], "{:.0%}"), f"**{r['verdict']}**"
             else:
-                run, seeds, mde, pw, v = r["_why"], "", "", "", ""
+                run, p, seeds, mde, pw, v = r["_why"], "", "", "", "", ""
             if pd.notna(r["cpu_verdict"]):
-                cp = _num(r["cpu_diff"], "{:+.1f}")
-                cp += f", {p_text(r['cpu_p'])}" if pd.notna(r["cpu_p"]) else ", no test"
-                cp += f", {int(r['cpu_pairs'])} seeds: {r['cpu_verdict']}"
+                cp = f"{_signed(r['cpu_diff'])}: {r['cpu_verdict']}"
+                target = headline_link(r["evidence"], "cpu", site)
+                cp = f"[{cp}]({target})" if target else cp
             else:
                 cp = "not run"
-            lines.append(
-                f"| {claim} | {gain} | {run} | {seeds} | {mde} | {pw} | {v} | {cp} | {_cell(r['mechanism'])} "
-                f"| {_cell(r['evidence'])} |"
+            why = f"M{mechanisms.index(r['mechanism']) + 1}" if r["mechanism"] in mechanisms else ""
+            shown = ", ".join(
+                evidence_links(r["evidence"], HEADLINE_PROFILE if pd.notna(r["verdict"]) else "cpu", site)
             )
-        lines.append("")
-    return "\n".join(lines)
+            lines.append(
+                f"| {r['_row']} | {claim} | {_cell(_data_of(r))} | {gain} | {run} | {p} | {seeds} | {mde} | {pw} "
+                f"| {v}{f' ({why})' if why else ''} | {cp} | {shown} |"
+            )
+        lines += ["```", ""] if site else [""]
+        for i, m in enumerate(mechanisms, 1):
+            numbers = list(g.loc[g["mechanism"] == m, "_row"])
+            text = _cell(m) if m.startswith("cpu") else _cell(m[:1].upper() + m[1:])
+            lines.append(
+                f"- **M{i}** ({'row' if len(numbers) == 1 else 'rows'} {', '.join(_ranges(numbers))}). {text}."
+            )
+        lines += [""] if mechanisms else []
+    lines += ["## The numeric platform", "", platform_paragraph(), ""]
+    if site:  # the site links each page's first uses itself (fedpl_core.report.sphinx_glossary)
+        return "\n".join(lines)
+    from .glossary import link_terms_markdown
+
+    return link_terms_markdown("\n".join(lines), target="glossary.md")
+
+
+def _ranges(numbers: Sequence[int]) -> list[str]:
+    """``[1, 2, 3, 5]`` -> ``["1-3", "5"]``."""
+    out: list[list[int]] = []
+    for n in numbers:
+        if out and n == out[-1][-1] + 1:
+            out[-1].append(n)
+        else:
+            out.append([n])
+    return [f"{g[0]}-{g[-1]}" if len(g) > 2 else ", ".join(map(str, g)) for g in out]
 
 
 #: The README's generated block lies between these two lines.
@@ -490,25 +774,29 @@ README_START, README_END = (
 
 def readme_block(figures: str | Path | None, paper_figures: str | Path | None = None) -> str:
     """One screen for the README's front page: each claim's verdict in the paper profile (the
-    headline) beside the cpu profile's, and the counts of both."""
+    headline) beside the cpu profile's, the data it ran on, and the counts of both."""
     df = both_profiles(figures, paper_figures)
     if df.empty:
         return "No headline table was found: run the notebooks (`make reproduce`)."
-    lines = ["| paper | claim | paper profile | verdict | cpu profile |", "|---|---|---|---|---|"]
+    lines = ["| paper | claim | data | paper profile | verdict | cpu profile |", "|---|---|---|---|---|---|"]
     for _, r in df.assign(_why=not_run(df)).iterrows():
         if pd.notna(r["verdict"]):
             p = p_text(r["p"]) if pd.notna(r["p"]) else "no test"
-            run, v = f"{r['diff']:+.1f} ({p}, {int(r['pairs'])} seeds)", str(r["verdict"])
+            seeds = seeds_text(r.get("seeds"), r.get("settings"), r["pairs"]).replace(" × ", " seeds × ")
+            seeds += "" if "settings" in seeds else " seeds"
+            run, v = f"{_signed(r['diff'])} ({p}, {seeds})", str(r["verdict"])
         else:
             run, v = r["_why"], ""
-        cpu = f"{r['cpu_diff']:+.1f}: {r['cpu_verdict']}" if pd.notna(r["cpu_verdict"]) else "not run"
-        lines.append(f"| {r['paper']} | {_cell(r['claim'])} | {run} | {v} | {cpu} |")
+        cpu = f"{_signed(r['cpu_diff'])}: {r['cpu_verdict']}" if pd.notna(r["cpu_verdict"]) else "not run"
+        lines.append(f"| {r['paper']} | {_cell(r['claim'])} | {_cell(_data_of(r))} | {run} | {v} | {cpu} |")
     ran, cpu = df["verdict"].notna(), df["cpu_verdict"].notna()
     counts = [f"the paper profile's {int(ran.sum())}: {counts_sentence(df.loc[ran, 'verdict'])}"] if ran.any() else []
     if cpu.any():
         counts.append(f"the cpu profile's {int(cpu.sum())}: {counts_sentence(df.loc[cpu, 'cpu_verdict'])}")
     lines += ["", f"Claims in {'; in '.join(counts)} (differences in points, paired over seeds)."]
-    return "\n".join(lines)
+    from .glossary import link_terms_markdown
+
+    return link_terms_markdown("\n".join(lines), target="docs/glossary.md")  # GitHub: each name's first use
 
 
 def update_readme(readme: str | Path, figures: str | Path | None, paper_figures: str | Path | None = None) -> bool:
@@ -535,7 +823,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m fedpl_core.report.findings",
         description="Rewrite the README's findings block and the findings page "
-        "(docs/findings.md) from the headline tables.",
+        "(docs/findings.md, its links to the checkout's executed notebooks; the site's links to its "
+        "own pages) from the headline tables.",
     )
     ap.add_argument("--readme", default=str(root / "README.md"))
     ap.add_argument("--page", default=str(root / "docs" / "findings.md"))
@@ -549,7 +838,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..base.fileio import atomic_write
 
     with atomic_write(a.page) as f:
-        f.write(findings_page(a.figures, a.paper_figures))
+        f.write(findings_page(a.figures, a.paper_figures, site=False))
     print(f"{a.page}: written")
     return 0
 
@@ -560,6 +849,7 @@ __all__ = [
     "Claim",
     "tested_claims",
     "headline_table",
+    "headline_view",
     "headline_verdict",
     "family_table",
     "reproduced_count",
@@ -570,6 +860,10 @@ __all__ = [
     "counts_sentence",
     "margin",
     "findings_page",
+    "evidence_links",
+    "headline_link",
+    "seeds_text",
+    "data_sentence",
     "readme_block",
     "update_readme",
 ]

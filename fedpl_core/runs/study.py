@@ -25,10 +25,29 @@ from .grid import check_args, check_unique, run_grid
 from .results import METRIC_KEYS, RunResult
 
 
+def data_label(config: Mapping[str, Any] | ExperimentConfig) -> str:
+    """The data a run trained on, as a report names it: ``"built-in"`` for the data the package
+    generates (no ``data_root``), else the real data set's name as its publisher gives it
+    (``"ham10000"`` -> "HAM10000"; a source the studies register, by its key).  ``config``: a
+    run's config, or its dict as a result holds it.
+
+    >>> data_label({"dataset": "synthetic-cxr"}), data_label({"dataset": "ham10000", "data_root": "d"})
+    ('built-in', 'HAM10000')
+    """
+    get = config.get if isinstance(config, Mapping) else lambda key: getattr(config, key, None)
+    if not get("data_root"):
+        return "built-in"
+    from ..data.catalog import DATASETS
+
+    name = str(get("dataset"))
+    return DATASETS[name].description.split(" (")[0] if name in DATASETS else name
+
+
 def result_rows(res: RunResult, **labels: Any) -> list[dict[str, Any]]:
     """Tidy rows: one per ``which`` (``final``: the last evaluated round; ``best``: the
     round picked by ``engine.selection``, absent when nothing was selected) with the
-    summary metrics, ``auroc:<class>`` and ``<eval set>/<metric>`` columns."""
+    summary metrics, ``auroc:<class>`` and ``<eval set>/<metric>`` columns, and ``data``, the
+    data the run trained on (:func:`data_label`)."""
     rows = []
     for which in ("final", "best"):
         rec = getattr(res, which) or {}
@@ -39,6 +58,7 @@ def result_rows(res: RunResult, **labels: Any) -> list[dict[str, Any]]:
             "seed": res.config["seed"],
             "which": which,
             "round": rec.get("round"),
+            "data": data_label(res.config),
             **labels,
         }
         for k in METRIC_KEYS + ("val_loss",):
@@ -233,4 +253,12 @@ class Histories(Mapping[tuple, list[dict]]):
         return f"Histories({len(self)} runs)"
 
 
-__all__ = ["Study", "run_many", "Histories", "result_rows", "SingleLabelWarning", "warn_single_label_twins"]
+__all__ = [
+    "Study",
+    "run_many",
+    "data_label",
+    "Histories",
+    "result_rows",
+    "SingleLabelWarning",
+    "warn_single_label_twins",
+]

@@ -51,7 +51,7 @@ def comparison_claims(tasks: Sequence[str] = TASKS) -> list[Claim]:
             ref,
             task,
             metric=metric,
-            evidence="notebook 02, the claims table",
+            evidence="02 § Does FedLSM beat FedAvg and FedAvg*?",
         )
         for task in tasks
         for metric in CLAIM_METRICS[task]
@@ -105,10 +105,7 @@ def headline_claims() -> list:
         "pseudo-labels are right: at round 50 it labels 14-22 % of the images whose class the client does not "
         "identify, 97-99 % of them correctly, so FedLSM trains on more images than FedAvg*"
     )
-    where_pl = (
-        "notebook 02, the uncertainty split round by round; benchmarks/fedlsm_teacher.py; "
-        "benchmarks/fedlsm_strong_view.py"
-    )
+    where_pl = "02 § Why it works (or not); benchmarks/fedlsm_teacher.py; benchmarks/fedlsm_strong_view.py"
     drift = (
         "TDMA's gain needs unknown labels trained as negatives and long local training: the rows it drops drift "
         "further towards 'no' the longer clients train between aggregations"
@@ -141,7 +138,7 @@ def headline_claims() -> list:
             avg,
             "Task 1",
             mechanism=drift,
-            evidence="notebook 02, 'Which FedAvg?'; benchmarks/fedlsm_tdma_drift.py",
+            evidence="02 § Which FedAvg?; benchmarks/fedlsm_tdma_drift.py",
             **_reported("Table 1", star, avg, PAPER_TABLE1),
         ),
         Claim(
@@ -184,7 +181,7 @@ def headline_claims() -> list:
                 lsm,
                 lab,
                 f"ablation {task}",
-                evidence="notebook 02, Table 3",
+                evidence="02 § Table 3: ablation",
                 **_reported(f"Table 3 ({task})", lsm, lab, _ablation_rows(task)),
             )
             for lab, _ in ABLATION[1:]
@@ -200,7 +197,7 @@ def headline_claims() -> list:
             lsm,
             star,
             "HAM10000",
-            evidence="notebook 02, real data; benchmarks/fedlsm_ham10000.py",
+            evidence="02 § Real data: Tables 1-2; benchmarks/fedlsm_ham10000.py",
             **_reported("Table 2 (HAM10000)", lsm, star, PAPER_TABLE2),
         ),
         Claim(
@@ -210,7 +207,7 @@ def headline_claims() -> list:
             avg,
             "HAM10000",
             mechanism=ham,
-            evidence="notebook 02, real data; benchmarks/fedlsm_ham_tdma.py",
+            evidence="02 § Does TDMA help FedAvg on HAM10000; benchmarks/fedlsm_ham_tdma.py",
             **_reported("Table 2 (HAM10000)", star, avg, PAPER_TABLE2),
         ),
     ]

@@ -52,7 +52,7 @@ def comparison_claims(st: Settings, tables: Sequence[str] = TABLES) -> list[Clai
             t,
             metric=metric,
             setting=f"m={m}",
-            evidence="notebook 04, the claims table",
+            evidence="04 § Does FedMLP beat FedAvg-PL and FedAvg",
         )
         for t in tables
         for m in st.missing[t][-2:]
@@ -97,7 +97,7 @@ def headline_claims(st: Settings) -> list:
         "loss on the one labelled class where FedAvg fits every class with the missing ones as 0: on CXR that "
         "costs 7.0 points (Table 3's WPC step, p = 0.005)"
     )
-    where = "notebook 04, tag quality, 'Can a client tag at all?' and variants; benchmarks/fedmlp_tagging.py"
+    where = "04 § How good are the tags?; 04 § Where does FedMLP lose; benchmarks/fedmlp_tagging.py"
     no_tags = (
         "paper profile: the same numbers as the row above on every seed (no test), since MLD set no tag "
         "(Tables 1-2's mechanism)"
@@ -130,7 +130,7 @@ def headline_claims(st: Settings) -> list:
                 a,
                 f"ablation {t}",
                 mechanism=no_tags if b in ("+ MLD", "FedMLP (+ ST)") else "",
-                evidence="notebook 04, Table 3",
+                evidence="04 § Table 3: component ablation",
                 **_reported(f"Table 3 ({t})", b, a, PAPER_TABLE3[t]),
             )
             for a, b in zip(rows[:-1], rows[1:])

@@ -51,9 +51,7 @@ def headline_claims(s: Settings) -> list:
         "and at Fig. 3's n = 50, so TADL still costs; on Table II the gap closes from 6.4 points at round 2 to "
         "1.9 at round 10"
     )
-    where_tadl = (
-        "notebook 01, 'Why does TADL cost here?' (cpu profile) and the Table II curves; benchmarks/tadl_overfit.py"
-    )
+    where_tadl = "01 § Why does TADL cost here?; 01 § 2. Table II; benchmarks/tadl_overfit.py"
     n_small, n_ext, e_lo, e_hi = min(s.fig3_n), max(s.fig4_n), min(s.table5_e), max(s.table5_e)
     t2 = PAPER_TABLE_II
 
@@ -88,7 +86,7 @@ def headline_claims(s: Settings) -> list:
             avg,
             "II",
             mechanism="TDMA averages each head row over the clients that label its class only",
-            evidence="notebook 01, section 1",
+            evidence="01 § 1. The federation of Table I",
             **table2(tdma, avg),
         ),
         Claim(
@@ -98,7 +96,7 @@ def headline_claims(s: Settings) -> list:
             iml,
             "II",
             direction=-1,
-            evidence="notebook 01, Table II",
+            evidence="01 § 2. Table II",
             **table2(fix, iml, direction=-1),
         ),
     ]
@@ -112,7 +110,7 @@ def headline_claims(s: Settings) -> list:
             "IV",
             metric=f"auroc:{c}",
             mechanism=tadl,
-            evidence="notebook 01, Table IV",
+            evidence="01 § 3. Table IV",
             **_reported(f"Table IV, {c} AUROC", (psl, t4[psl][c]), (avg, t4[avg][c])),
         )
         for c in ONE_CLASS
@@ -126,7 +124,7 @@ def headline_claims(s: Settings) -> list:
             "fig3",
             setting=f"n={n_small}",
             mechanism=tadl,
-            evidence="notebook 01, Fig. 3",
+            evidence="01 § 4. Fig. 3",
             paper_source="the paper reports no number: Fig. 3 is a plot of mean AUROC against n, and the text "
             "says only that FedPSL 'shows obvious advantages over FedAVG when n is small'",
         ),
@@ -137,7 +135,7 @@ def headline_claims(s: Settings) -> list:
             avg,
             "fig4",
             setting=f"n={n_ext}",
-            evidence="notebook 01, Fig. 4",
+            evidence="01 § 5. Fig. 4",
             paper_source="the paper reports no number: Fig. 4 is a plot of mean AUROC against the extreme "
             "clients' n, and the text says only that 'FedPSL can achieve more robust performance than FedAVG'",
         ),
@@ -150,7 +148,7 @@ def headline_claims(s: Settings) -> list:
             direction=-1,
             a_setting=f"E={e_hi}",
             b_setting=f"E={e_lo}",
-            evidence="notebook 01, Table V",
+            evidence="01 § 6. Table V",
             **_table5_gain(avg, e_hi, e_lo),
         ),
     ]

@@ -45,7 +45,7 @@ def headline_claims() -> list:
             k,
             which="best",
             mechanism=iid if ref == "FL" else "",
-            evidence=f"notebook 03, ablation ({k})",
+            evidence=f"03 § Ablation ({k})",
             paper_source=_ABLATION_SOURCE[k],
         )
         for k in ("a", "b")
@@ -64,7 +64,7 @@ def headline_claims() -> list:
             "averaged with the other client's untouched row. Paper profile: that slows the unique classes early "
             "(NIH's, FedBN+: FL + SA 2.7 points ahead at round 3, p < 0.05 in rounds 3-18), and the lead has "
             "faded by the rounds the models are selected on validation loss (43 on average) and ends near 0",
-            evidence="notebook 03, round by round",
+            evidence="03 § When does keeping the unique classes apart pay?",
             paper_source=_UNIQUE_SOURCE,
         )
         for src in ("NIH", "CheXpert")

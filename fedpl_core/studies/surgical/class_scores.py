@@ -45,7 +45,7 @@ def long_form(df: pd.DataFrame) -> pd.DataFrame:
     """The runner's tidy frame (:func:`~fedpl_core.runs.study.run_many`) as long rows:
     one per run, ``which``, table column and class, with its AUROC (NaN: not defined,
     e.g. a class without positives in the test set)."""
-    ids = [c for c in ("setting", "label", "method", "seed", "which", "round") if c in df.columns]
+    ids = [c for c in ("setting", "label", "method", "seed", "which", "round", "data") if c in df.columns]
     parts = []
     for column, (prefix, classes) in table_columns(df).items():
         for c in classes:
@@ -58,7 +58,7 @@ def column_scores(df: pd.DataFrame) -> pd.DataFrame:
     ``"NIH: unique"``, ``"CheXpert: shared"``, ...) as columns of the runner's frame, so a
     claim on a group of classes pairs over seeds like any metric."""
     d = long_form(df)
-    ids = [c for c in ("setting", "label", "method", "seed", "which") if c in d.columns]
+    ids = [c for c in ("setting", "label", "method", "seed", "which", "data") if c in d.columns]
     wide = d.groupby(ids + ["column"], dropna=False)["auroc"].mean().unstack("column").reset_index()
     wide.columns.name = None
     return wide
