@@ -1,4 +1,5 @@
-# fedpl: `make reproduce` (set up + run every notebook on the built-in data, cpu profile)
+# fedpl: `make smoke` (set up + every notebook in about a minute each, to see it work; numbers mean nothing)
+#        `make reproduce` (set up + run every notebook on the built-in data, cpu profile)
 #        `make reproduce-gpu` (the same, gpu profile: one GPU -> figures/gpu/; its cost: docs/gpu.md)
 #        `make reproduce-paper` (the papers' schedules on the small model, notebooks 01-04 -> figures/paper/)
 #        `make test`      (set up + lint, type check and run the test suite)
@@ -20,7 +21,7 @@ endif
 # wheelhouse: the target machine's Python (3.12) and platform; --have NAME ... for what it has
 WHEELHOUSE_ARGS ?= --python-version 3.12
 
-.PHONY: setup reproduce reproduce-paper reproduce-gpu reproduce-full docs test benchmark gpu-checks checked-outputs clean wheelhouse \
+.PHONY: setup reproduce smoke reproduce-paper reproduce-gpu reproduce-full docs test benchmark gpu-checks checked-outputs clean wheelhouse \
         offline-rehearsal
 
 ifeq ($(OFFLINE),1)
@@ -40,12 +41,17 @@ setup: $(STAMP)
 reproduce: $(STAMP)
 	$(PY) -m fedpl_core reproduce --profile cpu --output reports
 
+# every notebook in the smoke profile, to see it work: each cell runs, its numbers mean nothing
+# (executed notebooks -> outputs/smoke/reports/, figures and results under outputs/smoke/)
+smoke: $(STAMP)
+	$(PY) -m fedpl_core reproduce --profile smoke --output outputs/smoke/reports
+
 # the documentation site, offline (Sphinx + MyST-NB; docs/ and the executed notebooks in reports/)
 # -> outputs/docs/html/index.html; a warning (a broken link, say) fails it
 docs: $(STAMP)
 	$(PY) -m fedpl_core.report.docs --notebooks reports --out outputs/docs
 
-# store the smoke output of the notebook cells marked "# NBVAL_CHECK_OUTPUT" (nbval compares it)
+# store the smoke output of the notebook cells tagged nbval-check-output (nbval compares it)
 checked-outputs: $(STAMP)
 	$(PY) tools/checked_outputs.py
 
@@ -72,7 +78,7 @@ gpu-checks: $(STAMP)
 wheelhouse:
 	$(PYTHON) tools/wheelhouse.py --dest wheelhouse $(WHEELHOUSE_ARGS)
 
-# the offline install rehearsed on this CPU machine over a node's Python and torch (outputs/offline-rehearsal/;
+# the offline install rehearsed on a CPU machine over a node's Python and torch (outputs/offline-rehearsal/;
 # REHEARSAL_ARGS: PYTHON TORCH TORCHVISION, default python3.12 2.11.0 0.26.0)
 offline-rehearsal:
 	bash tools/offline_rehearsal.sh $(REHEARSAL_ARGS)

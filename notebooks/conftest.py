@@ -8,7 +8,7 @@
   so a test run never writes into the committed ``figures/`` and never reuses a cached run.
   The variables are set for the kernel's start only; the tests in ``tests/`` see the
   environment as it was.
-* Cells whose first line is ``# NBVAL_CHECK_OUTPUT`` are compared with their reference output,
+* Cells tagged ``nbval-check-output`` (cell metadata, which nbval reads) are compared with their reference output,
   the smoke profile's, kept out of the notebooks in ``tests/notebook_outputs/<notebook>.json``
   (refreshed by ``make checked-outputs``) so that a learner who opens a notebook meets no
   output of a test run; the references are put into nbval's cells here, at collection, after
@@ -31,7 +31,8 @@ _SESSION_DIR: Path | None = None
 #: Where the reference outputs of the checked cells live: ``<notebook stem>.json`` holds
 #: ``{cell id: {"source": ..., "outputs": [...]}}`` (``tools/checked_outputs.py`` writes it).
 REFERENCES = Path(__file__).resolve().parent.parent / "tests" / "notebook_outputs"
-MARK = "# NBVAL_CHECK_OUTPUT"
+#: The cell tag nbval reads as "check this cell's output".
+TAG = "nbval-check-output"
 
 
 def _kernel_env() -> dict[str, str]:
@@ -105,7 +106,7 @@ def _give_reference(item, refs: dict) -> None:
     """Put the reference output of a checked cell into nbval's copy of it (nbval compares a
     cell with an execution count and outputs; without a reference the cell is only run)."""
     cell = item.cell
-    if not any(line.strip() == MARK for line in cell.source.splitlines()):
+    if TAG not in cell.get("metadata", {}).get("tags", []):
         return
     ref = refs.get(cell.get("id"))
     if ref is None or ref.get("source") != cell.source:  # only run it; tests/test_notebooks.py fails on this

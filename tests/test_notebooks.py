@@ -22,7 +22,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 REFERENCES = ROOT / "tests" / "notebook_outputs"
-MARK = "# NBVAL_CHECK_OUTPUT"
 IMAGES = {"image/png", "image/jpeg", "image/svg+xml"}
 #: A machine's folder in an output: the checkout, a home folder, a temporary folder.
 MACHINE_PATH = re.compile(r"(/home/|/tmp/|/work/|/Users/|/root/|/var/folders/|C:\\\\)")
@@ -39,7 +38,7 @@ def _read(nb):
 
 
 def _checked(cell) -> bool:
-    return any(line.strip() == MARK for line in cell.source.splitlines())
+    return tool.checked(cell)
 
 
 # ------------------------------------------------------------------ the saved form, no outputs
@@ -65,6 +64,29 @@ def test_notebook_is_in_the_form_jupyterlab_saves(nb):
     assert got == want["language_info"]
 
 
+EXECUTED = sorted((ROOT / "reports").glob("*.ipynb")) + sorted((ROOT / "reports" / "paper").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("nb", EXECUTED, ids=[p.relative_to(ROOT / "reports").as_posix() for p in EXECUTED])
+def test_an_executed_notebook_is_in_the_form_jupyterlab_saves(nb):
+    """Opening and saving an executed notebook of ``reports/`` leaves it as it is: papermill's text
+    plus the final newline JupyterLab writes (``reproduce`` adds it)."""
+    import nbformat
+
+    text = nb.read_text(encoding="utf-8")
+    assert tool.saved_form(nbformat.reads(text, as_version=4)) == text, f"{nb}: not in the form JupyterLab saves"
+
+
+def test_reproduce_ends_an_executed_notebook_with_the_newline_jupyterlab_writes(tmp_path):
+    from fedpl_core.apps.cli import saved_form
+
+    nb = tmp_path / "x.ipynb"
+    nb.write_text('{"cells": []}', encoding="utf-8")
+    saved_form(nb)
+    saved_form(nb)  # once only
+    assert nb.read_text(encoding="utf-8") == '{"cells": []}\n'
+
+
 def test_saved_form_check_can_fail():
     """The check sees what JupyterLab would change: a kernel's metadata, a stored output,
     another indentation."""
@@ -85,7 +107,7 @@ def test_notebook_holds_no_outputs_and_its_checked_cells_have_current_references
         assert not c.get("outputs"), f"{nb.name} code cell {i}: outputs are stored (a learner would meet them)"
         assert c.get("execution_count") is None, f"{nb.name} code cell {i}: an execution count is stored"
     marked = {c.id: c.source for c in code if _checked(c)}
-    assert marked, f"{nb.name}: no cell marked {MARK} (nbval would check no output)"
+    assert marked, f"{nb.name}: no cell tagged {tool.TAG} (nbval would check no output)"
     refs = json.loads((REFERENCES / f"{nb.stem}.json").read_text(encoding="utf-8"))
     assert set(refs) == set(marked), f"{nb.name}: references of other cells (make checked-outputs)"
     for cid, src in marked.items():
@@ -112,7 +134,7 @@ def test_a_changed_digit_fails_nbval(pytester):
     (pytester.path / "tests" / "notebook_outputs").mkdir(parents=True)
     for name in ("conftest.py", "nbval_sanitize.cfg"):
         (pytester.path / "notebooks" / name).write_text((ROOT / "notebooks" / name).read_text())
-    cell = new_code_cell(f"{MARK}\nprint(round(2 / 3, 4), 'seeds', [0])")
+    cell = new_code_cell("print(round(2 / 3, 4), 'seeds', [0])", metadata={"tags": [tool.TAG]})
     nb = tool.clean(new_notebook(cells=[cell]))
     nbformat.write(nb, pytester.path / "notebooks" / "00_tiny.ipynb")
 

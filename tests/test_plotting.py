@@ -109,8 +109,11 @@ def test_plot_metric_panels_wraps_names_panels_and_marks_or_drops_flat_ones():
     assert visible[0].get_ylim()[1] > 0.5  # the flat panel is not auto-scaled around 0
     assert all(_integer_ticks(ax) for ax in visible)
     assert _legend_texts(fig) == ["FedMLP", "CBAFed", "FedIRM"]
-    styles = {line.get_linestyle() for line in visible[0].get_lines()}
-    assert len(styles) == 3  # coinciding lines at 0 stay distinguishable
+    # three lines at 0 on top of each other would hide two: the panel names them instead
+    assert [t.get_text() for t in visible[0].texts] == ["0 in every round: FedMLP, CBAFed, FedIRM"]
+    assert not [line for line in visible[0].get_lines() if line.get_label() in ("FedMLP", "CBAFed", "FedIRM")]
+    styles = {line.get_linestyle() for line in visible[1].get_lines() if not line.get_label().startswith("_")}
+    assert len(styles) == 3  # lines that move keep a style each
     plt.close(fig)
     dropped = PL.plot_metric_panels(d, list(dict.fromkeys(d["metric"])), ncols=4)  # the default: drop
     shown = [ax.get_title() for ax in dropped.axes if ax.get_visible()]
@@ -275,3 +278,17 @@ def test_the_methods_listing_groups_by_the_classes_paper():
         elif line.startswith("  ") and line[2] != " ":
             paper = METHODS[line.split()[0]].paper
             assert heading == PAPERS[paper].heading, (line, heading)
+
+
+def test_methods_at_0_in_every_round_are_named_in_the_panel_and_one_that_moves_is_drawn():
+    rows = [
+        {"label": lab, "seed": s, "round": r, "metric": "pl/pos_recall", "value": (0.1 * r if lab == "FedMLP" else 0.0)}
+        for lab in ("FedMLP", "CBAFed", "FedFixMatch")
+        for s in (0, 1)
+        for r in (1, 2, 3)
+    ]
+    fig = PL.plot_metric_panels(pd.DataFrame(rows), ["pl/pos_recall"])
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.texts] == ["0 in every round: CBAFed, FedFixMatch"]
+    assert {line.get_label() for line in ax.get_lines()} & {"FedMLP", "CBAFed", "FedFixMatch"} == {"FedMLP"}
+    plt.close(fig)

@@ -65,7 +65,7 @@ def profile_configs(results_dir: str, profile: str = "cpu") -> dict[str, list]:
         return _setup_profile(nb, results_dir, profile)
 
     ns = _setup("00_introduction", results_dir)
-    src = next(s for s in _cells("00_introduction") if "\ncfg = ExperimentConfig" in s)
+    src = next(s for s in _cells("00_introduction") if ("\n" + s).count("\ncfg = ExperimentConfig"))
     exec(src[src.index("cfg = ") : src.index("data = load_data")], ns)
     src = next(s for s in _cells("00_introduction") if s.startswith("settings = {"))
     exec(src[: src.index("parts = {")], ns)

@@ -1,4 +1,4 @@
-"""Store the smoke profile's output of every notebook cell marked ``# NBVAL_CHECK_OUTPUT``, and
+"""Store the smoke profile's output of every notebook cell tagged ``nbval-check-output``, and
 keep the notebooks in the form JupyterLab saves.
 
 nbval (``pytest --nbval-lax notebooks/``) compares those cells' new output with a reference.
@@ -37,13 +37,15 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 REFERENCES = ROOT / "tests" / "notebook_outputs"
-MARK = "# NBVAL_CHECK_OUTPUT"
+#: The cell tag nbval reads as "check this cell's output" (its metadata, not a line of the source).
+TAG = "nbval-check-output"
 IMAGES = ("image/png", "image/jpeg", "image/svg+xml")
 KERNEL = "python3"
 
 
 def checked(cell) -> bool:
-    return cell.cell_type == "code" and any(line.strip() == MARK for line in cell.source.splitlines())
+    """Whether nbval checks ``cell``'s output: a code cell tagged :data:`TAG`."""
+    return cell.cell_type == "code" and TAG in cell.get("metadata", {}).get("tags", [])
 
 
 def kernel_metadata(kernel: str = KERNEL) -> dict:

@@ -321,6 +321,16 @@ def unit_interval(key: str) -> bool:
     return key.startswith("pl/") or bool(re.search(r"(share|rate|accuracy)", key))
 
 
+def _all_zero(d: pd.DataFrame, order: Sequence[str], value: str) -> list[str]:
+    """The labels of ``order`` whose every value in ``d`` is 0."""
+    out = []
+    for lab in order:
+        v = d.loc[d["label"] == lab, value].dropna()
+        if len(v) and bool((v == 0).all()):
+            out.append(lab)
+    return out
+
+
 def plot_metric_panels(
     curves: pd.DataFrame,
     metrics: Sequence[str],
@@ -332,8 +342,9 @@ def plot_metric_panels(
 ):
     """One panel per metric (``curves`` long rows: ``label``, ``seed``, ``round``, ``metric``,
     ``value``), one line per method: the mean over seeds with an sd band.  Panels wrap after
-    ``ncols``; each method has its own marker and line style, so lines that coincide (several
-    methods at 0) stay visible; a share, rate or accuracy (:func:`unit_interval`) is drawn on
+    ``ncols``; each method has its own marker and line style, so lines that coincide stay
+    visible, and methods at 0 in every round of a panel, two or more, are named in it instead of
+    drawn on top of each other; a share, rate or accuracy (:func:`unit_interval`) is drawn on
     [0, 1] (its sd band cut there); a line breaks at rounds without a value; one legend for
     the figure.  A metric whose values never change (``constant``): ``"drop"`` (the default)
     leaves its panel out and lists it under the figure, ``"note"`` draws the panel titled with
@@ -361,6 +372,17 @@ def plot_metric_panels(
     )
     for ax, m in zip(axes.flat, shown):
         sub = d[d["metric"] == m]
+        at_zero = _all_zero(sub, order, value)
+        if len(at_zero) > 1:  # lines on top of each other at 0: named in the panel instead of hidden
+            sub = sub[~sub["label"].isin(at_zero)]
+            ax.text(
+                0.02,
+                0.1,
+                "0 in every round: " + ", ".join(at_zero),
+                transform=ax.transAxes,
+                fontsize=7,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
+            )
         draw_lines(ax, sub, "round", value, order, colors, styles)
         unit = unit_interval(m) and sub[value].dropna().between(0, 1).all()
         if unit:

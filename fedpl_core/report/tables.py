@@ -288,6 +288,16 @@ def difference_columns(d: dict, diff: str = "diff (points)", sd: bool = True) ->
     return out
 
 
+def p_text(p: float) -> str:
+    """A p-value with two significant digits, three near 0.05, so that a p below 0.05 never reads
+    as "p = 0.05" beside its verdict.
+
+    >>> p_text(0.0497), p_text(0.0081), p_text(0.21)
+    ('p = 0.0497', 'p = 0.0081', 'p = 0.21')
+    """
+    return f"p = {p:.3g}" if 0.045 <= p < 0.055 else f"p = {p:.2g}"
+
+
 def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05, pairs: str = "runs") -> str:
     """One sentence from :func:`paired_difference`, with the verdict the numbers allow
     (``pairs`` names what was paired: runs, one (setting, seed) of the two methods each,
@@ -308,7 +318,7 @@ def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05, pair
         return head + f" ({pairs}: {d['n']}, no test)"
     verdict = "significant" if d["p"] < alpha else "not significant"
     ci = f"95 % CI {d['ci'][0]:.1f} to {d['ci'][1]:.1f}; " if d.get("ci") else ""
-    return head + f" ({ci}paired t-test over {d['n']} {pairs}: p = {d['p']:.2g}, {verdict} at {alpha:g})"
+    return head + f" ({ci}paired t-test over {d['n']} {pairs}: {p_text(d['p'])}, {verdict} at {alpha:g})"
 
 
 #: The four verdicts a paper's claim can get from a paired comparison (:func:`verdict`), fixed
@@ -544,19 +554,19 @@ def reader_text(value):
 
 def for_reading(df: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
     """The table as the Markdown and LaTeX files show it: p-values to two significant
-    digits (the CSV keeps every digit), count columns (:data:`COUNT_COLUMNS`) as whole
+    digits, three near 0.05 (:func:`p_text`; the CSV keeps every digit), count columns (:data:`COUNT_COLUMNS`) as whole
     numbers, registry keys in headers, index and cells by their names (:func:`reader_text`),
     and no default 0..n-1 index column.  Returns the table and whether to write its index.
 
     >>> t, index = for_reading(pd.DataFrame({"label": ["fedavg_pl"], "diff": [1.5], "pairs": [3.0],
     ...                                      "p": [0.049437148533]}))
     >>> t.to_dict("records"), index
-    ([{'method': 'FedAvg-PL', 'diff': 1.5, 'pairs': 3, 'p': '0.049'}], False)
+    ([{'method': 'FedAvg-PL', 'diff': 1.5, 'pairs': 3, 'p': '0.0494'}], False)
     """
     shown = df.copy()
     for c in shown.columns:
         if _is_p(c):
-            shown[c] = [None if v is None or v != v else f"{float(v):.2g}" for v in shown[c]]
+            shown[c] = [None if v is None or v != v else p_text(float(v)).removeprefix("p = ") for v in shown[c]]
         elif str(c) in COUNT_COLUMNS and pd.api.types.is_float_dtype(shown[c]):
             vals = shown[c].dropna()
             if len(vals) and np.all(np.asarray(vals) == np.round(np.asarray(vals))):
@@ -576,6 +586,59 @@ def for_reading(df: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
         shown.index.names = [reader_text(n) for n in df.index.names]
     default_index = isinstance(df.index, pd.RangeIndex) and df.index.name is None
     return shown, not default_index
+
+
+#: What a table shows where it has no value, and what that means unless the table says otherwise.
+DASH = "–"
+DASH_NOTE = "–: no value here (not annotated, no test, nothing to measure, or the reference itself)."
+
+
+class ReadableTable:
+    """A table as a learner reads it in a notebook (:func:`readable`): every cell whole (no
+    "..."), p-values to two significant digits (three near 0.05), counts as whole numbers,
+    registry keys by their names (:func:`for_reading`), numbers to 3 decimals, and a dash, with
+    its meaning under the table, where there is no value.  Jupyter shows its HTML, a terminal its
+    text."""
+
+    def __init__(self, df: pd.DataFrame, note: str | None = None, precision: int = 3):
+        shown, self.index = for_reading(df)
+        for c in shown.columns:  # None and <NA> as NaN, which the writers show as the dash
+            if not pd.api.types.is_float_dtype(shown[c]):
+                shown[c] = shown[c].astype(object).where(shown[c].notna(), np.nan)
+        self.missing = bool(shown.isna().to_numpy().any())
+        self.table = shown
+        note = note or df.attrs.get("note")  # a table may say what its own dashes mean
+        self.note = (note or DASH_NOTE) if self.missing else None
+        self.precision = precision
+
+    def _options(self):
+        return pd.option_context(
+            "display.max_colwidth", None, "display.precision", self.precision, "display.width", 10_000
+        )
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        with self._options():
+            html = self.table.to_html(index=self.index, na_rep=DASH)
+        return html + (f"<p><small>{escape(self.note)}</small></p>" if self.note else "")
+
+    def __repr__(self) -> str:
+        with self._options():
+            text = self.table.to_string(index=self.index, na_rep=DASH)
+        return text + (f"\n{self.note}" if self.note else "")
+
+
+def readable(df: pd.DataFrame, note: str | None = None, precision: int = 3) -> ReadableTable:
+    """``df`` as a learner reads it (:class:`ReadableTable`); ``note`` says what its dashes
+    mean (default: the table's ``attrs["note"]``, else :data:`DASH_NOTE`).
+
+    >>> print(readable(pd.DataFrame({"claim": ["A above B"], "pairs": [3.0], "p": [0.0496], "sd": [float("nan")]})))
+        claim pairs      p  sd
+    A above B     3 0.0496   –
+    –: no value here (not annotated, no test, nothing to measure, or the reference itself).
+    """
+    return ReadableTable(df, note, precision)
 
 
 def output_root(folder: str | Path | None = None) -> Path:

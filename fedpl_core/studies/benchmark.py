@@ -294,8 +294,8 @@ def settings_table(configs: dict[str, ExperimentConfig]) -> pd.DataFrame:
 
 def methods_table(names: Sequence[str]) -> pd.DataFrame:
     """Each method of the benchmark by its display name, the registry name that selects it
-    (``method=``) and the first line of its class docstring (the registry is the one place a
-    method says what it does)."""
+    (``method=``) and the first paragraph of its class docstring, whole (the registry is the one
+    place a method says what it does)."""
     from ..methods import METHODS
     from ..report.names import display_name
 
@@ -303,9 +303,18 @@ def methods_table(names: Sequence[str]) -> pd.DataFrame:
         {
             "method": [display_name(m) for m in names],
             "registry name (method=)": list(names),
-            "what it does": [(METHODS[m].__doc__ or "").strip().splitlines()[0] for m in names],
+            "what it does": [_first_paragraph(METHODS[m].__doc__ or "") for m in names],
         }
     ).set_index("method")
+
+
+def _first_paragraph(doc: str) -> str:
+    r"""A docstring's first paragraph on one line (its wrapped lines joined).
+
+    >>> _first_paragraph("FedAvg (McMahan et al.) with the partial\n    loss.\n\n    Details.")
+    'FedAvg (McMahan et al.) with the partial loss.'
+    """
+    return " ".join(doc.strip().split("\n\n")[0].split())
 
 
 def mean_ranks_by_hand(scores: pd.DataFrame) -> pd.Series:

@@ -3,6 +3,9 @@ function that builds a table or sentences, then one of these to save and display
 claim's sentence comes from :func:`fedpl_core.report.findings.family_table`, the one place a
 claim is tested.
 
+* :func:`readable_tables`: every table a notebook displays from then on, as a learner reads it
+  (:func:`fedpl_core.report.tables.readable`: whole text, p to 2-3 digits, counts as integers,
+  an explained dash where there is no value);
 * :func:`show`: save a table (``figures/<stem>.csv/.md/.tex``) and display it under a caption;
 * :func:`bullets`: sentences as a Markdown list;
 * :func:`join`: names as prose ("A, B and C"), never a Python list.
@@ -43,6 +46,26 @@ def say(sentences: Sequence[str] | str) -> None:
     display(Markdown(sentences if isinstance(sentences, str) else bullets(sentences)))
 
 
+def readable_tables() -> None:
+    """Display every pandas table of this notebook's kernel from now on as a learner reads it
+    (:func:`fedpl_core.report.tables.readable`), in Jupyter's HTML and in text; outside a
+    kernel, nothing."""
+    import pandas as pd
+
+    from ..report.tables import readable
+
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with Jupyter
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    formatters = shell.display_formatter.formatters
+    formatters["text/html"].for_type(pd.DataFrame, lambda df: readable(df)._repr_html_())
+    formatters["text/plain"].for_type(pd.DataFrame, lambda df, printer, cycle: printer.text(repr(readable(df))))
+
+
 def show(table, stem: str, caption: str, folder: Any = None) -> None:
     """Save ``table`` as ``<figures folder>/<stem>.csv/.md/.tex``
     (:func:`~fedpl_core.report.tables.save_table`) and display it under a bold ``caption``."""
@@ -53,4 +76,4 @@ def show(table, stem: str, caption: str, folder: Any = None) -> None:
     display(table)
 
 
-__all__ = ["join", "bullets", "say", "show"]
+__all__ = ["join", "bullets", "say", "show", "readable_tables"]

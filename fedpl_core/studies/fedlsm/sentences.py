@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ...report.tables import p_text
 from .paper import CLAIM_METRICS
 from .runs import TDMA_GRID
 
@@ -39,7 +40,7 @@ def describe_ordering(steps: pd.DataFrame, alpha: float = 0.05) -> list[str]:
             v = verdict({"diff": r["A - B (points)"], "p": p, "ci": ci}, alpha=alpha, margin=paper or None)
             verdicts.append(v)
             ci = f"95 % CI {r['95 % CI']}; " if isinstance(r["95 % CI"], str) and r["95 % CI"] else ""
-            test = "no test" if p is None else f"p = {p:.2g}"
+            test = "no test" if p is None else p_text(p)
             parts.append(
                 f"{r['A']} − {r['B']} = {r['A - B (points)']:+.1f} points ({ci}{test}; paper "
                 f"{r['paper A - B']:+.1f}): {v}"
@@ -69,7 +70,7 @@ def describe_tdma_drift(table: pd.DataFrame, paper_gain: float = 5.0, alpha: flo
         parts = []
         for _, r in g.sort_values("local iterations").iterrows():
             p = r["p"]
-            test = "no test" if p is None or p != p else f"p = {p:.2g}"
+            test = "no test" if p is None or p != p else p_text(p)
             parts.append(f"{r['TDMA gain (points)']:+.1f} at {int(r['local iterations'])} ({test})")
             if r["TDMA gain (points)"] > 0 and p == p and p is not None and p < alpha:
                 hits.append((reading, int(r["local iterations"]), r["TDMA gain (points)"], p))
@@ -80,7 +81,7 @@ def describe_tdma_drift(table: pd.DataFrame, paper_gain: float = 5.0, alpha: flo
     if hits:
         out.append(
             f"The paper's gain (+{paper_gain:.1f}) shows, above zero at p < {alpha:g}, with "
-            + "; ".join(f"{rd} at {n} local iterations ({gain:+.1f}, p = {p:.2g})" for rd, n, gain, p in hits)
+            + "; ".join(f"{rd} at {n} local iterations ({gain:+.1f}, {p_text(p)})" for rd, n, gain, p in hits)
             + ", and in no other setting."
         )
     else:
@@ -136,7 +137,7 @@ def ablation_sentences(table3: pd.DataFrame) -> list[str]:
     for _, r in table3.iterrows():
         if r["method"] != "FedLSM":
             change = "lowers" if r["vs FedLSM"] < 0 else "raises"
-            sig = "n/a" if r["p"] is None or r["p"] != r["p"] else f"p = {r['p']:.2g}"
+            sig = "n/a" if r["p"] is None or r["p"] != r["p"] else p_text(r["p"])
             out.append(
                 f"{r['task']}, {metric_name(r['metric'])}: removing {r['method'][4:]} {change} the score by "
                 f"{abs(r['vs FedLSM']):.1f} points ({sig})"
@@ -179,7 +180,7 @@ def ham_tdma_sentences(ham: pd.DataFrame) -> list[str]:
         p = None if r["p"] != r["p"] else r["p"]
         lines.append(
             f"{loss}: FedAvg* − {avg} = {r['TDMA gain (points)']:+.1f} AUC points "
-            f"({'no test' if p is None else f'p = {p:.2g}'}; paper +2.2): "
+            f"({'no test' if p is None else p_text(p)}; paper +2.2): "
             f"{verdict({'diff': r['TDMA gain (points)'], 'p': p})}"
         )
     for metric in ("Accuracy", "F1"):

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ...report.tables import fmt_mean_std
+from ...report.tables import fmt_mean_std, p_text
 from .paper import CLAIM_METRICS, PAPER_TABLE1, PAPER_TABLE2, RANKING, RANKING_METRICS, TABLE2_METRICS, TASKS
 from .runs import TDMA_GRID, TRIED_VARIANTS
 
@@ -228,7 +228,7 @@ def tried_table(results: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 for ref in ("FedAvg-PL", "FedAvg*"):
                     d = paired_difference(rv, lab, ref, metric)
                     row[f"{metric_name(metric)} vs {ref}"] = (
-                        f"{d['diff']:+.1f} (p = {d['p']:.2g})" if d["p"] is not None else f"{d['diff']:+.1f}"
+                        f"{d['diff']:+.1f} ({p_text(d['p'])})" if d["p"] is not None else f"{d['diff']:+.1f}"
                     )
             rows.append(row)
     return pd.DataFrame(rows).set_index(["task", "variant"])

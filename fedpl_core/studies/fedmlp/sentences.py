@@ -11,6 +11,8 @@ from typing import Any
 
 import pandas as pd
 
+from ...report.tables import p_text
+
 
 def hot_cool_sentence(g: dict[str, Any], table: str, m: int) -> str:
     """The hot / cool comparison of :func:`hot_cool_gap` as a sentence, with the verdict on
@@ -24,7 +26,7 @@ def hot_cool_sentence(g: dict[str, Any], table: str, m: int) -> str:
     test = (
         "no test: too few (class, seed) gains"
         if g["p"] is None
-        else f"Welch's t-test over class x seed gains, p = {g['p']:.2g}"
+        else f"Welch's t-test over class x seed gains, {p_text(g['p'])}"
     )
     return (
         f"{table}, m = {m}: FedMLP - FedAvg-PL is {g['cool']:+.1f} points on the {g['n_cool']} cool classes "
@@ -135,6 +137,6 @@ def what_this_run_shows(
         r = steps.loc[big]
         out.append(
             f"The ablation's largest step is {big[1]} in {big[0]}: {r['AUC change (points)']:+.1f} points"
-            + (f" (p = {r['p']:.2g})." if r["p"] is not None and r["p"] == r["p"] else ".")
+            + (f" ({p_text(r['p'])})." if r["p"] is not None and r["p"] == r["p"] else ".")
         )
     return out

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...report.tables import fmt_mean_std
+from ...report.tables import fmt_mean_std, p_text
 from ...runs.experiment_config import ExperimentConfig
 from .paper import METRICS
 from .profile import Settings
@@ -154,7 +154,7 @@ def variants_table(results: dict[str, pd.DataFrame], st: Settings) -> pd.DataFra
             for ref in ("FedAvg-PL", "FedAvg"):
                 d = paired_difference(rv, lab, ref, "auroc_mean")
                 row[f"AUC vs {ref}"] = (
-                    f"{d['diff']:+.1f} (p = {d['p']:.2g})" if d["p"] is not None else f"{d['diff']:+.1f}"
+                    f"{d['diff']:+.1f} ({p_text(d['p'])})" if d["p"] is not None else f"{d['diff']:+.1f}"
                 )
             rows.append(row)
     return pd.DataFrame(rows).set_index(["table", "m", "variant"])

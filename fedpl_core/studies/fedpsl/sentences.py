@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from ...report import tables as _tables
 from .profile import Settings
 from .tables import sweep_trend
 
@@ -28,7 +29,7 @@ TABLE2_COMPARISONS = [
 
 def p_text(p: float | None) -> str:
     """A p-value as text ("no test" with a single seed: None, or NaN in a table's column)."""
-    return "no test" if p is None or p != p else f"p = {p:.2g}"
+    return "no test" if p is None or p != p else _tables.p_text(p)
 
 
 def comparison_sentences(df: pd.DataFrame, pairs: Sequence[tuple[str, str]] = TABLE2_COMPARISONS) -> list[str]:
@@ -45,7 +46,7 @@ def comparison_sentences(df: pd.DataFrame, pairs: Sequence[tuple[str, str]] = TA
         last = describe_difference(paired_difference(df, a, b, which="final"))
         best = paired_difference(df, a, b, which="best")
         out.append(
-            f"{last} [best round*: {best['diff']:+.1f} points, p = {best['p']:.2g}]" if best["p"] is not None else last
+            f"{last} [best round*: {best['diff']:+.1f} points, {p_text(best['p'])}]" if best["p"] is not None else last
         )
     return out
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...report.tables import describe_difference, paired_difference, verdict
+from ...report.tables import describe_difference, p_text, paired_difference, verdict
 from .tables import class_difference
 
 
@@ -25,7 +25,7 @@ def round_gap_sentence(gap: pd.DataFrame, by: str = "K") -> str:
 
     def listing(g):
         return join(
-            f"{by} = {k}: {r.gap:+.1f} (p = {r.p:.2g})"
+            f"{by} = {k}: {r.gap:+.1f} ({p_text(r.p)})"
             if r.p is not None and r.p == r.p
             else f"{by} = {k}: {r.gap:+.1f}"
             for k, r in g.iterrows()
@@ -93,8 +93,8 @@ def unique_gap_sentences(gaps: pd.DataFrame, df: pd.DataFrame) -> list[str]:
         sig = [int(r) for r in g[(g["p"] < 0.05) & (g["gap"] > 0)]["round"]]
         lines.append(
             f"**{col}, {strategy}**: largest lead {top['gap']:+.1f} at round {int(top['round'])} "
-            f"(p = {top['p']:.2g}), {last['gap']:+.1f} at the last round {int(last['round'])} "
-            f"(p = {last['p']:.2g}); significant (p < 0.05) "
+            f"({p_text(top['p'])}), {last['gap']:+.1f} at the last round {int(last['round'])} "
+            f"({p_text(last['p'])}); significant (p < 0.05) "
             + (f"in rounds {join(sig)}" if sig else "in no round")
             + f"; models selected at round {best[f'FL + SA ({strategy})']:.1f} (SA) / "
             f"{best[f'FL + PL ({strategy})']:.1f} (PL) on average."
