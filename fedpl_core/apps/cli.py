@@ -732,6 +732,7 @@ def _execute_all(
                 progress_bar=False,
                 kernel_name=a.kernel,
             )
+            saved_form(path)
 
         try:
             execute_into(nb, folder, execute)
@@ -742,9 +743,21 @@ def _execute_all(
         summary.append((nb.name, status, time.perf_counter() - t0))
 
 
+def saved_form(path: Path) -> None:
+    """End the executed notebook at ``path`` (in the run's private folder) with the newline
+    JupyterLab writes when it saves a notebook, which papermill leaves out, so that opening and
+    saving an executed notebook changes nothing."""
+    text = path.read_text(encoding="utf-8")
+    if not text.endswith("\n"):
+        with path.open("a", encoding="utf-8") as f:
+            f.write("\n")
+
+
 #: The index of the built-in methods that ``methods`` reads (:mod:`fedpl_core.methods.catalog`
 #: writes it from the live registry: names, display names, papers, tasks, first sentences and the
 #: papers' facts), found beside this package without importing it.
+#:
+#: :meta hide-value:
 METHOD_INDEX = Path(__file__).resolve().parents[1] / "methods" / "index.json"
 _TASK_NAMES = {"multilabel": "multi-label", "multiclass": "single-label"}
 
@@ -949,8 +962,8 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
         help="smoke: every cell in about a minute (tests); cpu: converged runs with 3 seeds on 2 cores, "
         "15 min or less a notebook (default); paper: the papers' training schedules on the small model, "
         "seeds chosen for power, 2.5 h or less a notebook, the four papers' notebooks only (figures/paper/, "
-        "results/paper/); gpu: the papers' backbones, 10 min or less a "
-        "notebook on one H100 (figures/gpu/, results/gpu/); full: the papers' settings (GPU, hours)",
+        "results/paper/); gpu: the papers' backbones, about 16-30 min a notebook on one H200 (estimated "
+        "from measured step times; figures/gpu/, results/gpu/); full: the papers' settings (GPU, hours)",
     )
     rp.add_argument(
         "--notebooks", nargs="+", metavar="NB", help="names or prefixes, one or more (default: all in notebooks/)"
