@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -51,14 +53,23 @@ def checked(cell) -> bool:
 def kernel_metadata(kernel: str = KERNEL) -> dict:
     """The notebook metadata JupyterLab writes when ``kernel`` (of this environment) connects:
     ``kernelspec`` from its kernel spec and ``language_info`` from the kernel (ipykernel's)."""
-    from ipykernel.ipkernel import IPythonKernel
     from jupyter_client.kernelspec import KernelSpecManager
 
     spec = KernelSpecManager().get_kernel_spec(kernel)
     return {
         "kernelspec": {"display_name": spec.display_name, "language": spec.language, "name": kernel},
-        "language_info": copy.deepcopy(dict(IPythonKernel.language_info)),
+        "language_info": copy.deepcopy(_language_info()),
     }
+
+
+@functools.lru_cache(maxsize=1)
+def _language_info() -> dict:
+    """ipykernel's ``language_info``, read in a child process: importing ipykernel here would put
+    its shell module into this process, and tqdm.auto would then draw notebook progress bars in it
+    (the test suite's own processes)."""
+    code = "import json; from ipykernel.ipkernel import IPythonKernel as K; print(json.dumps(dict(K.language_info)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    return json.loads(out.stdout)
 
 
 def clean(nb, metadata: dict | None = None):
