@@ -206,3 +206,24 @@ def test_every_row_of_the_committed_findings_page_links_its_evidence_and_names_i
         cells = [c.strip() for c in row.split("|")[1:-1]]
         assert "](" in cells[-1], f"no evidence link: {row[:80]}"
         assert cells[2] in ("built-in", "HAM10000"), f"no data named: {row[:80]}"
+
+
+def test_headline_view_names_the_contrast_writes_the_interval_and_says_what_its_dashes_mean():
+    from fedpl_core.report.findings import headline_view
+    from fedpl_core.report.tables import readable
+
+    two = pd.concat([runs([0, 0, 0], "E=2", base=0.80), runs([1.0, -1.0, 0.5], "E=32", base=0.70)])
+    two = two[two["label"] == "A"]
+    claims = [
+        Claim("P", "rarer synchronisation is worse", "A", "A", "t", a_setting="E=32", b_setting="E=2", direction=-1),
+        Claim("P", "one seed", "A", "B", "one"),
+    ]
+    t = headline_table(claims, {"t": two, "one": runs([2.0])})
+    view = headline_view(t)
+    assert view.loc[0, "claim"] == "rarer synchronisation is worse (A at E=32 − A at E=2)"
+    assert view.loc[0, "difference"] == "−9.8" and view.loc[0, "seeds"] == "3"
+    lo, hi = view.loc[0, "95 % CI"].split(" to ")
+    assert lo.startswith("−1") and float(lo.replace("−", "-")) < -9.8 < float(hi.replace("−", "-"))
+    assert pd.isna(view.loc[1, "95 % CI"]) and pd.isna(view.loc[1, "p"])  # one seed: no test
+    shown = repr(readable(view))
+    assert "–: no value: no test (one seed" in shown and "rarer synchronisation is worse (A at E=32" in shown

@@ -22,6 +22,8 @@ and the comparisons of a notebook's claims table).  Every claim is tested the sa
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +35,7 @@ from .tables import (
     difference_columns,
     holm,
     minimum_detectable_effect,
+    p_digits,
     p_text,
     paired_difference,
     power,
@@ -373,23 +376,24 @@ def _num(v, fmt: str = "{:.1f}") -> str:
 
 
 def _p_pair(p, holm_p) -> str:
-    """``"0.0011 (0.0064)"``: the raw p and Holm's beside it, as :func:`p_text` writes them."""
+    """``"0.0011 (0.0064)"``: the raw p and Holm's beside it (:func:`~fedpl_core.report.tables.p_digits`)."""
     if pd.isna(p):
         return "no test"
-    raw = p_text(p).removeprefix("p = ")
-    return raw + (f" ({p_text(holm_p).removeprefix('p = ')})" if pd.notna(holm_p) else "")
+    return p_digits(p) + (f" ({p_digits(holm_p)})" if pd.notna(holm_p) else "")
 
 
-def seeds_text(seeds, settings, pairs) -> str:
+def seeds_text(seeds, settings, pairs, unit: str = "") -> str:
     """What a claim's test paired: ``"12"`` seeds, or ``"12 × 3 settings"`` where it pools the
-    seeds of several settings; the number of pairs when the seeds are not recorded.
+    seeds of several settings; the number of pairs when the seeds are not recorded.  ``unit``
+    (e.g. ``"seeds"``) follows the number of seeds (of pairs: ``"pairs"``).
 
-    >>> seeds_text(12, 3, 36), seeds_text(5, 1, 5), seeds_text(None, None, 9)
-    ('12 × 3 settings', '5', '9')
+    >>> seeds_text(12, 3, 36), seeds_text(5, 1, 5), seeds_text(None, None, 9), seeds_text(12, 3, 36, "seeds")
+    ('12 × 3 settings', '5', '9', '12 seeds × 3 settings')
     """
     if pd.isna(seeds):
-        return "" if pd.isna(pairs) else str(int(pairs))
-    return f"{int(seeds)} × {int(settings)} settings" if pd.notna(settings) and int(settings) > 1 else str(int(seeds))
+        return "" if pd.isna(pairs) else f"{int(pairs)}{' pairs' if unit else ''}"
+    n = f"{int(seeds)}{' ' + unit if unit else ''}"
+    return f"{n} × {int(settings)} settings" if pd.notna(settings) and int(settings) > 1 else n
 
 
 #: Where a claim's notebook sections are, per profile: the site's staged notebooks
@@ -406,9 +410,9 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 
 def _slug(heading: str) -> str:
-    from myst_parser.mdit_to_docutils.base import default_slugify
+    from .glossary import github_slug
 
-    return str(default_slugify(heading))
+    return github_slug(heading)
 
 
 def _headings(lines: Sequence[str]) -> list[str]:
@@ -416,16 +420,22 @@ def _headings(lines: Sequence[str]) -> list[str]:
 
 
 def _notebook_headings(number: str, notebooks: Path) -> tuple[str, list[str]]:
-    import json
-
     found = sorted(notebooks.glob(f"{number}_*.ipynb"))
     if len(found) != 1:
         raise ValueError(
             f"evidence names notebook {number}, but {notebooks} has {len(found)} notebooks {number}_*.ipynb"
         )
-    cells = json.loads(found[0].read_text(encoding="utf-8"))["cells"]
-    lines = [line for c in cells if c["cell_type"] == "markdown" for line in "".join(c["source"]).splitlines()]
-    return found[0].stem, _headings(lines)
+    return found[0].stem, _file_headings(found[0], found[0].stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=32)
+def _file_headings(path: Path, mtime_ns: int) -> list[str]:
+    """The headings of a notebook's markdown cells (read once a version: the page asks for each
+    row's)."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return _headings(
+        [line for c in cells if c["cell_type"] == "markdown" for line in "".join(c["source"]).splitlines()]
+    )
 
 
 def _one_heading(headings: Sequence[str], text: str, where: str) -> str:
@@ -782,8 +792,7 @@ def readme_block(figures: str | Path | None, paper_figures: str | Path | None = 
     for _, r in df.assign(_why=not_run(df)).iterrows():
         if pd.notna(r["verdict"]):
             p = p_text(r["p"]) if pd.notna(r["p"]) else "no test"
-            seeds = seeds_text(r.get("seeds"), r.get("settings"), r["pairs"]).replace(" × ", " seeds × ")
-            seeds += "" if "settings" in seeds else " seeds"
+            seeds = seeds_text(r.get("seeds"), r.get("settings"), r["pairs"], unit="seeds")
             run, v = f"{_signed(r['diff'])} ({p}, {seeds})", str(r["verdict"])
         else:
             run, v = r["_why"], ""

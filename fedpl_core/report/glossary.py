@@ -411,27 +411,29 @@ def _plain(form: str) -> str:
     return re.sub(r"\\(.)", r"\1", form)
 
 
-def github_slug(heading: str, used: dict[str, int] | None = None) -> str:
-    """The anchor GitHub (and MyST) gives a heading whose text reads ``heading``: lower case,
-    every character but letters, digits, spaces, ``-`` and ``_`` dropped, each space a ``-``;
-    with ``used`` (the slugs of the headings above it on the page, counted), ``-1``, ``-2``, ...
-    after a slug already used.
+def github_slug(heading: str, used: set[str] | None = None) -> str:
+    """The anchor GitHub (and MyST: ``myst_parser.slugs``, what ``myst_heading_anchors`` uses)
+    gives a heading whose text reads ``heading``: lower case, every character but letters, digits,
+    spaces, ``-`` and ``_`` dropped, each space a ``-``; with ``used`` (the slugs of the headings
+    above it on the page, updated), ``-1``, ``-2``, ... after a slug already used.
 
     >>> github_slug("FL + SA"), github_slug("FedBN+"), github_slug("non-IID")
     ('fl--sa', 'fedbn', 'non-iid')
     """
-    slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+    from myst_parser.slugs import github_slugify, unique_slug
+
+    slug = github_slugify(heading.strip())
     if used is None:
         return slug
-    n = used.get(slug, 0)
-    used[slug] = n + 1
-    return slug if n == 0 else f"{slug}-{n}"
+    slug = unique_slug(slug, used)
+    used.add(slug)
+    return slug
 
 
 def anchors() -> dict[str, str]:
     """``{term: anchor}``: each term's anchor on the glossary page (the slugs of the page's
     headings in order, the page's title included)."""
-    used: dict[str, int] = {}
+    used: set[str] = set()
     github_slug("Glossary", used)
     return {name: github_slug(name, used) for name in TERMS}
 

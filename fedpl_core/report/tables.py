@@ -288,14 +288,23 @@ def difference_columns(d: dict, diff: str = "diff (points)", sd: bool = True) ->
     return out
 
 
-def p_text(p: float) -> str:
-    """A p-value with two significant digits, three near 0.05, so that a p below 0.05 never reads
-    as "p = 0.05" beside its verdict.
+def p_digits(p: float) -> str:
+    """A p-value's digits: two significant, three near 0.05, so that a p below 0.05 never reads
+    as 0.05 beside its verdict.
 
-    >>> p_text(0.0497), p_text(0.0081), p_text(0.21)
-    ('p = 0.0497', 'p = 0.0081', 'p = 0.21')
+    >>> p_digits(0.0497), p_digits(0.0081), p_digits(0.21)
+    ('0.0497', '0.0081', '0.21')
     """
-    return f"p = {p:.3g}" if 0.045 <= p < 0.055 else f"p = {p:.2g}"
+    return f"{p:.3g}" if 0.045 <= p < 0.055 else f"{p:.2g}"
+
+
+def p_text(p: float) -> str:
+    """``"p = <digits>"`` (:func:`p_digits`), as a sentence writes it.
+
+    >>> p_text(0.0497)
+    'p = 0.0497'
+    """
+    return f"p = {p_digits(p)}"
 
 
 def describe_difference(d: dict, unit: str = "points", alpha: float = 0.05, pairs: str = "runs") -> str:
@@ -554,9 +563,9 @@ def reader_text(value):
 
 def for_reading(df: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
     """The table as the Markdown and LaTeX files show it: p-values to two significant
-    digits, three near 0.05 (:func:`p_text`; the CSV keeps every digit), count columns (:data:`COUNT_COLUMNS`) as whole
-    numbers, registry keys in headers, index and cells by their names (:func:`reader_text`),
-    and no default 0..n-1 index column.  Returns the table and whether to write its index.
+    digits, three near 0.05 (:func:`p_digits`; the CSV keeps every digit), count columns
+    (:data:`COUNT_COLUMNS`) as whole numbers, registry keys in headers, index and cells by their
+    names (:func:`reader_text`), and no default 0..n-1 index column.  Returns the table and whether to write its index.
 
     >>> t, index = for_reading(pd.DataFrame({"label": ["fedavg_pl"], "diff": [1.5], "pairs": [3.0],
     ...                                      "p": [0.049437148533]}))
@@ -566,7 +575,7 @@ def for_reading(df: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
     shown = df.copy()
     for c in shown.columns:
         if _is_p(c):
-            shown[c] = [None if v is None or v != v else p_text(float(v)).removeprefix("p = ") for v in shown[c]]
+            shown[c] = [None if v is None or v != v else p_digits(float(v)) for v in shown[c]]
         elif str(c) in COUNT_COLUMNS and pd.api.types.is_float_dtype(shown[c]):
             vals = shown[c].dropna()
             if len(vals) and np.all(np.asarray(vals) == np.round(np.asarray(vals))):
